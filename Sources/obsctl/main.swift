@@ -1,0 +1,5 @@
+// obsctl is built by its own issue; until then this executable says so and exits non-zero.
+import Foundation
+
+FileHandle.standardError.write(Data("obsctl: not implemented yet\n".utf8))
+exit(1)
