@@ -27,13 +27,13 @@ public final class Event<Payload>: @unchecked Sendable {
 
     /// Calls `handler` synchronously, on the firing thread, for every payload fired until the
     /// token is cancelled or released.
-    public func subscribe(_ handler: @escaping @Sendable (Payload) -> Void) -> Observation {
+    public func subscribe(_ handler: @escaping @Sendable (Payload) -> Void) -> ObservationToken {
         add(Subscriber(handler: handler, dispatch: nil))
     }
 
-    private func add(_ subscriber: Subscriber) -> Observation {
+    private func add(_ subscriber: Subscriber) -> ObservationToken {
         subscribers.withLock { $0.append(subscriber) }
-        return Observation { [weak self] in
+        return ObservationToken { [weak self] in
             subscriber.cancelled.store(true, ordering: .releasing)
             self?.subscribers.withLock { $0.removeAll { $0 === subscriber } }
         }
@@ -59,7 +59,7 @@ public final class Event<Payload>: @unchecked Sendable {
 extension Event where Payload: Sendable {
     /// Calls `handler` on `scheduler` for every payload fired until the token is cancelled or
     /// released; with an asynchronous scheduler nothing is delivered after `cancel()` returns.
-    public func subscribe(on scheduler: some EventScheduler, _ handler: @escaping @Sendable (Payload) -> Void) -> Observation {
+    public func subscribe(on scheduler: some EventScheduler, _ handler: @escaping @Sendable (Payload) -> Void) -> ObservationToken {
         if scheduler is ImmediateScheduler { return subscribe(handler) }
         return add(Subscriber(handler: handler, dispatch: { subscriber, payload in
             scheduler.schedule { subscriber.call(payload) }

@@ -89,7 +89,7 @@ public final class ObservableArray<Element: Sendable & Equatable>: @unchecked Se
 
     /// Calls `handler` with every change of the array, as a diff, in order.
     public func observeDiff(on scheduler: some EventScheduler = ImmediateScheduler(),
-                            _ handler: @escaping @Sendable (ArrayDiff) -> Void) -> Observation {
+                            _ handler: @escaping @Sendable (ArrayDiff) -> Void) -> ObservationToken {
         observable.observe(on: scheduler) { change in
             handler(ArrayDiff(from: change.oldValue, to: change.newValue))
         }
@@ -97,7 +97,7 @@ public final class ObservableArray<Element: Sendable & Equatable>: @unchecked Se
 
     /// Calls `handler` with every change of the array as a whole.
     public func observe(initial: Bool = false, on scheduler: some EventScheduler = ImmediateScheduler(),
-                        _ handler: @escaping @Sendable (Change<[Element]>) -> Void) -> Observation {
+                        _ handler: @escaping @Sendable (Change<[Element]>) -> Void) -> ObservationToken {
         observable.observe(initial: initial, on: scheduler, handler)
     }
 }

@@ -126,12 +126,12 @@ extension ObservableValue {
     public func observe(initial: Bool = false,
                         on scheduler: some EventScheduler = ImmediateScheduler(),
                         onError: (@Sendable (any Error) -> Void)? = nil,
-                        _ handler: @escaping @Sendable (Change<Value>) -> Void) -> Observation {
+                        _ handler: @escaping @Sendable (Change<Value>) -> Void) -> ObservationToken {
         let observer = ObserverNode(target: self, scheduler: scheduler, errorHandler: onError, handler: handler)
         engine.enter()
         observer.start(initial: initial)
         engine.exit()
-        return Observation { observer.cancel() }
+        return ObservationToken { observer.cancel() }
     }
 
     /// Every change from now on, as an asynchronous sequence; ending the iteration unsubscribes.

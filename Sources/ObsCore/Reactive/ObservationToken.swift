@@ -2,8 +2,8 @@ import Synchronization
 
 /// A subscription: cancelling it, or releasing the last reference to it, stops its handler.
 ///
-/// Tokens are `Hashable` by identity, so a `Set<Observation>` can hold many.
-public final class Observation: Hashable, Sendable {
+/// Tokens are `Hashable` by identity, so a `Set<ObservationToken>` can hold many.
+public final class ObservationToken: Hashable, Sendable {
     private let onCancel: Mutex<(@Sendable () -> Void)?>
 
     /// A token that runs `onCancel` once, when cancelled or released.
@@ -28,18 +28,18 @@ public final class Observation: Hashable, Sendable {
 
     deinit { cancel() }
 
-    public static func == (lhs: Observation, rhs: Observation) -> Bool { lhs === rhs }
+    public static func == (lhs: ObservationToken, rhs: ObservationToken) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// Holds many subscriptions and cancels them together: on `cancelAll()` or when released.
 public final class ObservationBag: Sendable {
-    private let tokens = Mutex<[Observation]>([])
+    private let tokens = Mutex<[ObservationToken]>([])
 
     public init() {}
 
     /// Keeps `token` until the bag is cancelled or released.
-    public func insert(_ token: Observation) {
+    public func insert(_ token: ObservationToken) {
         tokens.withLock { $0.append(token) }
     }
 
@@ -48,7 +48,7 @@ public final class ObservationBag: Sendable {
 
     /// Cancels every subscription in the bag, in the order added, and empties it.
     public func cancelAll() {
-        let all = tokens.withLock { tokens -> [Observation] in
+        let all = tokens.withLock { tokens -> [ObservationToken] in
             defer { tokens = [] }
             return tokens
         }
