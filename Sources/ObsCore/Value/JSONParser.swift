@@ -39,6 +39,7 @@ extension JSONValue {
     public static func parse(
         _ bytes: [UInt8], maxDepth: Int = defaultMaxDepth
     ) throws(JSONParseError) -> JSONValue {
+        // The Result carries the typed error through closures that only rethrow untyped errors.
         try bytes.withUnsafeBytes { raw in
             Result { () throws(JSONParseError) in try parse(raw, maxDepth: maxDepth) }
         }.get()
@@ -161,7 +162,7 @@ struct JSONParser: ~Copyable {
                     throw unexpected(expected: frame.isObject ? "',' or '}'" : "',' or ']'")
                 }
                 pos += 1
-                _ = frames.pop()
+                frames.removeTop()
                 value = frame.isObject
                     ? try closeObject(frame) : .array(values.popArray(from: frame.valueStart))
             }
