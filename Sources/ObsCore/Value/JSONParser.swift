@@ -15,6 +15,9 @@
 //    found: the unexpected byte, the start of the bad token (literal, number, escape, UTF-8
 //    sequence, duplicate name), or the input length when the input ends too early.
 //
+// Whitespace is only space, tab, CR and LF. A UTF-8 byte order mark is not whitespace and is
+// rejected like any other stray byte (RFC 8259 section 8.1: senders must not add one).
+//
 // Names are Swift Strings, and Swift compares Strings by canonical equivalence, so two names that
 // differ only in Unicode normalization ("\u00e9" and "e\u0301") are duplicates: a Dictionary could not
 // hold both.
