@@ -1,0 +1,147 @@
+// The canonical compact encoding: the same value always encodes to the same bytes, and values that
+// compare equal (JSONValue's structural equality) encode identically.
+// - No whitespace. Object members are sorted by the UTF-8 bytes of their names (that is, by code
+//   point), which depends on neither locale nor Unicode normalization.
+// - Strings: `"` `\` and control characters are escaped (\b \f \n \r \t, others as \u00XX with
+//   lowercase hex); everything else, '/' and non-ASCII included, is written as raw UTF-8.
+// - Integral doubles within Int64 range print as integers ("1", not "1.0"), because `.double(1)`
+//   equals `.int(1)`; -0.0 prints as "0" for the same reason. Decoding such output gives `.int`,
+//   which is an equal value, and re-encoding it gives the same bytes.
+// - Other doubles print in Swift's shortest round-trip form (`Double.description`, e.g. "21.5",
+//   "1e-07", "1.5e+300"), which is valid JSON and decodes to the same double.
+// - Encoding recurses once per nesting level. Values from the decoder are at most maxDepth deep;
+//   deeper ones can only be built in code, and JSONValue's own ==, hash and deinit recurse as well.
+// - Non-finite doubles never come from the decoder, and the store refuses to create them; should
+//   one be encoded anyway it becomes `null`, so the output stays valid JSON.
+
+extension JSONValue: CustomStringConvertible {
+    /// The canonical compact JSON encoding, appended to `buffer` as UTF-8.
+    public func encode(into buffer: inout [UInt8]) {
+        switch self {
+        case .null:
+            buffer.append(contentsOf: "null".utf8)
+        case .bool(let value):
+            buffer.append(contentsOf: value ? "true".utf8 : "false".utf8)
+        case .int(let value):
+            JSONValue.appendInteger(value, to: &buffer)
+        case .double(let value):
+            JSONValue.appendDouble(value, to: &buffer)
+        case .string(let value):
+            JSONValue.appendString(value, to: &buffer)
+        case .array(let elements):
+            buffer.append(UInt8(ascii: "["))
+            for (i, element) in elements.enumerated() {
+                if i > 0 { buffer.append(UInt8(ascii: ",")) }
+                element.encode(into: &buffer)
+            }
+            buffer.append(UInt8(ascii: "]"))
+        case .object(let members):
+            buffer.append(UInt8(ascii: "{"))
+            if members.count == 1, let (name, value) = members.first {
+                JSONValue.appendMember(name, value, to: &buffer)
+            } else {
+                let sorted = members.sorted { JSONValue.utf8Precedes($0.key, $1.key) }
+                for (i, (name, value)) in sorted.enumerated() {
+                    if i > 0 { buffer.append(UInt8(ascii: ",")) }
+                    JSONValue.appendMember(name, value, to: &buffer)
+                }
+            }
+            buffer.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// The canonical compact JSON encoding.
+    public var encoded: String {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(64)
+        encode(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// The canonical compact JSON encoding.
+    public var description: String { encoded }
+
+    static func appendMember(_ name: String, _ value: JSONValue, to buffer: inout [UInt8]) {
+        appendString(name, to: &buffer)
+        buffer.append(UInt8(ascii: ":"))
+        value.encode(into: &buffer)
+    }
+
+    /// Whether `a` sorts before `b` by UTF-8 bytes. Native and small strings are contiguous UTF-8,
+    /// so this is a plain byte comparison; the fallback covers other string storage.
+    static func utf8Precedes(_ a: String, _ b: String) -> Bool {
+        let bytewise = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y in
+                for i in 0..<Swift.min(x.count, y.count) where x[i] != y[i] { return x[i] < y[i] }
+                return x.count < y.count
+            }
+        }
+        if let bytewise, let result = bytewise { return result }
+        return a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+
+    static func appendInteger(_ value: Int64, to buffer: inout [UInt8]) {
+        if value < 0 { buffer.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var i = digits.count
+            repeat {
+                i -= 1
+                digits[i] = UInt8(truncatingIfNeeded: magnitude % 10) &+ UInt8(ascii: "0")
+                magnitude /= 10
+            } while magnitude != 0
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
+        }
+    }
+
+    static func appendDouble(_ value: Double, to buffer: inout [UInt8]) {
+        if let integer = Int64(exactly: value) {
+            appendInteger(integer, to: &buffer)
+        } else if value.isFinite {
+            buffer.append(contentsOf: value.description.utf8)
+        } else {
+            buffer.append(contentsOf: "null".utf8)
+        }
+    }
+
+    static func appendString(_ string: String, to buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { utf8 in
+            // Bytes from `runStart` to the current index need no escaping and are copied at once.
+            var runStart = 0
+            for i in utf8.indices {
+                let byte = utf8[i]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                    continue
+                }
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+                appendEscaped(byte, to: &buffer)
+                runStart = i + 1
+            }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        }
+        buffer.append(UInt8(ascii: "\""))
+    }
+
+    static func appendEscaped(_ byte: UInt8, to buffer: inout [UInt8]) {
+        let short: UInt8
+        switch byte {
+        case UInt8(ascii: "\""): short = UInt8(ascii: "\"")
+        case UInt8(ascii: "\\"): short = UInt8(ascii: "\\")
+        case 0x08: short = UInt8(ascii: "b")
+        case 0x0C: short = UInt8(ascii: "f")
+        case 0x0A: short = UInt8(ascii: "n")
+        case 0x0D: short = UInt8(ascii: "r")
+        case 0x09: short = UInt8(ascii: "t")
+        default:
+            let hexDigits: StaticString = "0123456789abcdef"
+            buffer.append(contentsOf: "\\u00".utf8)
+            buffer.append(hexDigits.utf8Start[Int(byte >> 4)])
+            buffer.append(hexDigits.utf8Start[Int(byte & 0x0F)])
+            return
+        }
+        buffer.append(UInt8(ascii: "\\"))
+        buffer.append(short)
+    }
+}
