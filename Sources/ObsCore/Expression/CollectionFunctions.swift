@@ -23,8 +23,11 @@ extension Builtin {
             throw call.error("can only sort numbers or strings, not \(bad.typeName) among them")
         },
         unary("reverse") { v, call throws(ObsError) in
-            if case .string(let s) = v { return .string(String(String.UnicodeScalarView(s.unicodeScalars.reversed()))) }
-            return .array(try call.array(v, "argument (an array or a string)").reversed())
+            switch v {
+            case .array(let a): return .array(a.reversed())
+            case .string(let s): return .string(String(String.UnicodeScalarView(s.unicodeScalars.reversed())))
+            default: throw call.error("argument must be an array or a string, got \(v.typeName)")
+            }
         },
         unary("first") { v, call throws(ObsError) in try call.array(v).first ?? .null },
         unary("last") { v, call throws(ObsError) in try call.array(v).last ?? .null },

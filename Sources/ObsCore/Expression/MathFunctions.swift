@@ -51,7 +51,8 @@ extension Builtin {
 
     /// The least or greatest of numbers, or of strings by Unicode scalar values; null when empty.
     private static func extreme(_ args: [JSONValue], _ call: Call, wantLess: Bool) throws(ObsError) -> JSONValue {
-        let items = args.count == 1 ? try call.array(args[0], "a single argument") : args
+        var items = args
+        if args.count == 1, case .array(let elements) = args[0] { items = elements }
         guard var best = items.first else { return .null }
         switch best {
         case .int, .double, .string: break

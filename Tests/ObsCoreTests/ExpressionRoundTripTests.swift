@@ -1,0 +1,104 @@
+import XCTest
+@testable import ObsCore
+
+/// A deterministic PRNG (SplitMix64), so every failure reproduces from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Random syntax trees covering every node kind, operator and function.
+struct TreeGenerator {
+    var random: SplitMix64
+
+    private static let keyNames = ["a", "b", "a.b", "sensor.kitchen.temp", "x-1", "net.wifi-5g.ssid", "_", "9", "n"]
+    private static let memberNames = ["x", "temp", "true", "null", "value", "a b", "", "é", "_1", "\"q\""]
+    private static let identifiers = ["x", "temp", "true", "null", "value", "len", "_1", "A"]
+    private static let strings = ["", "a", "it's", "say \"hi\"", "back\\slash", "tab\there", "new\nline", "\u{01}", "é😀", "{}"]
+    private static let doubles: [Double] = [0.5, -2.5, 1e3, 1e-7, 1e300, -0.0, 0.1, 123456.789, 5e-324, 9007199254740993]
+    private static let ints: [Int64] = [0, 1, -1, 42, -7, .max, .min, 1 << 53]
+
+    mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &random)] }
+
+    mutating func tree(depth: Int) -> Syntax {
+        let choice = depth <= 0 ? Int.random(in: 0..<7, using: &random) : Int.random(in: 0..<16, using: &random)
+        let node: Node
+        switch choice {
+        case 0: node = pick([.null, .bool(true), .bool(false)])
+        case 1: node = .int(pick(TreeGenerator.ints))
+        case 2: node = .double(pick(TreeGenerator.doubles))
+        case 3: node = .string(pick(TreeGenerator.strings))
+        case 4, 5: node = .key(pick(TreeGenerator.keyNames))
+        case 6: node = .value
+        case 7: node = .array((0..<Int.random(in: 0...3, using: &random)).map { _ in tree(depth: depth - 1) })
+        case 8:
+            let names = TreeGenerator.memberNames.shuffled(using: &random).prefix(Int.random(in: 0...3, using: &random))
+            node = .object(names.map { Node.Member(name: $0, value: tree(depth: depth - 1)) })
+        case 9: node = .member(tree(depth: depth - 1), pick(TreeGenerator.identifiers))
+        case 10: node = .index(tree(depth: depth - 1), tree(depth: depth - 1))
+        case 11: node = .unary(pick([.not, .negate]), tree(depth: depth - 1))
+        case 12, 13: node = .binary(pick(BinaryOperator.allCases), tree(depth: depth - 1), tree(depth: depth - 1))
+        case 14: node = .conditional(tree(depth: depth - 1), tree(depth: depth - 1), tree(depth: depth - 1))
+        default:
+            let builtin = pick(Builtin.all)
+            let count = Int.random(in: builtin.arity.lowerBound...min(builtin.arity.upperBound, 3), using: &random)
+            node = .call(builtin, (0..<count).map { _ in tree(depth: depth - 1) })
+        }
+        return Syntax(node, pos: 0)
+    }
+}
+
+final class ExpressionRoundTripTests: XCTestCase {
+    func test_description_parsesBackToTheSameTree() throws {
+        for seed in UInt64(1)...2_000 {
+            var generator = TreeGenerator(random: SplitMix64(seed: seed))
+            let original = generator.tree(depth: 6)
+            let printed = Printer.print(original)
+            // Foundation also declares an `Expression`, so the module name disambiguates.
+            let parsed: ObsCore.Expression
+            do throws(ObsError) {
+                parsed = try Expression.compile(printed, allowValue: true)
+            } catch {
+                XCTFail("seed \(seed): \(printed) does not parse: \(error)")
+                continue
+            }
+            XCTAssertEqual(parsed.tree, original, "seed \(seed): \(printed) parsed as \(parsed)")
+            XCTAssertEqual(parsed.description, printed, "seed \(seed)")
+        }
+    }
+
+    func test_description_ofTheSpecExamplesIsCanonical() throws {
+        let rows: [(String, String)] = [
+            ("$price*$qty", "$price * $qty"),
+            ("$battery.percent < 20 ? 'low' : \"ok\"", "$battery.percent < 20 ? \"low\" : \"ok\""),
+            ("${weather}.temp ?? \"n/a\"", "${weather}.temp ?? \"n/a\""),
+            ("${weather}[\"temp\"]", "$weather[\"temp\"]"),
+            ("(1 + 2) * 3 - (4 - 5)", "(1 + 2) * 3 - (4 - 5)"),
+            ("1 - (2 - 3)", "1 - (2 - 3)"), ("(1 - 2) - 3", "1 - 2 - 3"),
+            ("($a ? 1 : 2) ? 3 : 4", "($a ? 1 : 2) ? 3 : 4"), ("$a ? 1 : ($b ? 2 : 3)", "$a ? 1 : $b ? 2 : 3"),
+            ("$a ?? ($b ? 1 : 2)", "$a ?? ($b ? 1 : 2)"), ("${a}.b", "${a}.b"), ("$a.b", "$a.b"),
+            ("-(1)", "-(1)"), ("-1", "-1"), ("- -1", "-(-1)"), ("-(-$x)", "-(-$x)"), ("!(!$x)", "!!$x"),
+            ("{'a b': 1, c: 2}", "{\"a b\": 1, c: 2}"), ("${x-1}", "${x-1}"), ("1.50", "1.5"), ("1e3", "1000.0"),
+        ]
+        for (source, canonical) in rows {
+            XCTAssertEqual(try Expression.compile(source).description, canonical, source)
+        }
+    }
+
+    func test_evaluation_ofRandomTreesNeverTraps() {
+        let context = TestContext(["a": 3, "b": "text", "a.b": [1, 2.5, "x"], "n": ["x": ["temp": 20]], "x-1": .null])
+        for seed in UInt64(1)...2_000 {
+            var generator = TreeGenerator(random: SplitMix64(seed: seed))
+            let expression = ObsCore.Expression(source: "", syntax: generator.tree(depth: 5))
+            // Any value or any ObsError is fine; a trap would end the test run.
+            _ = try? expression.evaluate(in: context, value: ["x": 1])
+        }
+    }
+}
