@@ -5,52 +5,78 @@
 /// error (with its position) is raised when the expression is evaluated, not when it is defined.
 /// Short-circuit operators with a constant left side keep only the branch that can run.
 enum Compiler {
+    // One small function per kind of node keeps each recursive frame small (see Parser).
     static func compile(_ syntax: Syntax) -> any Evaluable {
         switch syntax.node {
-        case .null: return Constant(.null)
+        case .array(let items): return array(items)
+        case .object(let members): return object(members)
+        case .member(let base, let name): return member(base, name)
+        case .index(let base, let position): return index(base, position)
+        case .unary(let op, let operand): return unary(op, operand, pos: syntax.pos)
+        case .binary(let op, let lhs, let rhs): return binary(op, lhs, rhs, pos: syntax.pos)
+        case .conditional(let c, let t, let e): return conditional(c, t, e)
+        case .call(let builtin, let args): return call(builtin, args.map(compile), pos: syntax.pos)
+        default: return leaf(syntax.node)
+        }
+    }
+
+    private static func leaf(_ node: Node) -> any Evaluable {
+        switch node {
         case .bool(let b): return Constant(.bool(b))
         case .int(let i): return Constant(.int(i))
         case .double(let d): return Constant(.double(d))
         case .string(let s): return Constant(.string(s))
         case .key(let name): return KeyRead(name)
         case .value: return BoundValue()
-        case .array(let items):
-            return fold(ArrayLiteral(items.map(compile)))
-        case .object(let members):
-            return fold(ObjectLiteral(members.map { (name: $0.name, value: compile($0.value)) }))
-        case .member(let base, let name):
-            return fold(MemberAccess(compile(base), name))
-        case .index(let base, let index):
-            return fold(IndexAccess(compile(base), compile(index)))
-        case .unary(.not, let operand):
-            return fold(Not(compile(operand)))
-        case .unary(.negate, let operand):
-            return fold(Negate(compile(operand), pos: syntax.pos))
-        case .binary(let op, let lhs, let rhs):
-            return binary(op, compile(lhs), compile(rhs), pos: syntax.pos)
-        case .conditional(let c, let t, let e):
-            let condition = compile(c)
-            if let known = constant(condition) { return compile(known.isTruthy ? t : e) }
-            return Conditional(condition, compile(t), compile(e))
-        case .call(let builtin, let args):
-            return call(builtin, args.map(compile), pos: syntax.pos)
+        default: return Constant(.null)
         }
     }
 
-    private static func binary(_ op: BinaryOperator, _ lhs: any Evaluable, _ rhs: any Evaluable, pos: Int) -> any Evaluable {
+    private static func array(_ items: [Syntax]) -> any Evaluable {
+        fold(ArrayLiteral(items.map(compile)))
+    }
+
+    private static func object(_ members: [Node.Member]) -> any Evaluable {
+        fold(ObjectLiteral(members.map { (name: $0.name, value: compile($0.value)) }))
+    }
+
+    private static func member(_ base: Syntax, _ name: String) -> any Evaluable {
+        fold(MemberAccess(compile(base), name))
+    }
+
+    private static func index(_ base: Syntax, _ index: Syntax) -> any Evaluable {
+        fold(IndexAccess(compile(base), compile(index)))
+    }
+
+    private static func unary(_ op: UnaryOperator, _ operand: Syntax, pos: Int) -> any Evaluable {
+        switch op {
+        case .not: return fold(Not(compile(operand)))
+        case .negate: return fold(Negate(compile(operand), pos: pos))
+        }
+    }
+
+    private static func conditional(_ c: Syntax, _ t: Syntax, _ e: Syntax) -> any Evaluable {
+        let condition = compile(c)
+        if let known = constant(condition) { return compile(known.isTruthy ? t : e) }
+        return Conditional(condition, compile(t), compile(e))
+    }
+
+    private static func binary(_ op: BinaryOperator, _ lhs: Syntax, _ rhs: Syntax, pos: Int) -> any Evaluable {
+        let left = compile(lhs)
+        let right = compile(rhs)
         switch op {
         case .and:
-            guard let left = constant(lhs) else { return And(lhs, rhs) }
-            return left.isTruthy ? rhs : lhs
+            guard let known = constant(left) else { return And(left, right) }
+            return known.isTruthy ? right : left
         case .or:
-            guard let left = constant(lhs) else { return Or(lhs, rhs) }
-            return left.isTruthy ? lhs : rhs
+            guard let known = constant(left) else { return Or(left, right) }
+            return known.isTruthy ? left : right
         case .coalesce:
-            guard let left = constant(lhs) else { return Coalesce(lhs, rhs) }
-            if case .null = left { return rhs }
-            return lhs
+            guard let known = constant(left) else { return Coalesce(left, right) }
+            if case .null = known { return right }
+            return left
         default:
-            return fold(Binary(op, lhs, rhs, pos: pos))
+            return fold(Binary(op, left, right, pos: pos))
         }
     }
 

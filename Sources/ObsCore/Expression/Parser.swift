@@ -34,12 +34,13 @@ struct Parser {
         try advance()
     }
 
-    private mutating func descend<T>(_ body: (inout Parser) throws(ObsError) -> T) throws(ObsError) -> T {
+    /// Counts one level of nesting for the caller's recursion; pair with `ascend()`.
+    private mutating func descend() throws(ObsError) {
         depth += 1
-        defer { depth -= 1 }
         guard depth <= ExpressionLimits.maxDepth else { throw tooDeep(at: token.pos) }
-        return try body(&self)
     }
+
+    private mutating func ascend() { depth -= 1 }
 
     private func tooDeep(at pos: Int) -> ObsError {
         parseError("expression nested deeper than \(ExpressionLimits.maxDepth) levels", at: pos)
@@ -52,18 +53,27 @@ struct Parser {
         return syntax
     }
 
-    /// conditional = binary(1) [ "?" conditional ":" conditional ]
+    // The functions on the recursive path (expression, unary, primary and the bracketed forms)
+    // keep their frames small by handing each case to its own function: debug builds give every
+    // temporary of a function its own stack slot, and the nesting limit must fit in a thread's
+    // stack even there.
+
+    /// expression = binary(1) [ "?" expression ":" expression ]
     private mutating func expression() throws(ObsError) -> Syntax {
-        try descend { (p: inout Parser) throws(ObsError) -> Syntax in
-            let condition = try p.binary(minPrecedence: 1)
-            guard p.isSymbol(.question) else { return condition }
-            let pos = p.token.pos
-            try p.advance()
-            let then = try p.expression()
-            try p.expect(.colon)
-            let otherwise = try p.expression()
-            return try p.make(.conditional(condition, then, otherwise), at: pos)
-        }
+        try descend()
+        defer { ascend() }
+        let condition = try binary(minPrecedence: 1)
+        guard isSymbol(.question) else { return condition }
+        return try conditional(condition)
+    }
+
+    private mutating func conditional(_ condition: Syntax) throws(ObsError) -> Syntax {
+        let pos = token.pos
+        try advance()
+        let then = try expression()
+        try expect(.colon)
+        let otherwise = try expression()
+        return try make(.conditional(condition, then, otherwise), at: pos)
     }
 
     private mutating func binary(minPrecedence: Int) throws(ObsError) -> Syntax {
@@ -79,23 +89,22 @@ struct Parser {
     }
 
     private mutating func unary() throws(ObsError) -> Syntax {
-        let pos = token.pos
-        if isSymbol(.bang) {
-            try advance()
-            let operand = try descend { (p: inout Parser) throws(ObsError) in try p.unary() }
-            return try make(.unary(.not, operand), at: pos)
-        }
-        if isSymbol(.minus) {
-            try advance()
-            if case .number(let text, let isInteger) = token.kind {
-                let literal = try number("-" + text, isInteger: isInteger, at: pos)
-                try advance()
-                return try postfix(literal)
-            }
-            let operand = try descend { (p: inout Parser) throws(ObsError) in try p.unary() }
-            return try make(.unary(.negate, operand), at: pos)
-        }
+        if isSymbol(.bang) { return try prefixed(.not) }
+        if isSymbol(.minus) { return try prefixed(.negate) }
         return try postfix(try primary())
+    }
+
+    private mutating func prefixed(_ op: UnaryOperator) throws(ObsError) -> Syntax {
+        let pos = token.pos
+        try advance()
+        if op == .negate, case .number(let text, let isInteger) = token.kind {
+            let literal = try number("-" + text, isInteger: isInteger, at: pos)
+            try advance()
+            return try postfix(literal)
+        }
+        try descend()
+        defer { ascend() }
+        return try make(.unary(op, try unary()), at: pos)
     }
 
     private mutating func postfix(_ base: Syntax) throws(ObsError) -> Syntax {
@@ -121,54 +130,73 @@ struct Parser {
     }
 
     private mutating func primary() throws(ObsError) -> Syntax {
-        let pos = token.pos
         switch token.kind {
-        case .number(let text, let isInteger):
-            let literal = try number(text, isInteger: isInteger, at: pos)
-            try advance()
-            return literal
-        case .string(let s):
-            try advance()
-            return Syntax(.string(s), pos: pos)
-        case .key(let name):
-            try advance()
-            return Syntax(.key(name), pos: pos)
-        case .identifier(let name):
-            try advance()
-            return try identifier(name, at: pos)
-        case .symbol(.leftParen):
-            try advance()
-            let inner = try expression()
-            try expect(.rightParen)
-            return inner
-        case .symbol(.leftBracket):
-            try advance()
-            let items = try list(until: .rightBracket) { (p: inout Parser) throws(ObsError) in try p.expression() }
-            return try make(.array(items), at: pos)
-        case .symbol(.leftBrace):
-            try advance()
-            let members = try list(until: .rightBrace) { (p: inout Parser) throws(ObsError) in try p.member() }
-            var seen = Set<String>()
-            for member in members where !seen.insert(member.name).inserted {
-                throw parseError("duplicate member \(Printer.quote(member.name))", at: pos)
-            }
-            return try make(.object(members), at: pos)
-        case .symbol, .end:
-            throw parseError("expected an expression", at: pos)
+        case .symbol(.leftParen): return try parenthesized()
+        case .symbol(.leftBracket): return try arrayLiteral()
+        case .symbol(.leftBrace): return try objectLiteral()
+        case .identifier(let name): return try identifier(name)
+        default: return try atom()
         }
     }
 
-    /// Comma-separated items up to `close`; no trailing comma, as in JSON.
-    private mutating func list<T>(
-        until close: Token.Symbol, _ item: (inout Parser) throws(ObsError) -> T
-    ) throws(ObsError) -> [T] {
-        var items: [T] = []
+    private mutating func atom() throws(ObsError) -> Syntax {
+        let pos = token.pos
+        let syntax: Syntax
+        switch token.kind {
+        case .number(let text, let isInteger): syntax = try number(text, isInteger: isInteger, at: pos)
+        case .string(let s): syntax = Syntax(.string(s), pos: pos)
+        case .key(let name): syntax = Syntax(.key(name), pos: pos)
+        default: throw parseError("expected an expression", at: pos)
+        }
+        try advance()
+        return syntax
+    }
+
+    private mutating func parenthesized() throws(ObsError) -> Syntax {
+        try advance()
+        let inner = try expression()
+        try expect(.rightParen)
+        return inner
+    }
+
+    private mutating func arrayLiteral() throws(ObsError) -> Syntax {
+        let pos = token.pos
+        try advance()
+        return try make(.array(try arguments(until: .rightBracket)), at: pos)
+    }
+
+    private mutating func objectLiteral() throws(ObsError) -> Syntax {
+        let pos = token.pos
+        try advance()
+        var members: [Node.Member] = []
+        if isSymbol(.rightBrace) {
+            try advance()
+            return try make(.object(members), at: pos)
+        }
+        while true {
+            let member = try member()
+            guard !members.contains(where: { $0.name == member.name }) else {
+                throw parseError("duplicate member \(Printer.quote(member.name))", at: pos)
+            }
+            members.append(member)
+            if isSymbol(.rightBrace) {
+                try advance()
+                return try make(.object(members), at: pos)
+            }
+            guard isSymbol(.comma) else { throw parseError("expected ',' or '}'", at: token.pos) }
+            try advance()
+        }
+    }
+
+    /// Comma-separated expressions up to `close`; no trailing comma, as in JSON.
+    private mutating func arguments(until close: Token.Symbol) throws(ObsError) -> [Syntax] {
+        var items: [Syntax] = []
         if isSymbol(close) {
             try advance()
             return items
         }
         while true {
-            items.append(try item(&self))
+            items.append(try expression())
             if isSymbol(close) {
                 try advance()
                 return items
@@ -191,13 +219,15 @@ struct Parser {
         return Node.Member(name: name, value: try expression())
     }
 
-    private mutating func identifier(_ name: String, at pos: Int) throws(ObsError) -> Syntax {
+    private mutating func identifier(_ name: String) throws(ObsError) -> Syntax {
+        let pos = token.pos
+        try advance()
         if isSymbol(.leftParen) {
             guard let builtin = Builtin.named(name) else {
                 throw parseError("unknown function '\(name)'", at: pos)
             }
             try advance()
-            let args = try list(until: .rightParen) { (p: inout Parser) throws(ObsError) in try p.expression() }
+            let args = try arguments(until: .rightParen)
             guard builtin.arity.contains(args.count) else {
                 throw parseError("\(name)() takes \(builtin.arityDescription), got \(args.count)", at: pos)
             }

@@ -2,41 +2,111 @@
 /// operators, and parentheses only where precedence or associativity needs them.
 enum Printer {
     static func print(_ syntax: Syntax) -> String {
+        var out = ""
+        write(syntax, into: &out)
+        return out
+    }
+
+    // One small function per kind of node keeps each recursive frame small (see Parser).
+    private static func write(_ syntax: Syntax, into out: inout String) {
         switch syntax.node {
-        case .null: return "null"
-        case .bool(let b): return b ? "true" : "false"
-        case .int(let i): return String(i)
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .int(let i): out += String(i)
         // Swift's description is the shortest text that reads back as the same double, and
         // always has a `.` or an exponent, so it stays a double when parsed again.
-        case .double(let d): return d.description
-        case .string(let s): return quote(s)
-        case .key(let name): return isBareKey(name) ? "$" + name : "${" + name + "}"
-        case .value: return "value"
-        case .array(let items): return "[" + items.map(print).joined(separator: ", ") + "]"
-        case .object(let members):
-            let body = members.map { (isIdentifier($0.name) ? $0.name : quote($0.name)) + ": " + print($0.value) }
-            return "{" + body.joined(separator: ", ") + "}"
-        case .member(let base, let name):
-            let prefix: String
-            // `$a.b` would read key "a.b", so a key followed by a member is always braced.
-            if case .key(let key) = base.node { prefix = "${" + key + "}" } else { prefix = operand(base, atLeast: postfixLevel) }
-            return isIdentifier(name) ? prefix + "." + name : prefix + "[" + quote(name) + "]"
-        case .index(let base, let index):
-            return operand(base, atLeast: postfixLevel) + "[" + print(index) + "]"
-        case .unary(let op, let operand):
-            var text = self.operand(operand, atLeast: unaryLevel)
-            // `-1` would read as a negative literal and `--x` is clearer as `-(-x)`.
-            if op == .negate, let first = text.unicodeScalars.first, first == "-" || (first >= "0" && first <= "9") {
-                text = "(" + text + ")"
-            }
-            return op.rawValue + text
-        case .binary(let op, let lhs, let rhs):
-            return operand(lhs, atLeast: op.precedence) + " " + op.rawValue + " " + operand(rhs, atLeast: op.precedence + 1)
-        case .conditional(let c, let t, let e):
-            return operand(c, atLeast: 1) + " ? " + print(t) + " : " + print(e)
-        case .call(let builtin, let args):
-            return builtin.name + "(" + args.map(print).joined(separator: ", ") + ")"
+        case .double(let d): out += d.description
+        case .string(let s): out += quote(s)
+        case .key(let name): out += isBareKey(name) ? "$" + name : "${" + name + "}"
+        case .value: out += "value"
+        case .array(let items): writeList("[", items, "]", into: &out)
+        case .object(let members): writeObject(members, into: &out)
+        case .member(let base, let name): writeMember(base, name, into: &out)
+        case .index(let base, let index): writeIndex(base, index, into: &out)
+        case .unary(let op, let operand): writeUnary(op, operand, into: &out)
+        case .binary(let op, let lhs, let rhs): writeBinary(op, lhs, rhs, into: &out)
+        case .conditional(let c, let t, let e): writeConditional(c, t, e, into: &out)
+        case .call(let builtin, let args): writeList(builtin.name + "(", args, ")", into: &out)
         }
+    }
+
+    private static func writeList(_ open: String, _ items: [Syntax], _ close: String, into out: inout String) {
+        out += open
+        for (i, item) in items.enumerated() {
+            if i > 0 { out += ", " }
+            write(item, into: &out)
+        }
+        out += close
+    }
+
+    private static func writeObject(_ members: [Node.Member], into out: inout String) {
+        out += "{"
+        for (i, member) in members.enumerated() {
+            if i > 0 { out += ", " }
+            out += isIdentifier(member.name) ? member.name : quote(member.name)
+            out += ": "
+            write(member.value, into: &out)
+        }
+        out += "}"
+    }
+
+    private static func writeMember(_ base: Syntax, _ name: String, into out: inout String) {
+        // `$a.b` would read key "a.b", so a key followed by a member is always braced.
+        if case .key(let key) = base.node { out += "${" + key + "}" } else { writeOperand(base, atLeast: postfixLevel, into: &out) }
+        if isIdentifier(name) {
+            out += "." + name
+        } else {
+            out += "[" + quote(name) + "]"
+        }
+    }
+
+    private static func writeIndex(_ base: Syntax, _ index: Syntax, into out: inout String) {
+        writeOperand(base, atLeast: postfixLevel, into: &out)
+        out += "["
+        write(index, into: &out)
+        out += "]"
+    }
+
+    private static func writeUnary(_ op: UnaryOperator, _ operand: Syntax, into out: inout String) {
+        out += op.rawValue
+        guard op == .negate, level(operand) >= unaryLevel else {
+            writeOperand(operand, atLeast: unaryLevel, into: &out)
+            return
+        }
+        switch leadingCharacter(operand) {
+        // `-1` would read back as a negative literal, not a negation of 1.
+        case .digit:
+            out += "("
+            write(operand, into: &out)
+            out += ")"
+        // `- -x`: the space keeps the tree as it is without adding a level of parentheses.
+        case .minus:
+            out += " "
+            write(operand, into: &out)
+        case .other:
+            write(operand, into: &out)
+        }
+    }
+
+    private static func writeBinary(_ op: BinaryOperator, _ lhs: Syntax, _ rhs: Syntax, into out: inout String) {
+        writeOperand(lhs, atLeast: op.precedence, into: &out)
+        out += " " + op.rawValue + " "
+        writeOperand(rhs, atLeast: op.precedence + 1, into: &out)
+    }
+
+    private static func writeConditional(_ c: Syntax, _ t: Syntax, _ e: Syntax, into out: inout String) {
+        writeOperand(c, atLeast: 1, into: &out)
+        out += " ? "
+        write(t, into: &out)
+        out += " : "
+        write(e, into: &out)
+    }
+
+    private static func writeOperand(_ syntax: Syntax, atLeast needed: Int, into out: inout String) {
+        guard level(syntax) < needed else { return write(syntax, into: &out) }
+        out += "("
+        write(syntax, into: &out)
+        out += ")"
     }
 
     private static let unaryLevel = 8
@@ -53,8 +123,22 @@ enum Printer {
         }
     }
 
-    private static func operand(_ syntax: Syntax, atLeast needed: Int) -> String {
-        level(syntax) < needed ? "(" + print(syntax) + ")" : print(syntax)
+    private enum Leading { case digit, minus, other }
+
+    /// The first character a unary or tighter node prints as, found without printing it.
+    private static func leadingCharacter(_ syntax: Syntax) -> Leading {
+        var current = syntax
+        while true {
+            switch current.node {
+            case .int(let i): return i < 0 ? .minus : .digit
+            case .double(let d): return d.sign == .minus ? .minus : .digit
+            case .unary(.negate, _): return .minus
+            case .member(let base, _) where level(base) >= postfixLevel,
+                 .index(let base, _) where level(base) >= postfixLevel:
+                current = base
+            default: return .other
+            }
+        }
     }
 
     /// A string literal with JSON escapes, so it reads back as the same string.
