@@ -15,7 +15,7 @@ final class ExpressionErrorTests: XCTestCase {
             ("{a 1}", "expected ':' at 3"),
             ("{a: 1,}", "expected a member name at 6"),
             ("{1: 2}", "expected a member name at 1"),
-            ("{a: 1, a: 2}", "duplicate member \"a\" at 0"),
+            ("{a: 1, a: 2}", "duplicate member \"a\" at 7"),
             ("1 2", "expected an operator or the end of the expression at 2"),
             ("$a $b", "expected an operator or the end of the expression at 3"),
             ("1 +", "expected an expression at 3"),

@@ -120,4 +120,9 @@ final class ExpressionSyntaxTests: XCTestCase {
         }
         XCTAssertEqual(try evaluate("false && $bad", context), false)
     }
+
+    func test_referencedKeys_listsEveryKeyReferenceReadOrNot() throws {
+        XCTAssertEqual(try Expression.compile("$a ? ${b-1}.x : $c.d + peek(\"e\")").referencedKeys, ["a", "b-1", "c.d"])
+        XCTAssertEqual(try Expression.compile("1 + 2").referencedKeys, [])
+    }
 }

@@ -9,8 +9,8 @@ struct Builtin: Sendable, Equatable {
         case readsKeys
         /// Reads the clock; an expression calling it is re-evaluated as time passes.
         case readsClock
-        /// Reads the clock only to render a time the caller passes in; the result does not
-        /// change as time passes, so it neither folds (time zones) nor needs re-evaluation.
+        /// Renders a time it is given using the system's time zone data: not folded, since
+        /// that data belongs to the running system, but not re-evaluated as time passes either.
         case rendersTime
     }
 

@@ -5,7 +5,9 @@ public struct Expression: Sendable, CustomStringConvertible {
     public let source: String
     /// Whether it reads the clock (`now()`, `ago()`), so the store re-evaluates it at least every second.
     public let usesTime: Bool
-    private let syntax: Syntax
+    /// The keys named by `$name` and `${name}` anywhere in it, read or not by a given evaluation (for static checks such as cycles).
+    public let referencedKeys: Set<String>
+    let tree: Syntax
     private let root: any Evaluable
 
     /// Parses and compiles `source`; `allowValue` admits the bare identifier `value` (binding maps). Throws parse_error with details `pos`.
@@ -16,8 +18,9 @@ public struct Expression: Sendable, CustomStringConvertible {
 
     init(source: String, syntax: Syntax) {
         self.source = source
-        self.syntax = syntax
+        tree = syntax
         usesTime = Expression.readsClock(syntax)
+        referencedKeys = Expression.keys(in: syntax)
         root = Compiler.compile(syntax)
     }
 
@@ -27,12 +30,15 @@ public struct Expression: Sendable, CustomStringConvertible {
     }
 
     /// The canonical form: minimal parentheses, double-quoted strings; it parses back to the same tree.
-    public var description: String { Printer.print(syntax) }
-
-    var tree: Syntax { syntax }
+    public var description: String { Printer.print(tree) }
 
     private static func readsClock(_ syntax: Syntax) -> Bool {
         if case .call(let builtin, _) = syntax.node, case .readsClock = builtin.effect { return true }
         return syntax.node.children.contains(where: readsClock)
+    }
+
+    private static func keys(in syntax: Syntax) -> Set<String> {
+        if case .key(let name) = syntax.node { return [name] }
+        return syntax.node.children.reduce(into: []) { $0.formUnion(keys(in: $1)) }
     }
 }

@@ -169,14 +169,16 @@ struct Parser {
         let pos = token.pos
         try advance()
         var members: [Node.Member] = []
+        var names = Set<String>()
         if isSymbol(.rightBrace) {
             try advance()
             return try make(.object(members), at: pos)
         }
         while true {
+            let memberPos = token.pos
             let member = try member()
-            guard !members.contains(where: { $0.name == member.name }) else {
-                throw parseError("duplicate member \(Printer.quote(member.name))", at: pos)
+            guard names.insert(member.name).inserted else {
+                throw parseError("duplicate member \(Printer.quote(member.name))", at: memberPos)
             }
             members.append(member)
             if isSymbol(.rightBrace) {
