@@ -60,7 +60,7 @@ final class ExpressionRoundTripTests: XCTestCase {
         for seed in UInt64(1)...2_000 {
             var generator = TreeGenerator(random: SplitMix64(seed: seed))
             let original = generator.tree(depth: 6)
-            let printed = Printer.print(original)
+            let printed = ObsCore.Expression(source: "", syntax: original).description
             // Foundation also declares an `Expression`, so the module name disambiguates.
             let parsed: ObsCore.Expression
             do throws(ObsError) {
