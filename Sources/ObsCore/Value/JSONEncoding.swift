@@ -38,7 +38,7 @@ extension JSONValue: CustomStringConvertible {
             if members.count == 1, let (name, value) = members.first {
                 JSONValue.appendMember(name, value, to: &buffer)
             } else {
-                let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                let sorted = members.sorted { JSONValue.utf8Precedes($0.key, $1.key) }
                 for (i, (name, value)) in sorted.enumerated() {
                     if i > 0 { buffer.append(UInt8(ascii: ",")) }
                     JSONValue.appendMember(name, value, to: &buffer)
@@ -63,6 +63,19 @@ extension JSONValue: CustomStringConvertible {
         appendString(name, to: &buffer)
         buffer.append(UInt8(ascii: ":"))
         value.encode(into: &buffer)
+    }
+
+    /// Whether `a` sorts before `b` by UTF-8 bytes. Native and small strings are contiguous UTF-8,
+    /// so this is a plain byte comparison; the fallback covers other string storage.
+    static func utf8Precedes(_ a: String, _ b: String) -> Bool {
+        let bytewise = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y in
+                for i in 0..<Swift.min(x.count, y.count) where x[i] != y[i] { return x[i] < y[i] }
+                return x.count < y.count
+            }
+        }
+        if let bytewise, let result = bytewise { return result }
+        return a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
     static func appendInteger(_ value: Int64, to buffer: inout [UInt8]) {
