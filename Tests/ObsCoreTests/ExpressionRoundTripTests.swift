@@ -1,20 +1,8 @@
 import XCTest
 @testable import ObsCore
 
-/// A deterministic PRNG (SplitMix64), so every failure reproduces from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Random syntax trees covering every node kind, operator and function.
+/// Random syntax trees covering every node kind, operator and function, from the seeded
+/// SplitMix64 of the JSON tests so every failure reproduces from its seed.
 struct TreeGenerator {
     var random: SplitMix64
 
@@ -25,10 +13,12 @@ struct TreeGenerator {
     private static let doubles: [Double] = [0.5, -2.5, 1e3, 1e-7, 1e300, -0.0, 0.1, 123456.789, 5e-324, 9007199254740993]
     private static let ints: [Int64] = [0, 1, -1, 42, -7, .max, .min, 1 << 53]
 
-    mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &random)] }
+    mutating func pick<T>(_ items: [T]) -> T { random.pick(items) }
+
+    mutating func below(_ bound: Int) -> Int { random.below(bound) }
 
     mutating func tree(depth: Int) -> Syntax {
-        let choice = depth <= 0 ? Int.random(in: 0..<7, using: &random) : Int.random(in: 0..<16, using: &random)
+        let choice = depth <= 0 ? below(7) : below(16)
         let node: Node
         switch choice {
         case 0: node = pick([.null, .bool(true), .bool(false)])
@@ -37,10 +27,12 @@ struct TreeGenerator {
         case 3: node = .string(pick(TreeGenerator.strings))
         case 4, 5: node = .key(pick(TreeGenerator.keyNames))
         case 6: node = .value
-        case 7: node = .array((0..<Int.random(in: 0...3, using: &random)).map { _ in tree(depth: depth - 1) })
+        case 7: node = .array((0..<below(4)).map { _ in tree(depth: depth - 1) })
         case 8:
-            let names = TreeGenerator.memberNames.shuffled(using: &random).prefix(Int.random(in: 0...3, using: &random))
-            node = .object(names.map { Node.Member(name: $0, value: tree(depth: depth - 1)) })
+            var names = TreeGenerator.memberNames
+            node = .object((0..<below(4)).map { _ in
+                Node.Member(name: names.remove(at: below(names.count)), value: tree(depth: depth - 1))
+            })
         case 9: node = .member(tree(depth: depth - 1), pick(TreeGenerator.identifiers))
         case 10: node = .index(tree(depth: depth - 1), tree(depth: depth - 1))
         case 11: node = .unary(pick([.not, .negate]), tree(depth: depth - 1))
@@ -48,7 +40,7 @@ struct TreeGenerator {
         case 14: node = .conditional(tree(depth: depth - 1), tree(depth: depth - 1), tree(depth: depth - 1))
         default:
             let builtin = pick(Builtin.all)
-            let count = Int.random(in: builtin.arity.lowerBound...min(builtin.arity.upperBound, 3), using: &random)
+            let count = builtin.arity.lowerBound + below(min(builtin.arity.upperBound, 3) - builtin.arity.lowerBound + 1)
             node = .call(builtin, (0..<count).map { _ in tree(depth: depth - 1) })
         }
         return Syntax(node, pos: 0)
