@@ -6,7 +6,7 @@ public protocol ExpressionContext {
     func peek(key name: String) throws(ObsError) -> JSONValue?
     /// Whether key `name` exists; a dependency.
     func exists(key name: String) -> Bool
-    /// Every key matching `pattern` (`*` one segment, `**` zero or more) with its value, sorted by key name; depends on the set of matching keys and their values.
+    /// Every key matching `pattern` (`*` one segment, `**` zero or more) with its value, sorted by key name; depends on the set of matching keys and their values. Throws .badKey for a malformed pattern (surfaced as eval_error).
     func match(pattern: String) throws(ObsError) -> [(key: String, value: JSONValue)]
     /// Seconds since the epoch: the injectable clock.
     var now: Double { get }
