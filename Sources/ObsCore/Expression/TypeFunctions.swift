@@ -30,39 +30,20 @@ enum Conversions {
         return v.encoded
     }
 
-    /// `number(x)`: numbers unchanged, booleans 0 or 1, strings read as a JSON number (surrounding
-    /// whitespace allowed); anything else is an error.
+    /// `number(x)`: numbers unchanged, booleans 0 or 1, strings holding one JSON number (with
+    /// whitespace around it allowed); anything else is an error.
     static func number(_ v: JSONValue, _ call: Call) throws(ObsError) -> JSONValue {
         switch v {
         case .int, .double: return v
         case .bool(let b): return .int(b ? 1 : 0)
         case .string(let s):
-            let trimmed = s.trimmingWhitespace()
-            if let i = Int64(trimmed) { return .int(i) }
-            if isNumberSyntax(trimmed), let d = Double(trimmed), d.isFinite { return .double(d) }
-            throw call.error("cannot convert \(Printer.quote(s)) to a number")
+            switch try? JSONValue.parse(s) {
+            case let n? where n.typeName == "number": return n
+            default: throw call.error("cannot convert \(Printer.quote(s)) to a number")
+            }
         default:
             throw call.error("cannot convert \(v.typeName) to a number")
         }
-    }
-
-    /// JSON's number grammar, with an optional leading sign; Double(_:) alone would accept
-    /// "nan", "inf" and hex.
-    private static func isNumberSyntax(_ s: String) -> Bool {
-        var scalars = Substring(s).unicodeScalars[...]
-        if let f = scalars.first, f == "-" || f == "+" { scalars = scalars.dropFirst() }
-        var sawDigit = false, sawDot = false, sawExponent = false, previous: Unicode.Scalar = " "
-        for c in scalars {
-            switch c {
-            case "0"..."9": sawDigit = true
-            case "." where !sawDot && !sawExponent && sawDigit: sawDot = true
-            case "e", "E": guard sawDigit, !sawExponent else { return false }; sawExponent = true; sawDigit = false
-            case "+", "-": guard previous == "e" || previous == "E" else { return false }
-            default: return false
-            }
-            previous = c
-        }
-        return sawDigit
     }
 }
 
