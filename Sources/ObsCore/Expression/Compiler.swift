@@ -4,9 +4,12 @@
 /// evaluated once here and replaced by its result. A fold that fails is left in place, so the
 /// error (with its position) is raised when the expression is evaluated, not when it is defined.
 /// Short-circuit operators with a constant left side keep only the branch that can run.
-enum Compiler {
+/// Tests compile without folding too, to check folding changes no result, error or dependency.
+struct Compiler {
+    let folds: Bool
+
     // One small function per kind of node keeps each recursive frame small (see Parser).
-    static func compile(_ syntax: Syntax) -> any Evaluable {
+    func compile(_ syntax: Syntax) -> any Evaluable {
         switch syntax.node {
         case .array(let items): return array(items)
         case .object(let members): return object(members)
@@ -20,7 +23,7 @@ enum Compiler {
         }
     }
 
-    private static func leaf(_ node: Node) -> any Evaluable {
+    private func leaf(_ node: Node) -> any Evaluable {
         switch node {
         case .bool(let b): return Constant(.bool(b))
         case .int(let i): return Constant(.int(i))
@@ -32,36 +35,36 @@ enum Compiler {
         }
     }
 
-    private static func array(_ items: [Syntax]) -> any Evaluable {
+    private func array(_ items: [Syntax]) -> any Evaluable {
         fold(ArrayLiteral(items.map(compile)))
     }
 
-    private static func object(_ members: [Node.Member]) -> any Evaluable {
+    private func object(_ members: [Node.Member]) -> any Evaluable {
         fold(ObjectLiteral(members.map { (name: $0.name, value: compile($0.value)) }))
     }
 
-    private static func member(_ base: Syntax, _ name: String) -> any Evaluable {
+    private func member(_ base: Syntax, _ name: String) -> any Evaluable {
         fold(MemberAccess(compile(base), name))
     }
 
-    private static func index(_ base: Syntax, _ index: Syntax) -> any Evaluable {
+    private func index(_ base: Syntax, _ index: Syntax) -> any Evaluable {
         fold(IndexAccess(compile(base), compile(index)))
     }
 
-    private static func unary(_ op: UnaryOperator, _ operand: Syntax, pos: Int) -> any Evaluable {
+    private func unary(_ op: UnaryOperator, _ operand: Syntax, pos: Int) -> any Evaluable {
         switch op {
         case .not: return fold(Not(compile(operand)))
         case .negate: return fold(Negate(compile(operand), pos: pos))
         }
     }
 
-    private static func conditional(_ c: Syntax, _ t: Syntax, _ e: Syntax) -> any Evaluable {
+    private func conditional(_ c: Syntax, _ t: Syntax, _ e: Syntax) -> any Evaluable {
         let condition = compile(c)
         if let known = constant(condition) { return compile(known.isTruthy ? t : e) }
         return Conditional(condition, compile(t), compile(e))
     }
 
-    private static func binary(_ op: BinaryOperator, _ lhs: Syntax, _ rhs: Syntax, pos: Int) -> any Evaluable {
+    private func binary(_ op: BinaryOperator, _ lhs: Syntax, _ rhs: Syntax, pos: Int) -> any Evaluable {
         let left = compile(lhs)
         let right = compile(rhs)
         switch op {
@@ -80,7 +83,7 @@ enum Compiler {
         }
     }
 
-    private static func call(_ builtin: Builtin, _ args: [any Evaluable], pos: Int) -> any Evaluable {
+    private func call(_ builtin: Builtin, _ args: [any Evaluable], pos: Int) -> any Evaluable {
         let node: any Evaluable
         switch builtin.implementation {
         case .nullary(let body): node = Call0(body, name: builtin.name, pos: pos)
@@ -92,13 +95,14 @@ enum Compiler {
         return fold(node)
     }
 
-    private static func constant(_ node: any Evaluable) -> JSONValue? {
-        (node as? Constant)?.value
+    private func constant(_ node: any Evaluable) -> JSONValue? {
+        guard folds else { return nil }
+        return (node as? Constant)?.value
     }
 
     /// Only called on nodes that read nothing but their children, so once the children are
     /// constants the empty context below is never consulted.
-    private static func fold(_ node: any Evaluable) -> any Evaluable {
+    private func fold(_ node: any Evaluable) -> any Evaluable {
         guard children(of: node).allSatisfy({ constant($0) != nil }) else { return node }
         do throws(ObsError) {
             return Constant(try node.evaluate(Environment(context: NoKeys(), value: nil)))
@@ -107,7 +111,7 @@ enum Compiler {
         }
     }
 
-    private static func children(of node: any Evaluable) -> [any Evaluable] {
+    private func children(of node: any Evaluable) -> [any Evaluable] {
         switch node {
         case let n as ArrayLiteral: return n.items
         case let n as ObjectLiteral: return n.members.map(\.value)

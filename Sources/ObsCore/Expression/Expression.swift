@@ -8,7 +8,7 @@ public struct Expression: Sendable, CustomStringConvertible {
     /// The keys named by `$name` and `${name}` anywhere in it, read or not by a given evaluation (for static checks such as cycles).
     public let referencedKeys: Set<String>
     let tree: Syntax
-    private let root: any Evaluable
+    let root: any Evaluable
 
     /// Parses and compiles `source`; `allowValue` admits the bare identifier `value` (binding maps). Throws parse_error with details `pos`.
     public static func compile(_ source: String, allowValue: Bool = false) throws(ObsError) -> Expression {
@@ -16,12 +16,12 @@ public struct Expression: Sendable, CustomStringConvertible {
         return Expression(source: source, syntax: syntax)
     }
 
-    init(source: String, syntax: Syntax) {
+    init(source: String, syntax: Syntax, folding: Bool = true) {
         self.source = source
         tree = syntax
         usesTime = Expression.readsClock(syntax)
         referencedKeys = Expression.keys(in: syntax)
-        root = Compiler.compile(syntax)
+        root = Compiler(folds: folding).compile(syntax)
     }
 
     /// Evaluates against `context`, with `value` as the bound value of a binding map. Throws eval_error (or cycle, from the context).
