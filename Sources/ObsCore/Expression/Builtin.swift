@@ -116,22 +116,3 @@ struct Call {
         return .int(Int64(d))
     }
 }
-
-func evalError(_ message: String, at pos: Int) -> ObsError {
-    ObsError(.evalError, "\(message) at \(pos)", details: ["pos": .int(Int64(pos))])
-}
-
-extension JSONValue {
-    /// Truthiness: false, null, 0, "", [] and {} are falsy.
-    var isTruthy: Bool {
-        switch self {
-        case .null: return false
-        case .bool(let b): return b
-        case .int(let i): return i != 0
-        case .double(let d): return d != 0
-        case .string(let s): return !s.isEmpty
-        case .array(let a): return !a.isEmpty
-        case .object(let o): return !o.isEmpty
-        }
-    }
-}

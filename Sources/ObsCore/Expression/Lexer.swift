@@ -193,10 +193,6 @@ struct Lexer {
     }
 }
 
-func parseError(_ message: String, at pos: Int) -> ObsError {
-    ObsError(.parseError, "\(message) at \(pos)", details: ["pos": .int(Int64(pos))])
-}
-
 private func isDigit(_ c: Unicode.Scalar) -> Bool { c >= "0" && c <= "9" }
 
 private func isIdentifierStart(_ c: Unicode.Scalar) -> Bool {
@@ -211,26 +207,5 @@ private func hexValue(_ c: Unicode.Scalar) -> UInt32? {
     case "a"..."f": return c.value - 0x61 + 10
     case "A"..."F": return c.value - 0x41 + 10
     default: return nil
-    }
-}
-
-/// The key-name grammar of model.md, checked at compile time so `${a b}` fails early.
-enum KeyName {
-    static let maxBytes = 256
-
-    static func isValid(_ name: String) -> Bool {
-        guard !name.isEmpty, name.utf8.count <= maxBytes else { return false }
-        var segmentLength = 0
-        for c in name.unicodeScalars {
-            if c == "." {
-                guard segmentLength > 0 else { return false }
-                segmentLength = 0
-            } else if isIdentifierPart(c) || c == "-" {
-                segmentLength += 1
-            } else {
-                return false
-            }
-        }
-        return segmentLength > 0
     }
 }
