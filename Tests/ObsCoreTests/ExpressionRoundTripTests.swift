@@ -10,7 +10,7 @@ struct TreeGenerator {
     private static let memberNames = ["x", "temp", "true", "null", "value", "a b", "", "é", "_1", "\"q\""]
     private static let identifiers = ["x", "temp", "true", "null", "value", "len", "_1", "A"]
     private static let strings = ["", "a", "it's", "say \"hi\"", "back\\slash", "tab\there", "new\nline", "\u{01}", "é😀", "{}"]
-    private static let doubles: [Double] = [0.5, -2.5, 1e3, 1e-7, 1e300, -0.0, 0.1, 123456.789, 5e-324, 9007199254740993]
+    private static let doubles: [Double] = [0.5, -2.5, 1e3, 1e-7, 1e300, -0.0, 0.1, 123456.789, .leastNonzeroMagnitude, 9007199254740992, .greatestFiniteMagnitude]
     private static let ints: [Int64] = [0, 1, -1, 42, -7, .max, .min, 1 << 53]
 
     mutating func pick<T>(_ items: [T]) -> T { random.pick(items) }
