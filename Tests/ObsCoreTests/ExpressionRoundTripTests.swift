@@ -19,7 +19,7 @@ struct TreeGenerator {
 
     mutating func tree(depth: Int) -> Syntax {
         let choice = depth <= 0 ? below(7) : below(16)
-        let node: Node
+        let node: SyntaxNode
         switch choice {
         case 0: node = pick([.null, .bool(true), .bool(false)])
         case 1: node = .int(pick(TreeGenerator.ints))
@@ -31,7 +31,7 @@ struct TreeGenerator {
         case 8:
             var names = TreeGenerator.memberNames
             node = .object((0..<below(4)).map { _ in
-                Node.Member(name: names.remove(at: below(names.count)), value: tree(depth: depth - 1))
+                SyntaxNode.Member(name: names.remove(at: below(names.count)), value: tree(depth: depth - 1))
             })
         case 9: node = .member(tree(depth: depth - 1), pick(TreeGenerator.identifiers))
         case 10: node = .index(tree(depth: depth - 1), tree(depth: depth - 1))

@@ -4,11 +4,11 @@
 /// Two trees are equal when their nodes are: positions describe the source text, not the
 /// meaning, so a tree printed with `description` and parsed back equals the original.
 struct Syntax: Sendable, Equatable {
-    let node: Node
+    let node: SyntaxNode
     let pos: Int
     let height: Int
 
-    init(_ node: Node, pos: Int) {
+    init(_ node: SyntaxNode, pos: Int) {
         self.node = node
         self.pos = pos
         height = 1 + node.children.reduce(0) { max($0, $1.height) }
@@ -17,7 +17,7 @@ struct Syntax: Sendable, Equatable {
     static func == (lhs: Syntax, rhs: Syntax) -> Bool { lhs.node == rhs.node }
 }
 
-indirect enum Node: Sendable, Equatable {
+indirect enum SyntaxNode: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -82,7 +82,7 @@ enum BinaryOperator: String, Sendable, CaseIterable {
         }
     }
 
-    init?(_ symbol: Token.Symbol) {
+    init?(_ symbol: ExpressionToken.Symbol) {
         self.init(rawValue: symbol.rawValue)
     }
 }

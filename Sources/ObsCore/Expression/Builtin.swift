@@ -15,10 +15,10 @@ struct Builtin: Sendable, Equatable {
     }
 
     enum Implementation: Sendable {
-        case nullary(@Sendable (Call) throws(ObsError) -> JSONValue)
-        case unary(@Sendable (JSONValue, Call) throws(ObsError) -> JSONValue)
-        case binary(@Sendable (JSONValue, JSONValue, Call) throws(ObsError) -> JSONValue)
-        case variadic(@Sendable ([JSONValue], Call) throws(ObsError) -> JSONValue)
+        case nullary(@Sendable (BuiltinCall) throws(ObsError) -> JSONValue)
+        case unary(@Sendable (JSONValue, BuiltinCall) throws(ObsError) -> JSONValue)
+        case binary(@Sendable (JSONValue, JSONValue, BuiltinCall) throws(ObsError) -> JSONValue)
+        case variadic(@Sendable ([JSONValue], BuiltinCall) throws(ObsError) -> JSONValue)
     }
 
     let name: String
@@ -45,23 +45,23 @@ struct Builtin: Sendable, Equatable {
     static var all: [Builtin] { table.values.sorted { $0.name < $1.name } }
 
     static func unary(_ name: String, _ effect: Effect = .pure,
-                      _ body: @escaping @Sendable (JSONValue, Call) throws(ObsError) -> JSONValue) -> Builtin {
+                      _ body: @escaping @Sendable (JSONValue, BuiltinCall) throws(ObsError) -> JSONValue) -> Builtin {
         Builtin(name: name, arity: 1...1, effect: effect, implementation: .unary(body))
     }
 
     static func binary(_ name: String, _ effect: Effect = .pure,
-                       _ body: @escaping @Sendable (JSONValue, JSONValue, Call) throws(ObsError) -> JSONValue) -> Builtin {
+                       _ body: @escaping @Sendable (JSONValue, JSONValue, BuiltinCall) throws(ObsError) -> JSONValue) -> Builtin {
         Builtin(name: name, arity: 2...2, effect: effect, implementation: .binary(body))
     }
 
     static func variadic(_ name: String, _ arity: ClosedRange<Int>, _ effect: Effect = .pure,
-                         _ body: @escaping @Sendable ([JSONValue], Call) throws(ObsError) -> JSONValue) -> Builtin {
+                         _ body: @escaping @Sendable ([JSONValue], BuiltinCall) throws(ObsError) -> JSONValue) -> Builtin {
         Builtin(name: name, arity: arity, effect: effect, implementation: .variadic(body))
     }
 }
 
 /// The site of one function call while it runs: what it reads, and how its errors read.
-struct Call {
+struct BuiltinCall {
     let context: any ExpressionContext
     let name: String
     let pos: Int

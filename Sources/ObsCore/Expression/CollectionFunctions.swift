@@ -10,15 +10,15 @@ extension Builtin {
         unary("avg") { v, call throws(ObsError) in
             let items = try call.array(v)
             guard !items.isEmpty else { return .null }
-            return try Operators.arithmetic(.divide, try sum(items, call), .int(Int64(items.count)), at: call.pos)
+            return try ValueOperators.arithmetic(.divide, try sum(items, call), .int(Int64(items.count)), at: call.pos)
         },
         unary("sort") { v, call throws(ObsError) in
             let items = try call.array(v)
             if items.allSatisfy({ if case .string = $0 { true } else { false } }) {
-                return .array(items.sorted { Operators.scalarOrder($0.stringOrEmpty, $1.stringOrEmpty) < 0 })
+                return .array(items.sorted { ValueOperators.scalarOrder($0.stringOrEmpty, $1.stringOrEmpty) < 0 })
             }
-            guard let bad = items.first(where: { Operators.numericOrder($0, $0) == nil }) else {
-                return .array(items.sorted { Operators.numericOrder($0, $1)! < 0 })
+            guard let bad = items.first(where: { ValueOperators.numericOrder($0, $0) == nil }) else {
+                return .array(items.sorted { ValueOperators.numericOrder($0, $1)! < 0 })
             }
             throw call.error("can only sort numbers or strings, not \(bad.typeName) among them")
         },
@@ -46,7 +46,7 @@ extension Builtin {
                     guard let next = o[String(segment)] else { return fallback }
                     current = next
                 case .array(let a):
-                    guard let i = Int64(segment), let index = Access.arrayIndex(.int(i), count: a.count) else { return fallback }
+                    guard let i = Int64(segment), let index = ValueAccess.arrayIndex(.int(i), count: a.count) else { return fallback }
                     current = a[index]
                 default:
                     return fallback
@@ -58,16 +58,16 @@ extension Builtin {
 
     /// Members in key-name order (by Unicode scalars), the order keys, values and match share.
     static func sortedMembers(_ o: [String: JSONValue]) -> [(key: String, value: JSONValue)] {
-        o.sorted { Operators.scalarOrder($0.key, $1.key) < 0 }.map { (key: $0.key, value: $0.value) }
+        o.sorted { ValueOperators.scalarOrder($0.key, $1.key) < 0 }.map { (key: $0.key, value: $0.value) }
     }
 
-    private static func sum(_ items: [JSONValue], _ call: Call) throws(ObsError) -> JSONValue {
+    private static func sum(_ items: [JSONValue], _ call: BuiltinCall) throws(ObsError) -> JSONValue {
         var total: JSONValue = .int(0)
         for item in items {
-            guard Operators.numericOrder(item, item) != nil else {
+            guard ValueOperators.numericOrder(item, item) != nil else {
                 throw call.error("can only sum numbers, not \(item.typeName)")
             }
-            total = try Operators.add(total, item, at: call.pos)
+            total = try ValueOperators.add(total, item, at: call.pos)
         }
         return total
     }

@@ -23,45 +23,45 @@ struct Compiler {
         }
     }
 
-    private func leaf(_ node: Node) -> any Evaluable {
+    private func leaf(_ node: SyntaxNode) -> any Evaluable {
         switch node {
-        case .bool(let b): return Constant(.bool(b))
-        case .int(let i): return Constant(.int(i))
-        case .double(let d): return Constant(.double(d))
-        case .string(let s): return Constant(.string(s))
-        case .key(let name): return KeyRead(name)
-        case .value: return BoundValue()
-        default: return Constant(.null)
+        case .bool(let b): return EvalConstant(.bool(b))
+        case .int(let i): return EvalConstant(.int(i))
+        case .double(let d): return EvalConstant(.double(d))
+        case .string(let s): return EvalConstant(.string(s))
+        case .key(let name): return EvalKeyRead(name)
+        case .value: return EvalBoundValue()
+        default: return EvalConstant(.null)
         }
     }
 
     private func array(_ items: [Syntax]) -> any Evaluable {
-        fold(ArrayLiteral(items.map(compile)))
+        fold(EvalArray(items.map(compile)))
     }
 
-    private func object(_ members: [Node.Member]) -> any Evaluable {
-        fold(ObjectLiteral(members.map { (name: $0.name, value: compile($0.value)) }))
+    private func object(_ members: [SyntaxNode.Member]) -> any Evaluable {
+        fold(EvalObject(members.map { (name: $0.name, value: compile($0.value)) }))
     }
 
     private func member(_ base: Syntax, _ name: String) -> any Evaluable {
-        fold(MemberAccess(compile(base), name))
+        fold(EvalMember(compile(base), name))
     }
 
     private func index(_ base: Syntax, _ index: Syntax) -> any Evaluable {
-        fold(IndexAccess(compile(base), compile(index)))
+        fold(EvalIndex(compile(base), compile(index)))
     }
 
     private func unary(_ op: UnaryOperator, _ operand: Syntax, pos: Int) -> any Evaluable {
         switch op {
-        case .not: return fold(Not(compile(operand)))
-        case .negate: return fold(Negate(compile(operand), pos: pos))
+        case .not: return fold(EvalNot(compile(operand)))
+        case .negate: return fold(EvalNegate(compile(operand), pos: pos))
         }
     }
 
     private func conditional(_ c: Syntax, _ t: Syntax, _ e: Syntax) -> any Evaluable {
         let condition = compile(c)
         if let known = constant(condition) { return compile(known.isTruthy ? t : e) }
-        return Conditional(condition, compile(t), compile(e))
+        return EvalConditional(condition, compile(t), compile(e))
     }
 
     private func binary(_ op: BinaryOperator, _ lhs: Syntax, _ rhs: Syntax, pos: Int) -> any Evaluable {
@@ -69,27 +69,27 @@ struct Compiler {
         let right = compile(rhs)
         switch op {
         case .and:
-            guard let known = constant(left) else { return And(left, right) }
+            guard let known = constant(left) else { return EvalAnd(left, right) }
             return known.isTruthy ? right : left
         case .or:
-            guard let known = constant(left) else { return Or(left, right) }
+            guard let known = constant(left) else { return EvalOr(left, right) }
             return known.isTruthy ? left : right
         case .coalesce:
-            guard let known = constant(left) else { return Coalesce(left, right) }
+            guard let known = constant(left) else { return EvalCoalesce(left, right) }
             if case .null = known { return right }
             return left
         default:
-            return fold(Binary(op, left, right, pos: pos))
+            return fold(EvalBinary(op, left, right, pos: pos))
         }
     }
 
     private func call(_ builtin: Builtin, _ args: [any Evaluable], pos: Int) -> any Evaluable {
         let node: any Evaluable
         switch builtin.implementation {
-        case .nullary(let body): node = Call0(body, name: builtin.name, pos: pos)
-        case .unary(let body): node = Call1(body, args[0], name: builtin.name, pos: pos)
-        case .binary(let body): node = Call2(body, args[0], args[1], name: builtin.name, pos: pos)
-        case .variadic(let body): node = CallN(body, args, name: builtin.name, pos: pos)
+        case .nullary(let body): node = EvalCall0(body, name: builtin.name, pos: pos)
+        case .unary(let body): node = EvalCall1(body, args[0], name: builtin.name, pos: pos)
+        case .binary(let body): node = EvalCall2(body, args[0], args[1], name: builtin.name, pos: pos)
+        case .variadic(let body): node = EvalCallN(body, args, name: builtin.name, pos: pos)
         }
         guard case .pure = builtin.effect, args.allSatisfy({ constant($0) != nil }) else { return node }
         return fold(node)
@@ -97,7 +97,7 @@ struct Compiler {
 
     private func constant(_ node: any Evaluable) -> JSONValue? {
         guard folds else { return nil }
-        return (node as? Constant)?.value
+        return (node as? EvalConstant)?.value
     }
 
     /// Only called on nodes that read nothing but their children, so once the children are
@@ -105,7 +105,7 @@ struct Compiler {
     private func fold(_ node: any Evaluable) -> any Evaluable {
         guard children(of: node).allSatisfy({ constant($0) != nil }) else { return node }
         do throws(ObsError) {
-            return Constant(try node.evaluate(Environment(context: NoKeys(), value: nil)))
+            return EvalConstant(try node.evaluate(EvalEnvironment(context: NoKeys(), value: nil)))
         } catch {
             return node
         }
@@ -113,16 +113,16 @@ struct Compiler {
 
     private func children(of node: any Evaluable) -> [any Evaluable] {
         switch node {
-        case let n as ArrayLiteral: return n.items
-        case let n as ObjectLiteral: return n.members.map(\.value)
-        case let n as MemberAccess: return [n.base]
-        case let n as IndexAccess: return [n.base, n.index]
-        case let n as Not: return [n.operand]
-        case let n as Negate: return [n.operand]
-        case let n as Binary: return [n.lhs, n.rhs]
-        case let n as Call1: return [n.arg]
-        case let n as Call2: return [n.first, n.second]
-        case let n as CallN: return n.args
+        case let n as EvalArray: return n.items
+        case let n as EvalObject: return n.members.map(\.value)
+        case let n as EvalMember: return [n.base]
+        case let n as EvalIndex: return [n.base, n.index]
+        case let n as EvalNot: return [n.operand]
+        case let n as EvalNegate: return [n.operand]
+        case let n as EvalBinary: return [n.lhs, n.rhs]
+        case let n as EvalCall1: return [n.arg]
+        case let n as EvalCall2: return [n.first, n.second]
+        case let n as EvalCallN: return n.args
         default: return []
         }
     }

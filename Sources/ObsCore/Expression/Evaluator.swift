@@ -1,5 +1,5 @@
 /// What one evaluation reads: the store's context and, in a binding map, the bound value.
-struct Environment {
+struct EvalEnvironment {
     let context: any ExpressionContext
     let value: JSONValue?
 }
@@ -7,31 +7,31 @@ struct Environment {
 /// A compiled node. Each node is an immutable final class holding its compiled children, so
 /// evaluation is one virtual call per node with no name lookups and typed errors throughout.
 protocol Evaluable: AnyObject, Sendable {
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue
 }
 
-final class Constant: Evaluable {
+final class EvalConstant: Evaluable {
     let value: JSONValue
     init(_ value: JSONValue) { self.value = value }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue { value }
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue { value }
 }
 
-final class KeyRead: Evaluable {
+final class EvalKeyRead: Evaluable {
     let name: String
     init(_ name: String) { self.name = name }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         try env.context.value(ofKey: name) ?? .null
     }
 }
 
-final class BoundValue: Evaluable {
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue { env.value ?? .null }
+final class EvalBoundValue: Evaluable {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue { env.value ?? .null }
 }
 
-final class ArrayLiteral: Evaluable {
+final class EvalArray: Evaluable {
     let items: [any Evaluable]
     init(_ items: [any Evaluable]) { self.items = items }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         var result: [JSONValue] = []
         result.reserveCapacity(items.count)
         for item in items { result.append(try item.evaluate(env)) }
@@ -39,10 +39,10 @@ final class ArrayLiteral: Evaluable {
     }
 }
 
-final class ObjectLiteral: Evaluable {
+final class EvalObject: Evaluable {
     let members: [(name: String, value: any Evaluable)]
     init(_ members: [(name: String, value: any Evaluable)]) { self.members = members }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         var result: [String: JSONValue] = [:]
         result.reserveCapacity(members.count)
         for member in members { result[member.name] = try member.value.evaluate(env) }
@@ -50,166 +50,166 @@ final class ObjectLiteral: Evaluable {
     }
 }
 
-final class MemberAccess: Evaluable {
+final class EvalMember: Evaluable {
     let base: any Evaluable
     let name: String
     init(_ base: any Evaluable, _ name: String) {
         self.base = base
         self.name = name
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
-        Access.member(try base.evaluate(env), name)
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
+        ValueAccess.member(try base.evaluate(env), name)
     }
 }
 
-final class IndexAccess: Evaluable {
+final class EvalIndex: Evaluable {
     let base: any Evaluable
     let index: any Evaluable
     init(_ base: any Evaluable, _ index: any Evaluable) {
         self.base = base
         self.index = index
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
-        Access.index(try base.evaluate(env), try index.evaluate(env))
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
+        ValueAccess.index(try base.evaluate(env), try index.evaluate(env))
     }
 }
 
-final class Not: Evaluable {
+final class EvalNot: Evaluable {
     let operand: any Evaluable
     init(_ operand: any Evaluable) { self.operand = operand }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         .bool(!(try operand.evaluate(env)).isTruthy)
     }
 }
 
-final class Negate: Evaluable {
+final class EvalNegate: Evaluable {
     let operand: any Evaluable
     let pos: Int
     init(_ operand: any Evaluable, pos: Int) {
         self.operand = operand
         self.pos = pos
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
-        try Operators.negate(try operand.evaluate(env), at: pos)
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
+        try ValueOperators.negate(try operand.evaluate(env), at: pos)
     }
 }
 
-final class And: Evaluable {
+final class EvalAnd: Evaluable {
     let lhs: any Evaluable, rhs: any Evaluable
     init(_ lhs: any Evaluable, _ rhs: any Evaluable) { (self.lhs, self.rhs) = (lhs, rhs) }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         let left = try lhs.evaluate(env)
         return left.isTruthy ? try rhs.evaluate(env) : left
     }
 }
 
-final class Or: Evaluable {
+final class EvalOr: Evaluable {
     let lhs: any Evaluable, rhs: any Evaluable
     init(_ lhs: any Evaluable, _ rhs: any Evaluable) { (self.lhs, self.rhs) = (lhs, rhs) }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         let left = try lhs.evaluate(env)
         return left.isTruthy ? left : try rhs.evaluate(env)
     }
 }
 
-final class Coalesce: Evaluable {
+final class EvalCoalesce: Evaluable {
     let lhs: any Evaluable, rhs: any Evaluable
     init(_ lhs: any Evaluable, _ rhs: any Evaluable) { (self.lhs, self.rhs) = (lhs, rhs) }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         let left = try lhs.evaluate(env)
         if case .null = left { return try rhs.evaluate(env) }
         return left
     }
 }
 
-final class Conditional: Evaluable {
+final class EvalConditional: Evaluable {
     let condition: any Evaluable, then: any Evaluable, otherwise: any Evaluable
     init(_ condition: any Evaluable, _ then: any Evaluable, _ otherwise: any Evaluable) {
         (self.condition, self.then, self.otherwise) = (condition, then, otherwise)
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         try condition.evaluate(env).isTruthy ? try then.evaluate(env) : try otherwise.evaluate(env)
     }
 }
 
 /// The strict binary operators: both operands are always evaluated.
-final class Binary: Evaluable {
+final class EvalBinary: Evaluable {
     let op: BinaryOperator
     let lhs: any Evaluable, rhs: any Evaluable
     let pos: Int
     init(_ op: BinaryOperator, _ lhs: any Evaluable, _ rhs: any Evaluable, pos: Int) {
         (self.op, self.lhs, self.rhs, self.pos) = (op, lhs, rhs, pos)
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
-        try Binary.apply(op, try lhs.evaluate(env), try rhs.evaluate(env), at: pos)
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
+        try EvalBinary.apply(op, try lhs.evaluate(env), try rhs.evaluate(env), at: pos)
     }
 
     static func apply(_ op: BinaryOperator, _ a: JSONValue, _ b: JSONValue, at pos: Int) throws(ObsError) -> JSONValue {
         switch op {
         case .equal: return .bool(a == b)
         case .notEqual: return .bool(a != b)
-        case .less, .lessEqual, .greater, .greaterEqual: return .bool(try Operators.compare(op, a, b, at: pos))
-        case .add: return try Operators.add(a, b, at: pos)
-        case .subtract, .multiply, .divide, .remainder: return try Operators.arithmetic(op, a, b, at: pos)
+        case .less, .lessEqual, .greater, .greaterEqual: return .bool(try ValueOperators.compare(op, a, b, at: pos))
+        case .add: return try ValueOperators.add(a, b, at: pos)
+        case .subtract, .multiply, .divide, .remainder: return try ValueOperators.arithmetic(op, a, b, at: pos)
         case .and, .or, .coalesce: preconditionFailure("short-circuit operators have their own nodes")
         }
     }
 }
 
-final class Call0: Evaluable {
-    let body: @Sendable (Call) throws(ObsError) -> JSONValue
+final class EvalCall0: Evaluable {
+    let body: @Sendable (BuiltinCall) throws(ObsError) -> JSONValue
     let name: String, pos: Int
-    init(_ body: @escaping @Sendable (Call) throws(ObsError) -> JSONValue, name: String, pos: Int) {
+    init(_ body: @escaping @Sendable (BuiltinCall) throws(ObsError) -> JSONValue, name: String, pos: Int) {
         (self.body, self.name, self.pos) = (body, name, pos)
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
-        try body(Call(context: env.context, name: name, pos: pos))
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
+        try body(BuiltinCall(context: env.context, name: name, pos: pos))
     }
 }
 
-final class Call1: Evaluable {
-    let body: @Sendable (JSONValue, Call) throws(ObsError) -> JSONValue
+final class EvalCall1: Evaluable {
+    let body: @Sendable (JSONValue, BuiltinCall) throws(ObsError) -> JSONValue
     let arg: any Evaluable
     let name: String, pos: Int
-    init(_ body: @escaping @Sendable (JSONValue, Call) throws(ObsError) -> JSONValue, _ arg: any Evaluable, name: String, pos: Int) {
+    init(_ body: @escaping @Sendable (JSONValue, BuiltinCall) throws(ObsError) -> JSONValue, _ arg: any Evaluable, name: String, pos: Int) {
         (self.body, self.arg, self.name, self.pos) = (body, arg, name, pos)
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
-        try body(try arg.evaluate(env), Call(context: env.context, name: name, pos: pos))
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
+        try body(try arg.evaluate(env), BuiltinCall(context: env.context, name: name, pos: pos))
     }
 }
 
-final class Call2: Evaluable {
-    let body: @Sendable (JSONValue, JSONValue, Call) throws(ObsError) -> JSONValue
+final class EvalCall2: Evaluable {
+    let body: @Sendable (JSONValue, JSONValue, BuiltinCall) throws(ObsError) -> JSONValue
     let first: any Evaluable, second: any Evaluable
     let name: String, pos: Int
-    init(_ body: @escaping @Sendable (JSONValue, JSONValue, Call) throws(ObsError) -> JSONValue,
+    init(_ body: @escaping @Sendable (JSONValue, JSONValue, BuiltinCall) throws(ObsError) -> JSONValue,
          _ first: any Evaluable, _ second: any Evaluable, name: String, pos: Int) {
         (self.body, self.first, self.second, self.name, self.pos) = (body, first, second, name, pos)
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         let a = try first.evaluate(env)
-        return try body(a, try second.evaluate(env), Call(context: env.context, name: name, pos: pos))
+        return try body(a, try second.evaluate(env), BuiltinCall(context: env.context, name: name, pos: pos))
     }
 }
 
-final class CallN: Evaluable {
-    let body: @Sendable ([JSONValue], Call) throws(ObsError) -> JSONValue
+final class EvalCallN: Evaluable {
+    let body: @Sendable ([JSONValue], BuiltinCall) throws(ObsError) -> JSONValue
     let args: [any Evaluable]
     let name: String, pos: Int
-    init(_ body: @escaping @Sendable ([JSONValue], Call) throws(ObsError) -> JSONValue, _ args: [any Evaluable], name: String, pos: Int) {
+    init(_ body: @escaping @Sendable ([JSONValue], BuiltinCall) throws(ObsError) -> JSONValue, _ args: [any Evaluable], name: String, pos: Int) {
         (self.body, self.args, self.name, self.pos) = (body, args, name, pos)
     }
-    func evaluate(_ env: Environment) throws(ObsError) -> JSONValue {
+    func evaluate(_ env: EvalEnvironment) throws(ObsError) -> JSONValue {
         var values: [JSONValue] = []
         values.reserveCapacity(args.count)
         for arg in args { values.append(try arg.evaluate(env)) }
-        return try body(values, Call(context: env.context, name: name, pos: pos))
+        return try body(values, BuiltinCall(context: env.context, name: name, pos: pos))
     }
 }
 
 /// Member and index access: anything missing, or of the wrong kind, is null.
-enum Access {
+enum ValueAccess {
     static func member(_ base: JSONValue, _ name: String) -> JSONValue {
         guard case .object(let o) = base else { return .null }
         return o[name] ?? .null

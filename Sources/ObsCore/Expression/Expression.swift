@@ -26,7 +26,7 @@ public struct Expression: Sendable, CustomStringConvertible {
 
     /// Evaluates against `context`, with `value` as the bound value of a binding map. Throws eval_error (or cycle, from the context).
     public func evaluate(in context: some ExpressionContext, value: JSONValue? = nil) throws(ObsError) -> JSONValue {
-        try root.evaluate(Environment(context: context, value: value))
+        try root.evaluate(EvalEnvironment(context: context, value: value))
     }
 
     /// The canonical form: minimal parentheses, double-quoted strings; it parses back to the same tree.

@@ -3,7 +3,7 @@ import Foundation
 /// The template language of `format(fmt, args...)`: `{}` takes the next argument, `{2}` a given
 /// one, `{:.2f}` / `{1:.2f}` a number with fixed decimals, `{{` and `}}` literal braces.
 enum FormatTemplate {
-    static func render(_ template: String, _ args: [JSONValue], _ call: Call) throws(ObsError) -> String {
+    static func render(_ template: String, _ args: [JSONValue], _ call: BuiltinCall) throws(ObsError) -> String {
         let scalars = Array(template.unicodeScalars)
         var out = String.UnicodeScalarView()
         var next = 0
@@ -45,7 +45,7 @@ enum FormatTemplate {
     }
 
     /// Splits `[index][:.Nf]`.
-    private static func parseField(_ field: String, at offset: Int, _ call: Call) throws(ObsError) -> (Int?, Int?) {
+    private static func parseField(_ field: String, at offset: Int, _ call: BuiltinCall) throws(ObsError) -> (Int?, Int?) {
         let parts = field.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         var index: Int?
         if !parts[0].isEmpty {
@@ -66,8 +66,8 @@ enum FormatTemplate {
         return (index, precision)
     }
 
-    private static func substitute(_ value: JSONValue, precision: Int?, _ call: Call) throws(ObsError) -> String {
-        guard let precision else { return Conversions.string(value) }
+    private static func substitute(_ value: JSONValue, precision: Int?, _ call: BuiltinCall) throws(ObsError) -> String {
+        guard let precision else { return ValueConversions.string(value) }
         switch value {
         // Integers print exactly rather than through a double.
         case .int(let i): return precision == 0 ? String(i) : String(i) + "." + String(repeating: "0", count: precision)

@@ -1,5 +1,5 @@
 /// The key-name grammar of model.md, checked at compile time so `${a b}` fails early.
-enum KeyName {
+enum KeyReferenceName {
     static let maxBytes = 256
 
     static func isValid(_ name: String) -> Bool {

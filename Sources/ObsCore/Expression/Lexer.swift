@@ -8,14 +8,14 @@ struct Lexer {
         scalars = Array(source.unicodeScalars)
     }
 
-    mutating func next() throws(ObsError) -> Token {
+    mutating func next() throws(ObsError) -> ExpressionToken {
         skipWhitespace()
         let start = index
-        guard let c = peek() else { return Token(kind: .end, pos: start) }
+        guard let c = peek() else { return ExpressionToken(kind: .end, pos: start) }
         if isDigit(c) { return try number() }
         if isIdentifierStart(c) { return identifier() }
         switch c {
-        case "\"", "'": return Token(kind: .string(try string(quote: c)), pos: start)
+        case "\"", "'": return ExpressionToken(kind: .string(try string(quote: c)), pos: start)
         case "$": return try key()
         default: return try symbol()
         }
@@ -29,7 +29,7 @@ struct Lexer {
         while let c = peek(), c == " " || c == "\t" || c == "\n" || c == "\r" { index += 1 }
     }
 
-    private mutating func number() throws(ObsError) -> Token {
+    private mutating func number() throws(ObsError) -> ExpressionToken {
         let start = index
         if peek() == "0", let d = peek(1), isDigit(d) {
             throw parseError("leading zeros are not allowed in a number", at: start)
@@ -49,16 +49,16 @@ struct Lexer {
             guard let d = peek(), isDigit(d) else { throw parseError("expected exponent digits", at: index) }
             while let c = peek(), isDigit(c) { index += 1 }
         }
-        return Token(kind: .number(text: text(start, index), isInteger: isInteger), pos: start)
+        return ExpressionToken(kind: .number(text: text(start, index), isInteger: isInteger), pos: start)
     }
 
-    private mutating func identifier() -> Token {
+    private mutating func identifier() -> ExpressionToken {
         let start = index
         while let c = peek(), isIdentifierPart(c) { index += 1 }
-        return Token(kind: .identifier(text(start, index)), pos: start)
+        return ExpressionToken(kind: .identifier(text(start, index)), pos: start)
     }
 
-    private mutating func key() throws(ObsError) -> Token {
+    private mutating func key() throws(ObsError) -> ExpressionToken {
         let start = index
         index += 1
         if peek() == "{" {
@@ -68,10 +68,10 @@ struct Lexer {
             guard peek() == "}" else { throw parseError("expected '}'", at: index) }
             let name = text(nameStart, index)
             index += 1
-            guard KeyName.isValid(name) else {
+            guard KeyReferenceName.isValid(name) else {
                 throw parseError("invalid key name \(Printer.quote(name))", at: nameStart)
             }
-            return Token(kind: .key(name), pos: start)
+            return ExpressionToken(kind: .key(name), pos: start)
         }
         let nameStart = index
         // Segments of letters, digits and `_` joined by dots; a dot not followed by a segment
@@ -87,10 +87,10 @@ struct Lexer {
         }
         guard index > nameStart else { throw parseError("expected key name after '$'", at: index) }
         let name = text(nameStart, index)
-        guard KeyName.isValid(name) else {
+        guard KeyReferenceName.isValid(name) else {
             throw parseError("invalid key name \(Printer.quote(name))", at: nameStart)
         }
-        return Token(kind: .key(name), pos: start)
+        return ExpressionToken(kind: .key(name), pos: start)
     }
 
     private mutating func string(quote: Unicode.Scalar) throws(ObsError) -> String {
@@ -155,10 +155,10 @@ struct Lexer {
         return value
     }
 
-    private mutating func symbol() throws(ObsError) -> Token {
+    private mutating func symbol() throws(ObsError) -> ExpressionToken {
         let start = index
         let c = peek()!
-        let two: Token.Symbol?
+        let two: ExpressionToken.Symbol?
         switch (c, peek(1)) {
         case ("?", "?"): two = .coalesce
         case ("|", "|"): two = .or
@@ -171,7 +171,7 @@ struct Lexer {
         }
         if let two {
             index += 2
-            return Token(kind: .symbol(two), pos: start)
+            return ExpressionToken(kind: .symbol(two), pos: start)
         }
         switch c {
         case "|": throw parseError("expected '||'", at: start)
@@ -179,11 +179,11 @@ struct Lexer {
         case "=": throw parseError("expected '=='", at: start)
         default: break
         }
-        guard let one = Token.Symbol(rawValue: String(c)) else {
+        guard let one = ExpressionToken.Symbol(rawValue: String(c)) else {
             throw parseError("unexpected character \(Printer.quote(String(c)))", at: start)
         }
         index += 1
-        return Token(kind: .symbol(one), pos: start)
+        return ExpressionToken(kind: .symbol(one), pos: start)
     }
 
     private func text(_ from: Int, _ to: Int) -> String {

@@ -30,10 +30,10 @@ extension Builtin {
         },
         variadic("clamp", 3...3) { args, call throws(ObsError) in
             for (arg, what) in zip(args, ["x", "lo", "hi"]) { _ = try call.number(arg, what) }
-            guard Operators.numericOrder(args[1], args[2])! <= 0 else { throw call.error("lo is greater than hi") }
+            guard ValueOperators.numericOrder(args[1], args[2])! <= 0 else { throw call.error("lo is greater than hi") }
             // The chosen argument itself is returned, so integers stay integers.
-            if Operators.numericOrder(args[0], args[1])! < 0 { return args[1] }
-            if Operators.numericOrder(args[0], args[2])! > 0 { return args[2] }
+            if ValueOperators.numericOrder(args[0], args[1])! < 0 { return args[1] }
+            if ValueOperators.numericOrder(args[0], args[2])! > 0 { return args[2] }
             return args[0]
         },
         unary("sqrt") { v, call throws(ObsError) in
@@ -50,7 +50,7 @@ extension Builtin {
     ]
 
     /// The least or greatest of numbers, or of strings by Unicode scalar values; null when empty.
-    private static func extreme(_ args: [JSONValue], _ call: Call, wantLess: Bool) throws(ObsError) -> JSONValue {
+    private static func extreme(_ args: [JSONValue], _ call: BuiltinCall, wantLess: Bool) throws(ObsError) -> JSONValue {
         var items = args
         if args.count == 1, case .array(let elements) = args[0] { items = elements }
         guard var best = items.first else { return .null }
@@ -61,8 +61,8 @@ extension Builtin {
         for item in items.dropFirst() {
             let order: Int
             if case let (.string(x), .string(y)) = (item, best) {
-                order = Operators.scalarOrder(x, y)
-            } else if let o = Operators.numericOrder(item, best) {
+                order = ValueOperators.scalarOrder(x, y)
+            } else if let o = ValueOperators.numericOrder(item, best) {
                 order = o
             } else {
                 throw call.error("cannot compare \(item.typeName) with \(best.typeName)")
@@ -86,7 +86,7 @@ extension Builtin {
         return (x / scale).rounded(.toNearestOrAwayFromZero) * scale
     }
 
-    private static func integerPower(_ base: Int64, _ exponent: Int64, _ call: Call) throws(ObsError) -> Int64 {
+    private static func integerPower(_ base: Int64, _ exponent: Int64, _ call: BuiltinCall) throws(ObsError) -> Int64 {
         var result: Int64 = 1, b = base, e = exponent
         while e > 0 {
             if e & 1 == 1 {

@@ -1,6 +1,6 @@
 /// The semantics of the binary and unary operators on values, shared by the evaluator and
 /// constant folding. Each failure names the operation and the operator's position.
-enum Operators {
+enum ValueOperators {
     static func compare(_ op: BinaryOperator, _ a: JSONValue, _ b: JSONValue, at pos: Int) throws(ObsError) -> Bool {
         let order: Int
         switch (a, b) {
@@ -63,8 +63,8 @@ enum Operators {
             guard !overflow else { throw overflowError("+", at: pos) }
             return .int(r)
         case let (.string(x), .string(y)): return .string(x + y)
-        case (.string(let x), _): return .string(x + Conversions.string(b))
-        case (_, .string(let y)): return .string(Conversions.string(a) + y)
+        case (.string(let x), _): return .string(x + ValueConversions.string(b))
+        case (_, .string(let y)): return .string(ValueConversions.string(a) + y)
         case let (.array(x), .array(y)): return .array(x + y)
         default:
             guard let (x, y) = doubles(a, b) else {

@@ -4,7 +4,7 @@
 /// 100,000 `(` is a parse_error rather than a stack overflow.
 struct Parser {
     private var lexer: Lexer
-    private var token: Token
+    private var token: ExpressionToken
     private let allowValue: Bool
     private var depth = 0
 
@@ -27,9 +27,9 @@ struct Parser {
         token = try lexer.next()
     }
 
-    private func isSymbol(_ symbol: Token.Symbol) -> Bool { token.kind == .symbol(symbol) }
+    private func isSymbol(_ symbol: ExpressionToken.Symbol) -> Bool { token.kind == .symbol(symbol) }
 
-    private mutating func expect(_ symbol: Token.Symbol) throws(ObsError) {
+    private mutating func expect(_ symbol: ExpressionToken.Symbol) throws(ObsError) {
         guard isSymbol(symbol) else { throw parseError("expected '\(symbol.rawValue)'", at: token.pos) }
         try advance()
     }
@@ -47,7 +47,7 @@ struct Parser {
     }
 
     /// Builds a node, rejecting it when the tree gets taller than the nesting limit.
-    private func make(_ node: Node, at pos: Int) throws(ObsError) -> Syntax {
+    private func make(_ node: SyntaxNode, at pos: Int) throws(ObsError) -> Syntax {
         let syntax = Syntax(node, pos: pos)
         guard syntax.height <= ExpressionLimits.maxDepth else { throw tooDeep(at: pos) }
         return syntax
@@ -168,7 +168,7 @@ struct Parser {
     private mutating func objectLiteral() throws(ObsError) -> Syntax {
         let pos = token.pos
         try advance()
-        var members: [Node.Member] = []
+        var members: [SyntaxNode.Member] = []
         var names = Set<String>()
         if isSymbol(.rightBrace) {
             try advance()
@@ -191,7 +191,7 @@ struct Parser {
     }
 
     /// Comma-separated expressions up to `close`; no trailing comma, as in JSON.
-    private mutating func arguments(until close: Token.Symbol) throws(ObsError) -> [Syntax] {
+    private mutating func arguments(until close: ExpressionToken.Symbol) throws(ObsError) -> [Syntax] {
         var items: [Syntax] = []
         if isSymbol(close) {
             try advance()
@@ -210,7 +210,7 @@ struct Parser {
         }
     }
 
-    private mutating func member() throws(ObsError) -> Node.Member {
+    private mutating func member() throws(ObsError) -> SyntaxNode.Member {
         let name: String
         switch token.kind {
         case .identifier(let s), .string(let s): name = s
@@ -218,7 +218,7 @@ struct Parser {
         }
         try advance()
         try expect(.colon)
-        return Node.Member(name: name, value: try expression())
+        return SyntaxNode.Member(name: name, value: try expression())
     }
 
     private mutating func identifier(_ name: String) throws(ObsError) -> Syntax {

@@ -39,7 +39,7 @@ enum Printer {
         out += close
     }
 
-    private static func writeObject(_ members: [Node.Member], into out: inout String) {
+    private static func writeObject(_ members: [SyntaxNode.Member], into out: inout String) {
         out += "{"
         for (i, member) in members.enumerated() {
             if i > 0 { out += ", " }

@@ -47,7 +47,7 @@ extension Builtin {
         binary("join") { array, sep, call throws(ObsError) in
             let items = try call.array(array)
             let separator = try call.string(sep, "separator")
-            return .string(items.map(Conversions.string).joined(separator: separator))
+            return .string(items.map(ValueConversions.string).joined(separator: separator))
         },
         variadic("slice", 2...3) { args, call throws(ObsError) in
             switch args[0] {
@@ -64,7 +64,7 @@ extension Builtin {
             }
         },
         variadic("pad_left", 2...3) { args, call throws(ObsError) in
-            let s = Conversions.string(args[0])
+            let s = ValueConversions.string(args[0])
             let width = try call.integer(args[1], "width")
             guard width <= ExpressionLimits.maxPadWidth else {
                 throw call.error("width is over \(ExpressionLimits.maxPadWidth)")
@@ -87,7 +87,7 @@ extension Builtin {
     ]
 
     /// Python-style slice bounds: negative counts from the end, out-of-range clamps.
-    private static func sliceRange(_ args: [JSONValue], count: Int, _ call: Call) throws(ObsError) -> Range<Int> {
+    private static func sliceRange(_ args: [JSONValue], count: Int, _ call: BuiltinCall) throws(ObsError) -> Range<Int> {
         func resolve(_ v: JSONValue, _ what: String) throws(ObsError) -> Int {
             let i = try call.integer(v, what)
             let n = Int64(count)

@@ -7,7 +7,7 @@ enum TimeFormat {
     /// Year 1 to year 9999, the range every conversion can print.
     static let range: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999
 
-    static func render(_ timestamp: Double, _ format: String, _ call: Call) throws(ObsError) -> String {
+    static func render(_ timestamp: Double, _ format: String, _ call: BuiltinCall) throws(ObsError) -> String {
         guard range.contains(timestamp) else { throw call.error("timestamp is outside years 1 to 9999") }
         var pattern = Substring(format)
         var offset = 0
@@ -28,7 +28,7 @@ enum TimeFormat {
     }
 
     private static func expand(_ pattern: Substring, _ t: BrokenDownTime, offset: Int, zoneName: String,
-                               epoch: Int64, _ call: Call) throws(ObsError) -> String {
+                               epoch: Int64, _ call: BuiltinCall) throws(ObsError) -> String {
         var out = ""
         var iterator = pattern.makeIterator()
         while let c = iterator.next() {

@@ -1,5 +1,5 @@
 /// One lexical token of an expression, with the scalar offset where it starts.
-struct Token {
+struct ExpressionToken {
     enum Kind: Equatable {
         /// A number's text as written, without sign: the parser folds a leading `-` into it so
         /// that `-9223372036854775808` is an integer.

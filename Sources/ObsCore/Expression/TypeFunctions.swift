@@ -1,9 +1,9 @@
 extension Builtin {
     static let types: [Builtin] = [
-        unary("string") { v, _ throws(ObsError) in .string(Conversions.string(v)) },
-        unary("number") { v, call throws(ObsError) in try Conversions.number(v, call) },
+        unary("string") { v, _ throws(ObsError) in .string(ValueConversions.string(v)) },
+        unary("number") { v, call throws(ObsError) in try ValueConversions.number(v, call) },
         unary("int") { v, call throws(ObsError) in
-            switch try Conversions.number(v, call) {
+            switch try ValueConversions.number(v, call) {
             case .double(let d): return try call.integral(d.rounded(.towardZero))
             case let n: return n
             }
@@ -23,7 +23,7 @@ extension Builtin {
 }
 
 /// Conversions shared by functions and operators.
-enum Conversions {
+enum ValueConversions {
     /// `string(x)`: strings unchanged, everything else as compact JSON.
     static func string(_ v: JSONValue) -> String {
         if case .string(let s) = v { return s }
@@ -32,7 +32,7 @@ enum Conversions {
 
     /// `number(x)`: numbers unchanged, booleans 0 or 1, strings holding one JSON number (with
     /// whitespace around it allowed); anything else is an error.
-    static func number(_ v: JSONValue, _ call: Call) throws(ObsError) -> JSONValue {
+    static func number(_ v: JSONValue, _ call: BuiltinCall) throws(ObsError) -> JSONValue {
         switch v {
         case .int, .double: return v
         case .bool(let b): return .int(b ? 1 : 0)
