@@ -7,8 +7,9 @@ let sections: [(name: String, run: () -> Void)] = [
     ("json", runJSONBenchmark),
 ]
 let wanted = CommandLine.arguments.dropFirst().first
-guard wanted == nil || sections.contains(where: { $0.name == wanted }) else {
-    FileHandle.standardError.write(Data("obsbench: no section '\(wanted!)'; sections: \(sections.map(\.name))\n".utf8))
+if let wanted, !sections.contains(where: { $0.name == wanted }) {
+    let names = sections.map(\.name).joined(separator: ", ")
+    FileHandle.standardError.write(Data("obsbench: no section '\(wanted)' (sections: \(names))\n".utf8))
     exit(64)
 }
 for section in sections where wanted == nil || section.name == wanted { section.run() }

@@ -9,6 +9,8 @@
 //   which is an equal value, and re-encoding it gives the same bytes.
 // - Other doubles print in Swift's shortest round-trip form (`Double.description`, e.g. "21.5",
 //   "1e-07", "1.5e+300"), which is valid JSON and decodes to the same double.
+// - Encoding recurses once per nesting level. Values from the decoder are at most maxDepth deep;
+//   deeper ones can only be built in code, and JSONValue's own ==, hash and deinit recurse as well.
 // - Non-finite doubles never come from the decoder, and the store refuses to create them; should
 //   one be encoded anyway it becomes `null`, so the output stays valid JSON.
 

@@ -15,6 +15,9 @@
 //    found: the unexpected byte, the start of the bad token (literal, number, escape, UTF-8
 //    sequence, duplicate name), or the input length when the input ends too early.
 //
+// Whitespace is only space, tab, CR and LF. A UTF-8 byte order mark is not whitespace and is
+// rejected like any other stray byte (RFC 8259 section 8.1: senders must not add one).
+//
 // Names are Swift Strings, and Swift compares Strings by canonical equivalence, so two names that
 // differ only in Unicode normalization ("\u00e9" and "e\u0301") are duplicates: a Dictionary could not
 // hold both.
@@ -39,6 +42,7 @@ extension JSONValue {
     public static func parse(
         _ bytes: [UInt8], maxDepth: Int = defaultMaxDepth
     ) throws(JSONParseError) -> JSONValue {
+        // The Result carries the typed error through closures that only rethrow untyped errors.
         try bytes.withUnsafeBytes { raw in
             Result { () throws(JSONParseError) in try parse(raw, maxDepth: maxDepth) }
         }.get()
@@ -161,7 +165,7 @@ struct JSONParser: ~Copyable {
                     throw unexpected(expected: frame.isObject ? "',' or '}'" : "',' or ']'")
                 }
                 pos += 1
-                _ = frames.pop()
+                frames.removeTop()
                 value = frame.isObject
                     ? try closeObject(frame) : .array(values.popArray(from: frame.valueStart))
             }

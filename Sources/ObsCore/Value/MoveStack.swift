@@ -27,9 +27,9 @@ struct MoveStack<Element>: ~Copyable {
     }
 
     /// Removes the top element, which must exist.
-    mutating func pop() -> Element {
+    mutating func removeTop() {
         count -= 1
-        return (storage.unsafelyUnwrapped + count).move()
+        (storage.unsafelyUnwrapped + count).deinitialize(count: 1)
     }
 
     /// Moves the elements from `start` to the top into an array, bottom first.
