@@ -25,7 +25,7 @@ final class ExpressionFoldingTests: XCTestCase {
     func test_folding_changesNoResultErrorOrDependency() {
         let keys: [String: JSONValue] = ["a": 3, "b": "text", "a.b": [1, 2.5, "x"], "n": ["x": ["temp": 20]], "x-1": .null]
         for seed in UInt64(1)...2_000 {
-            var generator = TreeGenerator(random: SplitMix64(seed: seed))
+            var generator = TreeGenerator(seed: seed)
             let tree = generator.tree(depth: 5)
             let folded = ObsCore.Expression(source: "", syntax: tree)
             let unfolded = ObsCore.Expression(source: "", syntax: tree, folding: false)

@@ -1,10 +1,26 @@
 import XCTest
 @testable import ObsCore
 
-/// Random syntax trees covering every node kind, operator and function, from the seeded
-/// SplitMix64 of the JSON tests so every failure reproduces from its seed.
+/// Random syntax trees covering every node kind, operator and function, from a seed so every
+/// failure reproduces.
 struct TreeGenerator {
-    var random: SplitMix64
+    /// SplitMix64 (Steele, Lea, Flood 2014), kept private so these tests depend on no other
+    /// test file's generator.
+    private struct SplitMix64 {
+        var state: UInt64
+
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    private var random: SplitMix64
+
+    init(seed: UInt64) { random = SplitMix64(state: seed) }
 
     private static let keyNames = ["a", "b", "a.b", "sensor.kitchen.temp", "x-1", "net.wifi-5g.ssid", "_", "9", "n"]
     private static let memberNames = ["x", "temp", "true", "null", "value", "a b", "", "é", "_1", "\"q\""]
@@ -13,9 +29,9 @@ struct TreeGenerator {
     private static let doubles: [Double] = [0.5, -2.5, 1e3, 1e-7, 1e300, -0.0, 0.1, 123456.789, .leastNonzeroMagnitude, 9007199254740992, .greatestFiniteMagnitude]
     private static let ints: [Int64] = [0, 1, -1, 42, -7, .max, .min, 1 << 53]
 
-    mutating func pick<T>(_ items: [T]) -> T { random.pick(items) }
+    mutating func below(_ bound: Int) -> Int { Int(random.next() % UInt64(bound)) }
 
-    mutating func below(_ bound: Int) -> Int { random.below(bound) }
+    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
 
     mutating func tree(depth: Int) -> Syntax {
         let choice = depth <= 0 ? below(7) : below(16)
@@ -50,7 +66,7 @@ struct TreeGenerator {
 final class ExpressionRoundTripTests: XCTestCase {
     func test_description_parsesBackToTheSameTree() throws {
         for seed in UInt64(1)...2_000 {
-            var generator = TreeGenerator(random: SplitMix64(seed: seed))
+            var generator = TreeGenerator(seed: seed)
             let original = generator.tree(depth: 6)
             let printed = ObsCore.Expression(source: "", syntax: original).description
             // Foundation also declares an `Expression`, so the module name disambiguates.
