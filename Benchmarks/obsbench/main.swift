@@ -1,6 +1,19 @@
 // obsbench: ObsCore's benchmark program. Run it from a release build:
-//   swift run -c release obsbench [SECTION...]
+//   swift build -c release --product obsbench && .build/release/obsbench [SECTION]
+// With no argument every section runs. It exits non-zero if any check inside a benchmark failed.
 import Foundation
-import ObsCore
 
-print("obsbench: no sections yet")
+let sections: [(name: String, run: () -> Void)] = [
+    ("reactivity", runReactivityBenchmarks),
+]
+
+let requested = CommandLine.arguments.dropFirst().first
+if let requested, !sections.contains(where: { $0.name == requested }) {
+    let names = sections.map(\.name).joined(separator: ", ")
+    FileHandle.standardError.write(Data("obsbench: unknown section '\(requested)' (sections: \(names))\n".utf8))
+    exit(64)
+}
+for section in sections where requested == nil || section.name == requested {
+    section.run()
+}
+exit(failedCheckCount() == 0 ? 0 : 1)
