@@ -31,7 +31,7 @@ enum DynamicGraphBench {
     }
 
     /// `perfTests` of the suite's config.ts.
-    static var configs: [Config] {
+    private static var configs: [Config] {
         [
             Config(name: "simple component", width: 10, totalLayers: 5, staticFraction: 1, nSources: 2,
                    readFraction: 0.2, iterations: 600_000, expectedSum: 19_199_968, expectedCount: 3_480_000),
