@@ -1,0 +1,73 @@
+/// Keeps `target` equal to `source`: at once, then in the same transaction as every change of
+/// `source`. `target` can still be set by anyone; the last write wins.
+public func bind<Value>(_ source: ObservableValue<Value>, to target: Observable<Value>) -> ObservationToken {
+    bind(source, to: target, transform: { $0 })
+}
+
+/// Keeps `target` equal to `transform(source)`, at once and whenever `source` changes. `transform`
+/// runs inside the transaction, like a computed's closure: it must not write.
+public func bind<Value, Target>(_ source: ObservableValue<Value>, to target: Observable<Target>,
+                                transform: @escaping @Sendable (Value) -> Target) -> ObservationToken {
+    let effect = EffectNode {
+        guard case .success(let value) = source.readTracked() else { return }
+        target.apply(engine.evaluating { transform(value) })
+    }
+    engine.enter()
+    effect.run()
+    engine.exit()
+    return ObservationToken { effect.cancel() }
+}
+
+/// Calls `setter` with `target` and the value of `source`, at once and after every change, while
+/// `target` exists (it is held weakly). The setter runs on `scheduler`, outside the transaction.
+public func bind<Value, Target: AnyObject>(_ source: ObservableValue<Value>, to target: Target,
+                                           on scheduler: some EventScheduler = ImmediateScheduler(),
+                                           _ setter: @escaping @Sendable (Target, Value) -> Void) -> ObservationToken {
+    let weakTarget = WeakReference(target)
+    return source.observe(initial: true, on: scheduler) { change in
+        guard let target = weakTarget.object else { return }
+        setter(target, change.newValue)
+    }
+}
+
+/// Keeps two observables equal: `right` takes `left`'s value at once, then a write to either
+/// reaches the other once, in the same transaction. The binding's own writes never echo back.
+public func bindTwoWay<Value>(_ left: Observable<Value>, _ right: Observable<Value>) -> ObservationToken {
+    bindTwoWay(left, right, map: { $0 }, unmap: { $0 })
+}
+
+/// A two-way binding through a pair of conversions: `right = map(left)`, `left = unmap(right)`.
+public func bindTwoWay<Left, Right>(_ left: Observable<Left>, _ right: Observable<Right>,
+                                    map: @escaping @Sendable (Left) -> Right,
+                                    unmap: @escaping @Sendable (Right) -> Left) -> ObservationToken {
+    // The write counts the binding itself produced, guarded by the engine lock (effects run under it).
+    let echo = EchoState()
+    let forward = EffectNode {
+        guard case .success(let value) = left.readTracked(), left.writeCount != echo.left else { return }
+        if right.apply(engine.evaluating { map(value) }) { echo.right = right.writeCount }
+    }
+    let backward = EffectNode {
+        guard case .success(let value) = right.readTracked(), right.writeCount != echo.right else { return }
+        if left.apply(engine.evaluating { unmap(value) }) { echo.left = left.writeCount }
+    }
+    engine.enter()
+    forward.run()
+    backward.run()
+    engine.exit()
+    return ObservationToken {
+        forward.cancel()
+        backward.cancel()
+    }
+}
+
+/// The write counts of a two-way binding's own last writes; accessed only under the engine lock.
+private final class EchoState: @unchecked Sendable {
+    var left: UInt64 = .max
+    var right: UInt64 = .max
+}
+
+/// A weak reference that may cross threads; what is done with the object is the caller's affair.
+final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+    weak var object: Object?
+    init(_ object: Object) { self.object = object }
+}

@@ -1,0 +1,42 @@
+/// A watcher that runs inside the transaction, under the lock: it re-runs, in the same transaction,
+/// when a value it read changed, and its writes are part of that transaction (bindings are built on
+/// it, so a binding's target changes with the same commit as its source).
+final class EffectNode: ReactiveNode, @unchecked Sendable {
+    private let body: () -> Void
+
+    init(_ body: @escaping () -> Void) {
+        self.body = body
+        super.init(flags: [.watcher, .effect])
+    }
+
+    /// Runs the body once, recording what it reads. Called inside the engine.
+    func run() {
+        let reader = engine.activeSub
+        let outerPoison = engine.poison
+        engine.activeSub = self
+        depsTail = nil
+        body()
+        engine.activeSub = reader
+        engine.poison = outerPoison
+        engine.purgeStaleDependencies(of: self)
+    }
+
+    override func runWatcher() { run() }
+
+    func cancel() {
+        engine.enter()
+        flags.insert(.disposed)
+        engine.exit()
+        engine.detachDependencies(of: self)
+    }
+}
+
+extension Engine {
+    /// Runs user code that must not write (a binding's transform), as a computed's closure would.
+    @inline(__always)
+    func evaluating<T>(_ body: () throws -> T) rethrows -> T {
+        evaluationDepth += 1
+        defer { evaluationDepth -= 1 }
+        return try body()
+    }
+}

@@ -1,0 +1,195 @@
+/// The one reactive engine of the process: every Observable, Computed and observer, and the daemon's
+/// named keys, are nodes of it. It owns the graph; all mutation happens under its lock, on one
+/// thread at a time (Propagation.swift explains the algorithm).
+let engine = Engine()
+
+/// The engine's state. Everything here is guarded by `lock`, except what the delivering thread
+/// alone touches (`delivering`, `handlerDepth`), as noted.
+final class Engine: @unchecked Sendable {
+    let lock = EngineLock()
+    /// How many times the lock's owner has entered; the transaction ends when it returns to 0.
+    var depth = 0
+    /// The computed or effect whose reads are being recorded, if any.
+    unowned(unsafe) var activeSub: ReactiveNode?
+    /// The first error met by a `.value` read during the current evaluation: it fails the reader.
+    var poison: (any Error)?
+    /// Closures of computeds and binding transforms on the stack: writes now are deferred.
+    var evaluationDepth = 0
+
+    /// Watchers reached in this transaction, in the order reached.
+    var pendingEffects = ContiguousArray<ReactiveNode>()
+    var pendingObservers = ContiguousArray<ReactiveNode>()
+    /// Reusable stacks for the graph walks, so that they allocate nothing once warmed up.
+    var linkStack = ContiguousArray<Unmanaged<Link>>()
+    var checkStack = ContiguousArray<Unmanaged<Link>>()
+    /// Nodes whose last link went away, released after the transaction (never recursively).
+    var pendingReleases = ContiguousArray<Unmanaged<ReactiveNode>>()
+    /// Links returned to the pool, chained through `nextDep`.
+    unowned(unsafe) var freeLinks: Link?
+    var freeLinkCount = 0
+
+    /// Observers with a change to deliver, in commit order.
+    var deliveryQueue = ContiguousArray<any DeliveringObserver>()
+    /// The thread delivering changes now (0: none).
+    var deliveringThread: UInt = 0
+    /// The batch being delivered: touched by the delivering thread alone.
+    var delivering = ContiguousArray<any DeliveringObserver>()
+    /// Handlers on the delivering thread's stack: touched by that thread alone.
+    var handlerDepth = 0
+    /// Writes deferred until after the current transaction, one group per transaction, FIFO.
+    var deferredWrites = ContiguousArray<ContiguousArray<() -> Void>>()
+    var deferredHead = 0
+    /// Open `batch` scopes that are collecting deferred writes into one group.
+    var deferredGroupDepth = 0
+
+    // MARK: Transactions
+
+    /// Enters the engine: takes the lock, or re-enters it on the thread that holds it.
+    @inline(__always)
+    func enter() {
+        if lock.isHeldByCurrentThread {
+            depth += 1
+        } else {
+            lock.lock()
+            depth = 1
+        }
+    }
+
+    /// Leaves the engine; the outermost exit ends the transaction.
+    @inline(__always)
+    func exit() {
+        if depth > 1 {
+            depth -= 1
+        } else {
+            endTransaction()
+        }
+    }
+
+    /// Ends the outermost transaction: flushes watchers, releases dropped nodes, unlocks, and
+    /// delivers the changes unless another thread is already delivering (it will deliver ours, in
+    /// order).
+    @inline(never)
+    private func endTransaction() {
+        settle()
+        let deliver = deliveringThread == 0 && (!deliveryQueue.isEmpty || deferredHead < deferredWrites.count)
+        if deliver { deliveringThread = currentThreadID() }
+        depth = 0
+        lock.unlock()
+        if deliver { deliverAll() }
+    }
+
+    /// Runs the queued watchers and releases nodes that lost their last reader.
+    private func settle() {
+        if !pendingEffects.isEmpty || !pendingObservers.isEmpty { flush() }
+        while let node = pendingReleases.popLast() {
+            node.release()
+        }
+    }
+
+    /// Step 3 of Propagation.swift: effects (which may write, in this transaction), then observers.
+    private func flush() {
+        var index = 0
+        while index < pendingEffects.count {
+            let effect = pendingEffects[index]
+            index += 1
+            runIfChanged(effect)
+        }
+        pendingEffects.removeAll(keepingCapacity: true)
+        index = 0
+        while index < pendingObservers.count {
+            let observer = pendingObservers[index]
+            index += 1
+            runIfChanged(observer)
+        }
+        pendingObservers.removeAll(keepingCapacity: true)
+    }
+
+    @inline(__always)
+    private func runIfChanged(_ watcher: ReactiveNode) {
+        watcher.flags.remove(.queued)
+        let flags = watcher.flags
+        if flags.contains(.disposed) {
+            watcher.flags.remove([.dirty, .pending])
+            return
+        }
+        if flags.contains(.dirty) || (flags.contains(.pending) && checkDirty(watcher)) {
+            watcher.flags.remove([.dirty, .pending])
+            watcher.runWatcher()
+        } else {
+            watcher.flags.remove(.pending)
+        }
+    }
+
+    // MARK: Deferred writes
+
+    /// Whether a write now must wait for the current transaction: it comes from a computed's
+    /// closure, or from a handler being delivered on this thread.
+    @inline(__always)
+    var mustDefer: Bool {
+        evaluationDepth > 0 || (deliveringThread == currentThreadID() && handlerDepth > 0)
+    }
+
+    /// Queues a write to be applied after the current transaction. Called inside the engine.
+    func deferWrite(_ write: @escaping () -> Void) {
+        if deferredGroupDepth > 0 {
+            deferredWrites[deferredWrites.count - 1].append(write)
+        } else {
+            deferredWrites.append([write])
+        }
+    }
+
+    /// Starts collecting deferred writes into one group (a `batch` made while writes are deferred).
+    func openDeferredGroup() {
+        if deferredGroupDepth == 0 { deferredWrites.append([]) }
+        deferredGroupDepth += 1
+    }
+
+    func closeDeferredGroup() {
+        deferredGroupDepth -= 1
+    }
+
+    // MARK: Delivery
+
+    /// Delivers queued changes and applies deferred writes until both queues are empty.
+    /// Runs on the thread recorded in `deliveringThread`, without the lock while handlers run.
+    private func deliverAll() {
+        lock.lock()
+        while true {
+            if !deliveryQueue.isEmpty {
+                swap(&deliveryQueue, &delivering)
+                lock.unlock()
+                handlerDepth += 1
+                for observer in delivering {
+                    observer.deliverNext()
+                }
+                handlerDepth -= 1
+                delivering.removeAll(keepingCapacity: true)
+                lock.lock()
+                continue
+            }
+            if deferredHead < deferredWrites.count {
+                let group = deferredWrites[deferredHead]
+                deferredWrites[deferredHead] = []
+                deferredHead += 1
+                if deferredHead == deferredWrites.count {
+                    deferredWrites.removeAll(keepingCapacity: true)
+                    deferredHead = 0
+                }
+                depth = 1
+                for write in group { write() }
+                settle()
+                depth = 0
+                continue
+            }
+            deliveringThread = 0
+            lock.unlock()
+            return
+        }
+    }
+}
+
+/// An observer whose changes the engine delivers after the transaction.
+protocol DeliveringObserver: AnyObject {
+    /// Delivers the oldest undelivered change, taking the lock only to dequeue it.
+    func deliverNext()
+}

@@ -1,0 +1,203 @@
+/// How a change travels through the graph.
+///
+/// Nodes are sources (`Observable`), computeds (`Computed`) and watchers (observers, which call
+/// user handlers after the transaction, and effects, which run inside it: bindings). Edges are
+/// `Link`s, kept in two orders: each node's dependencies in the order it read them, and each node's
+/// subscribers in the order they subscribed. State is a few flags per node (`NodeFlags`):
+/// `dirty` (a direct dependency changed), `pending` (something further up may have changed),
+/// `running`, `checking`, `queued`, `disposed`.
+///
+/// 1. A transaction (one write, or a `batch`) takes the engine lock; nested writes and reads by the
+///    same thread re-enter it. Writes are applied at once; nothing is recomputed yet.
+/// 2. Marking (push). A source whose value changed (its equality check failed) marks each
+///    subscriber `dirty`, and every node below those `pending`, depth first in subscription order,
+///    with an explicit stack (no recursion). A node already marked stops the walk, so marking is
+///    proportional to the nodes not yet marked in this transaction, and terminates on any graph.
+///    Watchers reached are queued once each (`queued`).
+/// 3. When the outermost transaction ends, the queue is flushed: effects first (they may write,
+///    which marks more nodes, in the same transaction), then observers. A queued watcher runs only if
+///    it is `dirty`, or `pending` and a walk of its dependencies (step 4) finds a real change.
+/// 4. Checking (pull). `checkDirty` walks a node's dependencies in the order they were last read,
+///    descending into `pending` computeds with an explicit stack. A `dirty` computed met on the way
+///    is recomputed; if its value changed, its own subscribers become `dirty`
+///    (`shallowPropagate`) and the walk stops looking at further dependencies of that level: the
+///    node above must recompute anyway, and its closure decides what it still reads. Coming back up,
+///    a node whose dependency changed is recomputed; one whose dependencies did not change just loses
+///    `pending`. So a computed is evaluated at most once per transaction, only after every write,
+///    only when a dependency it actually read changed, and dependencies it no longer reads are
+///    never evaluated (a lazy branch stays lazy).
+/// 5. Equality cut-off. A recomputation that yields a value equal to the old one (per the type's
+///    `==`) reports "unchanged": nodes above it are not recomputed because of it, and observers see
+///    nothing.
+/// 6. Dynamic dependencies. While a computed runs, each read links the node read into its
+///    dependency list, reusing the existing link when the read happens in the same position as last
+///    time (no allocation when the dependencies are stable). Links left over after the run are
+///    dependencies no longer read: they are unlinked and returned to the pool, and the nodes they
+///    kept alive are released after the transaction.
+/// 7. Laziness. A computed is only evaluated when read, or when a watcher needs it. Nobody reading
+///    it means nobody evaluating it; marking it costs a flag.
+/// 8. Cycles. A computed whose closure reads, directly or through others, the computed being
+///    evaluated gets `ObsError.Code.cycle` (`running` is set while its closure runs). The dependency
+///    walk marks the nodes on its path `checking` and treats meeting one again as a change that
+///    needs recomputation, so it cannot loop; the recomputation then finds the cycle.
+/// 9. Errors. A computed whose closure throws keeps the error as its state, cached like a value
+///    until a dependency changes; readers through `try get()` rethrow it, readers through `.value`
+///    fail with it. An equal error again is not a change; a value after an error always is.
+/// 10. Delivery. Observers compute their `Change` under the lock, then the lock is released and the
+///    changes are delivered in commit order by one thread at a time (the first writer to find nobody
+///    delivering). A write made by a handler while it is being delivered is queued and applied
+///    after the current transaction, in FIFO order, never recursively.
+extension Engine {
+    /// Step 2 for a source that changed.
+    func propagate(from source: ReactiveNode) {
+        var next = source.subs
+        while let link = next {
+            next = link.nextSub
+            let sub = link.sub
+            let flags = sub.flags
+            if flags.contains(.dirty) { continue }
+            sub.flags = flags.union(.dirty)
+            if flags.contains(.pending) { continue }
+            if flags.contains(.watcher) {
+                enqueue(sub)
+            } else if let below = sub.subs {
+                markPending(from: below)
+            }
+        }
+    }
+
+    /// Marks everything below `first` pending, depth first, with an explicit stack.
+    private func markPending(from first: Link) {
+        var link = first
+        let base = linkStack.count
+        while true {
+            let sub = link.sub
+            let flags = sub.flags
+            var below: Link?
+            if flags.isDisjoint(with: [.dirty, .pending]) {
+                sub.flags = flags.union(.pending)
+                if flags.contains(.watcher) {
+                    enqueue(sub)
+                } else {
+                    below = sub.subs
+                }
+            }
+            if let below {
+                if let sibling = link.nextSub { linkStack.append(Unmanaged.passUnretained(sibling)) }
+                link = below
+                continue
+            }
+            if let sibling = link.nextSub {
+                link = sibling
+                continue
+            }
+            if linkStack.count > base {
+                link = linkStack.removeLast().takeUnretainedValue()
+                continue
+            }
+            return
+        }
+    }
+
+    @inline(__always)
+    private func enqueue(_ watcher: ReactiveNode) {
+        if watcher.flags.contains(.queued) { return }
+        watcher.flags.insert(.queued)
+        if watcher.flags.contains(.effect) {
+            pendingEffects.append(watcher)
+        } else {
+            pendingObservers.append(watcher)
+        }
+    }
+
+    /// After `first.dep` was recomputed and changed: its pending subscribers become dirty.
+    @inline(__always)
+    func shallowPropagate(_ first: Link) {
+        var next: Link? = first
+        while let link = next {
+            let sub = link.sub
+            if sub.flags.intersection([.pending, .dirty]) == .pending {
+                sub.flags.insert(.dirty)
+            }
+            next = link.nextSub
+        }
+    }
+
+    /// Brings a computed up to date before it is read.
+    @inline(__always)
+    func refresh(_ node: ReactiveNode) {
+        let flags = node.flags
+        if flags.contains(.dirty) {
+            recompute(node)
+        } else if flags.contains(.pending) {
+            if checkDirty(node) {
+                recompute(node)
+            } else {
+                node.flags.remove(.pending)
+            }
+        }
+    }
+
+    @inline(__always)
+    private func recompute(_ node: ReactiveNode) {
+        if node.update(), let subs = node.subs {
+            shallowPropagate(subs)
+        }
+    }
+
+    /// Step 4: whether any dependency of `root` really changed, recomputing what is needed to know.
+    func checkDirty(_ root: ReactiveNode) -> Bool {
+        guard var link = root.deps else { return false }
+        var sub = root
+        let base = checkStack.count
+        walk: while true {
+            let dep = link.dep
+            let depFlags = dep.flags
+            var dirty = false
+            if sub.flags.contains(.dirty) {
+                dirty = true
+            } else if depFlags.contains(.dirty) {
+                if dep.update() {
+                    if let subs = dep.subs, subs.nextSub != nil { shallowPropagate(subs) }
+                    dirty = true
+                }
+            } else if depFlags.contains(.pending) {
+                if depFlags.contains(.checking) || dep.deps == nil {
+                    dirty = true
+                } else {
+                    dep.flags.insert(.checking)
+                    checkStack.append(Unmanaged.passUnretained(link))
+                    link = dep.deps!
+                    sub = dep
+                    continue walk
+                }
+            } else if depFlags.contains(.running) {
+                dirty = true
+            }
+            if !dirty, let next = link.nextDep {
+                link = next
+                continue walk
+            }
+            while checkStack.count > base {
+                let up = checkStack.removeLast().takeUnretainedValue()
+                sub.flags.remove(.checking)
+                if dirty {
+                    if sub.update() {
+                        if let subs = sub.subs, subs.nextSub != nil { shallowPropagate(subs) }
+                        sub = up.sub
+                        continue
+                    }
+                } else {
+                    sub.flags.remove(.pending)
+                }
+                sub = up.sub
+                if let next = up.nextDep {
+                    link = next
+                    continue walk
+                }
+                dirty = false
+            }
+            return dirty
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Dispatch
+import Synchronization
+
+/// Runs actions after a delay: a dispatch queue in real use, a manual clock in tests.
+protocol DelayScheduler: Sendable {
+    func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void)
+}
+
+struct DispatchDelayScheduler: DelayScheduler {
+    let queue: DispatchQueue
+    func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: action)
+    }
+}
+
+extension ObservableValue {
+    /// An observable that follows this one at most once per `interval`: the first change at once,
+    /// then the latest value at the end of each interval in which it changed. A burst that ends on
+    /// the value it started from produces nothing (for `Equatable` values).
+    public func throttled(for interval: Duration, on queue: DispatchQueue = .global()) -> Observable<Value> {
+        throttled(for: interval, scheduler: DispatchDelayScheduler(queue: queue))
+    }
+
+    /// An observable that takes this one's value only once it has been quiet for `interval`.
+    public func debounced(for interval: Duration, on queue: DispatchQueue = .global()) -> Observable<Value> {
+        debounced(for: interval, scheduler: DispatchDelayScheduler(queue: queue))
+    }
+
+    func throttled(for interval: Duration, scheduler: some DelayScheduler) -> Observable<Value> {
+        rateLimited { output in Throttle(interval: interval, scheduler: scheduler, output: output) }
+    }
+
+    func debounced(for interval: Duration, scheduler: some DelayScheduler) -> Observable<Value> {
+        rateLimited { output in Debounce(interval: interval, scheduler: scheduler, output: output) }
+    }
+
+    private func rateLimited(_ makeLimiter: (WeakReference<Observable<Value>>) -> some RateLimiter<Value>) -> Observable<Value> {
+        let output = Observable(peek(), equality: isEqual)
+        let limiter = makeLimiter(WeakReference(output))
+        let token = observe { change in limiter.receive(change.newValue) }
+        output.retained.append(token)
+        return output
+    }
+}
+
+extension Observable {
+    /// An observable with an optional equality, for copies of another observable value.
+    convenience init(_ value: Value, equality: (@Sendable (Value, Value) -> Bool)?) {
+        if let equality {
+            self.init(value, isEqual: equality)
+        } else {
+            self.init(value)
+        }
+    }
+}
+
+protocol RateLimiter<Value>: Sendable {
+    associatedtype Value: Sendable
+    func receive(_ value: Value)
+}
+
+/// First value at once, then at most one (the latest) per interval.
+private final class Throttle<Value: Sendable, Scheduler: DelayScheduler>: RateLimiter, Sendable {
+    private struct State {
+        var windowOpen = false
+        var latest: Value?
+    }
+    private let interval: Duration
+    private let scheduler: Scheduler
+    private let output: WeakReference<Observable<Value>>
+    private let state = Mutex(State())
+
+    init(interval: Duration, scheduler: Scheduler, output: WeakReference<Observable<Value>>) {
+        self.interval = interval
+        self.scheduler = scheduler
+        self.output = output
+    }
+
+    func receive(_ value: Value) {
+        let emitNow = state.withLock { state -> Bool in
+            if state.windowOpen {
+                state.latest = value
+                return false
+            }
+            state.windowOpen = true
+            return true
+        }
+        if emitNow {
+            output.object?.value = value
+            scheduler.after(interval) { self.windowEnded() }
+        }
+    }
+
+    private func windowEnded() {
+        let latest = state.withLock { state -> Value? in
+            defer { state.latest = nil }
+            if state.latest == nil { state.windowOpen = false }
+            return state.latest
+        }
+        if let latest {
+            output.object?.value = latest
+            scheduler.after(interval) { self.windowEnded() }
+        }
+    }
+}
+
+/// The latest value once nothing has arrived for an interval.
+private final class Debounce<Value: Sendable, Scheduler: DelayScheduler>: RateLimiter, Sendable {
+    private struct State {
+        var generation: UInt64 = 0
+        var latest: Value?
+    }
+    private let interval: Duration
+    private let scheduler: Scheduler
+    private let output: WeakReference<Observable<Value>>
+    private let state = Mutex(State())
+
+    init(interval: Duration, scheduler: Scheduler, output: WeakReference<Observable<Value>>) {
+        self.interval = interval
+        self.scheduler = scheduler
+        self.output = output
+    }
+
+    func receive(_ value: Value) {
+        let generation = state.withLock { state -> UInt64 in
+            state.generation &+= 1
+            state.latest = value
+            return state.generation
+        }
+        scheduler.after(interval) { self.fire(generation) }
+    }
+
+    private func fire(_ generation: UInt64) {
+        let value = state.withLock { state -> Value? in
+            guard state.generation == generation else { return nil }
+            defer { state.latest = nil }
+            return state.latest
+        }
+        if let value { output.object?.value = value }
+    }
+}

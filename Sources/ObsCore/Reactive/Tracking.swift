@@ -1,0 +1,101 @@
+/// Dependency tracking: linking a read into the reader's dependency list, dropping dependencies no
+/// longer read, the link pool, and deferred releases (Propagation.swift, step 6).
+extension Engine {
+    /// Records that `sub` (running now) read `dep`.
+    @inline(__always)
+    func link(_ dep: ReactiveNode, _ sub: ReactiveNode) {
+        let prevDep = sub.depsTail
+        if let prevDep, prevDep.dep === dep { return }
+        let nextDep = prevDep != nil ? prevDep!.nextDep : sub.deps
+        if let nextDep, nextDep.dep === dep {
+            sub.depsTail = nextDep
+            return
+        }
+        insertLink(dep, sub, after: prevDep, before: nextDep)
+    }
+
+    @inline(never)
+    private func insertLink(_ dep: ReactiveNode, _ sub: ReactiveNode, after prevDep: Link?, before nextDep: Link?) {
+        // A node read twice in one run, not consecutively, is linked once.
+        if let last = dep.subsTail, last.sub === sub, isTracked(last, by: sub) { return }
+        let link = makeLink(dep, sub)
+        link.prevDep = prevDep
+        link.nextDep = nextDep
+        if let nextDep { nextDep.prevDep = link }
+        if let prevDep { prevDep.nextDep = link } else { sub.deps = link }
+        sub.depsTail = link
+        link.prevSub = dep.subsTail
+        link.nextSub = nil
+        if let tail = dep.subsTail { tail.nextSub = link } else { dep.subs = link }
+        dep.subsTail = link
+    }
+
+    /// Whether `link` is among the dependencies `sub` has read so far in this run.
+    private func isTracked(_ link: Link, by sub: ReactiveNode) -> Bool {
+        guard let tail = sub.depsTail else { return false }
+        var next = sub.deps
+        while let current = next {
+            if current === link { return true }
+            if current === tail { return false }
+            next = current.nextDep
+        }
+        return false
+    }
+
+    /// Unlinks every dependency of `sub` after its `depsTail`: those its last run did not read.
+    func purgeStaleDependencies(of sub: ReactiveNode) {
+        var next = sub.depsTail != nil ? sub.depsTail!.nextDep : sub.deps
+        if let tail = sub.depsTail { tail.nextDep = nil } else { sub.deps = nil }
+        while let link = next {
+            next = link.nextDep
+            removeFromSubscribers(link)
+            recycle(link)
+        }
+    }
+
+    /// Removes every dependency of a node that is going away or being cancelled.
+    func detachDependencies(of sub: ReactiveNode) {
+        enter()
+        sub.depsTail = nil
+        purgeStaleDependencies(of: sub)
+        exit()
+    }
+
+    private func removeFromSubscribers(_ link: Link) {
+        let dep = link.dep
+        if let prev = link.prevSub { prev.nextSub = link.nextSub } else { dep.subs = link.nextSub }
+        if let next = link.nextSub { next.prevSub = link.prevSub } else { dep.subsTail = link.prevSub }
+        pendingReleases.append(Unmanaged.passUnretained(dep))
+    }
+
+    private func makeLink(_ dep: ReactiveNode, _ sub: ReactiveNode) -> Link {
+        _ = Unmanaged.passUnretained(dep).retain()
+        if let link = freeLinks {
+            freeLinks = link.nextDep
+            freeLinkCount -= 1
+            link.dep = dep
+            link.sub = sub
+            return link
+        }
+        let link = Link(dep: dep, sub: sub)
+        _ = Unmanaged.passRetained(link)
+        return link
+    }
+
+    /// The pool keeps links for reuse up to a bound; past it they are freed.
+    private static let maxFreeLinks = 1 << 16
+
+    private func recycle(_ link: Link) {
+        link.prevDep = nil
+        link.prevSub = nil
+        link.nextSub = nil
+        if freeLinkCount < Engine.maxFreeLinks {
+            link.nextDep = freeLinks
+            freeLinks = link
+            freeLinkCount += 1
+        } else {
+            link.nextDep = nil
+            Unmanaged.passUnretained(link).release()
+        }
+    }
+}

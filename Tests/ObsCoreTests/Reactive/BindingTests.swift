@@ -1,0 +1,152 @@
+import Foundation
+import XCTest
+@testable import ObsCore
+
+final class BindingTests: XCTestCase {
+    func test_bind_copiesAtOnceAndOnEveryChange() {
+        let source = Observable(3), target = Observable(0)
+        let binding = bind(source, to: target)
+        XCTAssertEqual(target.value, 3)
+        source.value = 4
+        XCTAssertEqual(target.value, 4)
+        binding.cancel()
+        source.value = 5
+        XCTAssertEqual(target.value, 4)
+    }
+
+    func test_bind_targetChangesInTheSameTransactionAsTheSource() {
+        let source = Observable(1), target = Observable(0)
+        let binding = bind(source, to: target)
+        let pair = Computed { "\(source.value)-\(target.value)" }
+        let seen = Log<String>()
+        let token = pair.observe { seen.append($0.newValue) }
+        source.value = 2
+        XCTAssertEqual(seen.entries, ["2-2"], "no observer sees the source changed without its target")
+        [binding, token].forEach { $0.cancel() }
+    }
+
+    func test_bind_withTransform() {
+        let source = Observable(3), doubled = Observable(0)
+        let binding = bind(source, to: doubled, transform: { $0 * 2 })
+        XCTAssertEqual(doubled.value, 6)
+        source.value = 10
+        XCTAssertEqual(doubled.value, 20)
+        binding.cancel()
+    }
+
+    func test_bind_fromComputed() {
+        let a = Observable(2)
+        let square = Computed { a.value * a.value }
+        let target = Observable(0)
+        let binding = bind(square, to: target)
+        a.value = 3
+        XCTAssertEqual(target.value, 9)
+        binding.cancel()
+    }
+
+    func test_bind_targetCanStillBeSetLastWriteWins() {
+        let source = Observable(1), target = Observable(0)
+        let binding = bind(source, to: target)
+        target.value = 42
+        XCTAssertEqual(target.value, 42)
+        source.value = 2
+        XCTAssertEqual(target.value, 2)
+        binding.cancel()
+    }
+
+    final class Label: @unchecked Sendable { var text = "" }
+
+    func test_bind_toWeakTargetThroughSetter() {
+        let source = Observable(3)
+        var label: Label? = Label()
+        weak var weakLabel = label
+        let binding = bind(source, to: label!) { label, value in label.text = "\(value)" }
+        XCTAssertEqual(label?.text, "3")
+        source.value = 7
+        XCTAssertEqual(label?.text, "7")
+        label = nil
+        XCTAssertNil(weakLabel, "the binding does not keep its target alive")
+        source.value = 8
+        binding.cancel()
+    }
+
+    func test_bindTwoWay_startsEqualAndDoesNotEcho() {
+        let left = Observable("x"), right = Observable("")
+        let rightWrites = Counter(), leftWrites = Counter()
+        let t1 = right.observe { _ in rightWrites.bump() }
+        let t2 = left.observe { _ in leftWrites.bump() }
+        let binding = bindTwoWay(left, right)
+        XCTAssertEqual(right.value, "x")
+        XCTAssertEqual(left.value, "x")
+
+        left.value = "a"
+        XCTAssertEqual(right.value, "a")
+        right.value = "b"
+        XCTAssertEqual(left.value, "b")
+        XCTAssertEqual(rightWrites.count, 3)     // initial copy, from left, own write
+        XCTAssertEqual(leftWrites.count, 2)      // own write, from right
+        [binding, t1, t2].forEach { $0.cancel() }
+    }
+
+    /// With lossy conversions an echo would never settle (1.4 -> "1" -> 1.0 -> "1" ...); the binding's
+    /// own writes are recognised and not sent back.
+    func test_bindTwoWay_withConversionsNeverEchoes() {
+        let number = Observable(1.4), text = Observable("")
+        let numberChanges = Log<Double>()
+        let token = number.observe { numberChanges.append($0.newValue) }
+        let binding = bindTwoWay(number, text, map: { String(Int($0)) }, unmap: { Double($0) ?? 0 })
+        XCTAssertEqual(text.value, "1")
+        XCTAssertEqual(number.value, 1.4, "the initial copy does not come back")
+        number.value = 2.6
+        XCTAssertEqual(text.value, "2")
+        XCTAssertEqual(number.value, 2.6)
+        text.value = "5"
+        XCTAssertEqual(number.value, 5)
+        XCTAssertEqual(numberChanges.entries, [2.6, 5])
+        [binding, token].forEach { $0.cancel() }
+    }
+}
+
+final class EventTests: XCTestCase {
+    func test_event_firesToSubscribersInOrder() {
+        let tapped = Event<String>()
+        let seen = Log<String>()
+        let t1 = tapped.subscribe { seen.append("1:\($0)") }
+        let t2 = tapped.subscribe { seen.append("2:\($0)") }
+        tapped.fire("hello")
+        XCTAssertEqual(seen.entries, ["1:hello", "2:hello"])
+        t1.cancel()
+        tapped.fire("again")
+        XCTAssertEqual(seen.entries, ["1:hello", "2:hello", "2:again"])
+        t2.cancel()
+        XCTAssertEqual(tapped.subscriberCount, 0)
+    }
+
+    func test_event_onQueueDeliversNothingAfterCancel() {
+        let queue = DispatchQueue(label: "test.event")
+        let gate = DispatchSemaphore(value: 0)
+        queue.async { gate.wait() }
+        let event = Event<Int>()
+        let seen = Log<Int>()
+        let token = event.subscribe(on: QueueScheduler(queue)) { seen.append($0) }
+        event.fire(1)
+        token.cancel()
+        gate.signal()
+        drain(queue)
+        XCTAssertEqual(seen.entries, [])
+    }
+
+    func test_notificationCenterBridge_firesForPostedNotifications() {
+        let center = NotificationCenter()
+        let name = Notification.Name("obscore.test")
+        let event = center.observable(for: name)
+        let seen = Counter()
+        let token = event.subscribe { notification in
+            if notification.name == name { seen.bump() }
+        }
+        center.post(name: name, object: nil)
+        center.post(name: Notification.Name("other"), object: nil)
+        XCTAssertEqual(seen.count, 1)
+        token.cancel()
+    }
+}

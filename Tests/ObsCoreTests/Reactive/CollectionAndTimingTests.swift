@@ -1,0 +1,166 @@
+import Foundation
+import Observation
+import XCTest
+@testable import ObsCore
+
+final class ObservableArrayTests: XCTestCase {
+    func test_observeDiff_reportsInsertions() {
+        let list = ObservableArray([1, 2, 3])
+        let diffs = Log<ArrayDiff>()
+        let token = list.observeDiff { diffs.append($0) }
+        list.append(4)
+        list.insert(0, at: 0)
+        XCTAssertEqual(diffs.entries, [ArrayDiff(inserted: [3]), ArrayDiff(inserted: [0])])
+        token.cancel()
+    }
+
+    func test_observeDiff_reportsRemovals() {
+        let list = ObservableArray(["a", "b", "c", "d"])
+        let diffs = Log<ArrayDiff>()
+        let token = list.observeDiff { diffs.append($0) }
+        list.remove(at: 1)
+        list.removeAll()
+        XCTAssertEqual(diffs.entries, [ArrayDiff(removed: [1]), ArrayDiff(removed: [0, 1, 2])])
+        token.cancel()
+    }
+
+    func test_observeDiff_reportsMoves() {
+        let list = ObservableArray(["a", "b", "c", "d"])
+        let diffs = Log<ArrayDiff>()
+        let token = list.observeDiff { diffs.append($0) }
+        list.move(from: 0, to: 3)
+        XCTAssertEqual(list.value, ["b", "c", "d", "a"])
+        XCTAssertEqual(diffs.entries, [ArrayDiff(moved: [.init(from: 0, to: 3)])])
+        token.cancel()
+    }
+
+    func test_observeDiff_batchIsOneDiff() {
+        let list = ObservableArray([1, 2, 3])
+        let diffs = Log<ArrayDiff>()
+        let token = list.observeDiff { diffs.append($0) }
+        batch {
+            list.remove(at: 0)
+            list.append(9)
+        }
+        XCTAssertEqual(diffs.entries, [ArrayDiff(removed: [0], inserted: [2])])
+        token.cancel()
+    }
+
+    func test_diff_appliedToOldGivesNew() {
+        var generator = SplitMix64(seed: 7)
+        for _ in 0..<200 {
+            let old = (0..<Int(generator.next() % 8)).map { _ in Int(generator.next() % 5) }
+            let new = (0..<Int(generator.next() % 8)).map { _ in Int(generator.next() % 5) }
+            let diff = ArrayDiff(from: old, to: new)
+            // Removing `removed` and every move's source, then inserting `inserted` and every move's
+            // target, in index order, must rebuild `new`.
+            let movedFrom = Set(diff.moved.map(\.from))
+            var survivors = old.enumerated().filter { !diff.removed.contains($0.offset) && !movedFrom.contains($0.offset) }.map(\.element)
+            let targets = diff.inserted.map { ($0, new[$0]) } + diff.moved.map { ($0.to, old[$0.from]) }
+            for (index, element) in targets.sorted(by: { $0.0 < $1.0 }) { survivors.insert(element, at: index) }
+            XCTAssertEqual(survivors, new, "old \(old) new \(new) diff \(diff)")
+        }
+    }
+
+    func test_arrayValue_isADependency() {
+        let list = ObservableArray([1, 2])
+        let total = Computed { list.value.reduce(0, +) }
+        XCTAssertEqual(total.value, 3)
+        list.append(10)
+        XCTAssertEqual(total.value, 13)
+    }
+}
+
+final class RateLimitingTests: XCTestCase {
+    func test_throttled_firstAtOnceThenLatestPerInterval() {
+        let clock = ManualDelayScheduler()
+        let source = Observable(0)
+        let throttled = source.throttled(for: .milliseconds(100), scheduler: clock)
+        let seen = Log<Int>()
+        let token = throttled.observe { seen.append($0.newValue) }
+        source.value = 1
+        source.value = 2
+        source.value = 3
+        XCTAssertEqual(seen.entries, [1])
+        clock.advance(by: .milliseconds(100))
+        XCTAssertEqual(seen.entries, [1, 3])
+        clock.advance(by: .milliseconds(100))
+        source.value = 4
+        XCTAssertEqual(seen.entries, [1, 3, 4], "a quiet interval reopens the window")
+        token.cancel()
+    }
+
+    func test_throttled_burstEndingWhereItStartedProducesNothing() {
+        let clock = ManualDelayScheduler()
+        let source = Observable(0)
+        let throttled = source.throttled(for: .milliseconds(100), scheduler: clock)
+        let seen = Log<Int>()
+        let token = throttled.observe { seen.append($0.newValue) }
+        source.value = 1
+        source.value = 2
+        source.value = 1
+        clock.advance(by: .milliseconds(300))
+        XCTAssertEqual(seen.entries, [1])
+        token.cancel()
+    }
+
+    func test_debounced_onlyAfterQuiet() {
+        let clock = ManualDelayScheduler()
+        let source = Observable(0)
+        let debounced = source.debounced(for: .milliseconds(50), scheduler: clock)
+        let seen = Log<Int>()
+        let token = debounced.observe { seen.append($0.newValue) }
+        source.value = 1
+        clock.advance(by: .milliseconds(30))
+        source.value = 2
+        clock.advance(by: .milliseconds(30))
+        XCTAssertEqual(seen.entries, [])
+        clock.advance(by: .milliseconds(30))
+        XCTAssertEqual(seen.entries, [2])
+        token.cancel()
+    }
+
+    func test_throttled_onADispatchQueueEventuallyCarriesTheLatestValue() {
+        let source = Observable(0)
+        let throttled = source.throttled(for: .milliseconds(5), on: DispatchQueue(label: "throttle"))
+        let done = XCTestExpectation(description: "latest value arrives")
+        let token = throttled.observe { if $0.newValue == 3 { done.fulfill() } }
+        source.value = 1
+        source.value = 2
+        source.value = 3
+        wait(for: [done], timeout: 30)
+        token.cancel()
+    }
+}
+
+@Observation.Observable
+final class TrackedModel: @unchecked Sendable {
+    var name = "first"
+}
+
+final class ObservationBridgeTests: XCTestCase {
+    func test_observableTracking_followsAnObservationProperty() {
+        let model = TrackedModel()
+        let name = ObsCore.Observable(tracking: { model.name })
+        XCTAssertEqual(name.value, "first")
+        let arrived = XCTestExpectation(description: "the change arrives")
+        let token = name.observe { if $0.newValue == "second" { arrived.fulfill() } }
+        model.name = "second"
+        wait(for: [arrived], timeout: 30)
+        XCTAssertEqual(name.value, "second")
+        token.cancel()
+    }
+}
+
+/// A seeded generator (SplitMix64) for repeatable property tests.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
