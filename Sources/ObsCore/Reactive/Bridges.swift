@@ -26,7 +26,8 @@ private struct UncheckedBox<Value>: @unchecked Sendable {
 extension Observable {
     /// An observable view of properties of `@Observable` (Observation framework) objects: its value
     /// is `tracking()`, and it follows every change of what `tracking` reads, asynchronously, for as
-    /// long as the observable exists.
+    /// long as the observable exists. Updates are made by a task that evaluates `tracking` in its
+    /// isolation: a closure isolated to the main actor needs the main actor free to run.
     public convenience init(tracking: @escaping @Sendable () -> Value) where Value: Equatable {
         self.init(tracking())
         let target = WeakReference(self)

@@ -4,6 +4,10 @@
 /// recomputed and no observer is called.
 public final class Observable<Value: Sendable>: ObservableValue<Value>, @unchecked Sendable {
     private var storage: Value
+    /// The value as of the last time a subscriber checked it; see `update()`.
+    private var committed: Value
+    /// An `always` write since the last check: a change even if the value is equal.
+    private var forcedChange = false
     /// Bumped on every applied write; bindings use it to recognise their own writes.
     private(set) var writeCount: UInt64 = 0
     /// Objects this observable keeps alive (the subscription feeding a throttled copy, ...).
@@ -12,18 +16,21 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     /// An observable whose writes of an equal value are not changes.
     public init(_ value: Value) where Value: Equatable {
         storage = value
+        committed = value
         super.init(flags: [], isEqual: { $0 == $1 })
     }
 
     /// An observable whose every write is a change.
     public init(_ value: Value) {
         storage = value
+        committed = value
         super.init(flags: [], isEqual: nil)
     }
 
     /// An observable that uses `isEqual` to decide whether a write is a change.
     public init(_ value: Value, isEqual: @escaping @Sendable (Value, Value) -> Bool) {
         storage = value
+        committed = value
         super.init(flags: [], isEqual: isEqual)
     }
 
@@ -31,6 +38,7 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     public override var value: Value {
         get {
             engine.enter()
+            if flags.contains(.dirty) { commit() }
             if let reader = engine.activeSub { engine.link(self, reader) }
             let value = storage
             engine.exit()
@@ -61,8 +69,16 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     }
 
     override func readTracked() -> Result<Value, any Error> {
+        if flags.contains(.dirty) { commit() }
         if let reader = engine.activeSub { engine.link(self, reader) }
         return .success(storage)
+    }
+
+    /// A read of a dirty source settles it first, so that every subscriber of a dirty source is
+    /// always marked: whoever reads its new value sees it as committed.
+    @inline(never)
+    private func commit() {
+        if update(), let subs { engine.shallowPropagate(subs) }
     }
 
     /// The value without tracking. Called inside the engine.
@@ -74,7 +90,24 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
         if !always, let isEqual, isEqual(storage, newValue) { return false }
         storage = newValue
         writeCount &+= 1
-        if subs != nil { engine.propagate(from: self) }
+        if subs == nil {
+            committed = newValue
+            flags.remove(.dirty)
+        } else {
+            if always { forcedChange = true }
+            engine.propagate(from: self)
+        }
         return true
+    }
+
+    /// Called by the first subscriber that checks this source after writes: whether the value
+    /// differs from the one subscribers last saw. A transaction that writes a value and then writes
+    /// the old one back changes nothing downstream.
+    override func update() -> Bool {
+        flags.remove(.dirty)
+        let changed = forcedChange || isEqual.map { !$0(committed, storage) } ?? true
+        committed = storage
+        forcedChange = false
+        return changed
     }
 }

@@ -9,17 +9,20 @@
 ///
 /// 1. A transaction (one write, or a `batch`) takes the engine lock; nested writes and reads by the
 ///    same thread re-enter it. Writes are applied at once; nothing is recomputed yet.
-/// 2. Marking (push). A source whose value changed (its equality check failed) marks each
-///    subscriber `dirty`, and every node below those `pending`, depth first in subscription order,
-///    with an explicit stack (no recursion). A node already marked stops the walk, so marking is
-///    proportional to the nodes not yet marked in this transaction, and terminates on any graph.
-///    Watchers reached are queued once each (`queued`).
+/// 2. Marking (push). A source whose value changed (its equality check failed) becomes `dirty`
+///    and marks every node below it `pending`, depth first in subscription order, with an explicit
+///    stack (no recursion). A node already marked stops the walk, so marking is proportional to
+///    the nodes not yet marked in this transaction, and terminates on any graph. Watchers reached
+///    are queued once each (`queued`). The source keeps the value its subscribers last saw: the
+///    first check after the writes compares the two, so writing a value and then the old value
+///    back in one transaction recomputes nothing.
 /// 3. When the outermost transaction ends, the queue is flushed: effects first (they may write,
 ///    which marks more nodes, in the same transaction), then observers. A queued watcher runs only if
 ///    it is `dirty`, or `pending` and a walk of its dependencies (step 4) finds a real change.
 /// 4. Checking (pull). `checkDirty` walks a node's dependencies in the order they were last read,
-///    descending into `pending` computeds with an explicit stack. A `dirty` computed met on the way
-///    is recomputed; if its value changed, its own subscribers become `dirty`
+///    descending into `pending` computeds with an explicit stack. A `dirty` node met on the way
+///    is updated (a computed recomputed, a source compared with what its subscribers last saw);
+///    if its value changed, its own subscribers become `dirty`
 ///    (`shallowPropagate`) and the walk stops looking at further dependencies of that level: the
 ///    node above must recompute anyway, and its closure decides what it still reads. Coming back up,
 ///    a node whose dependency changed is recomputed; one whose dependencies did not change just loses
@@ -48,22 +51,14 @@
 ///    delivering). A write made by a handler while it is being delivered is queued and applied
 ///    after the current transaction, in FIFO order, never recursively.
 extension Engine {
-    /// Step 2 for a source that changed.
+    /// Step 2 for a source that changed: it becomes `dirty` (its subscribers will compare its
+    /// value with the one they last saw) and everything below it `pending`. Further writes to a
+    /// source already dirty in this transaction mark nothing.
+    @inline(__always)
     func propagate(from source: ReactiveNode) {
-        var next = source.subs
-        while let link = next {
-            next = link.nextSub
-            let sub = link.sub
-            let flags = sub.flags
-            if flags.contains(.dirty) { continue }
-            sub.flags = flags.union(.dirty)
-            if flags.contains(.pending) { continue }
-            if flags.contains(.watcher) {
-                enqueue(sub)
-            } else if let below = sub.subs {
-                markPending(from: below)
-            }
-        }
+        if source.flags.contains(.dirty) { return }
+        source.flags.insert(.dirty)
+        if let subs = source.subs { markPending(from: subs) }
     }
 
     /// Marks everything below `first` pending, depth first, with an explicit stack.

@@ -139,14 +139,14 @@ final class TrackedModel: @unchecked Sendable {
 }
 
 final class ObservationBridgeTests: XCTestCase {
-    func test_observableTracking_followsAnObservationProperty() {
+    func test_observableTracking_followsAnObservationProperty() async {
         let model = TrackedModel()
         let name = ObsCore.Observable(tracking: { model.name })
         XCTAssertEqual(name.value, "first")
         let arrived = XCTestExpectation(description: "the change arrives")
         let token = name.observe { if $0.newValue == "second" { arrived.fulfill() } }
         model.name = "second"
-        wait(for: [arrived], timeout: 30)
+        await fulfillment(of: [arrived], timeout: 30)
         XCTAssertEqual(name.value, "second")
         token.cancel()
     }
