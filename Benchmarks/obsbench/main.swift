@@ -1,15 +1,20 @@
 // obsbench: ObsCore's benchmark program. Run it from a release build:
 //   swift build -c release --product obsbench && .build/release/obsbench [SECTION]
-// With no SECTION every section runs.
+// With no argument every section runs. It exits non-zero if any check inside a benchmark failed.
 import Foundation
 
 let sections: [(name: String, run: () -> Void)] = [
+    ("reactivity", runReactivityBenchmarks),
     ("json", runJSONBenchmark),
 ]
-let wanted = CommandLine.arguments.dropFirst().first
-if let wanted, !sections.contains(where: { $0.name == wanted }) {
+
+let requested = CommandLine.arguments.dropFirst().first
+if let requested, !sections.contains(where: { $0.name == requested }) {
     let names = sections.map(\.name).joined(separator: ", ")
-    FileHandle.standardError.write(Data("obsbench: no section '\(wanted)' (sections: \(names))\n".utf8))
+    FileHandle.standardError.write(Data("obsbench: unknown section '\(requested)' (sections: \(names))\n".utf8))
     exit(64)
 }
-for section in sections where wanted == nil || section.name == wanted { section.run() }
+for section in sections where requested == nil || section.name == requested {
+    section.run()
+}
+exit(failedCheckCount() == 0 ? 0 : 1)

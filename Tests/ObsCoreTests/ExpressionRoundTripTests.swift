@@ -4,23 +4,9 @@ import XCTest
 /// Random syntax trees covering every node kind, operator and function, from a seed so every
 /// failure reproduces.
 struct TreeGenerator {
-    /// SplitMix64 (Steele, Lea, Flood 2014), kept private so these tests depend on no other
-    /// test file's generator.
-    private struct SplitMix64 {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     private var random: SplitMix64
 
-    init(seed: UInt64) { random = SplitMix64(state: seed) }
+    init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
     private static let keyNames = ["a", "b", "a.b", "sensor.kitchen.temp", "x-1", "net.wifi-5g.ssid", "_", "9", "n"]
     private static let memberNames = ["x", "temp", "true", "null", "value", "a b", "", "é", "_1", "\"q\""]

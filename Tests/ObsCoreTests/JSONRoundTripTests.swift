@@ -43,24 +43,7 @@ final class JSONRoundTripTests: XCTestCase {
     }
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence on every platform.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-    mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
-
+extension SplitMix64 {
     /// A random value; containers only while `depth` lasts.
     mutating func value(depth: Int) -> JSONValue {
         switch below(depth > 0 ? 9 : 6) {
