@@ -1,0 +1,124 @@
+/// A value key as persisted: everything needed to restore it exactly.
+public struct StoredKey: Sendable, Equatable {
+    public var key: String
+    public var value: JSONValue
+    public var rev: UInt64
+    public var createdRev: UInt64
+    public var version: UInt64
+    /// Wall-clock expiry (seconds since the epoch) for keys set with `ttl_ms`.
+    public var expiresAt: Double?
+
+    public init(key: String, value: JSONValue, rev: UInt64, createdRev: UInt64, version: UInt64, expiresAt: Double? = nil) {
+        self.key = key
+        self.value = value
+        self.rev = rev
+        self.createdRev = createdRev
+        self.version = version
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A computed key's definition as persisted; its value is recomputed at start-up.
+public struct StoredDefinition: Sendable, Equatable {
+    public var key: String
+    public var expr: String
+    public var createdRev: UInt64
+
+    public init(key: String, expr: String, createdRev: UInt64) {
+        self.key = key
+        self.expr = expr
+        self.createdRev = createdRev
+    }
+}
+
+/// A binding as persisted, identified by its target.
+public struct StoredBinding: Sendable, Equatable {
+    public var from: String
+    public var to: String
+    public var map: String?
+    public var twoWay: Bool
+    public var unmap: String?
+
+    public init(from: String, to: String, map: String? = nil, twoWay: Bool = false, unmap: String? = nil) {
+        self.from = from
+        self.to = to
+        self.map = map
+        self.twoWay = twoWay
+        self.unmap = unmap
+    }
+}
+
+/// Everything a storage holds: what start-up restores.
+public struct StoredState: Sendable, Equatable {
+    public var rev: UInt64
+    public var keys: [StoredKey]
+    public var definitions: [StoredDefinition]
+    public var bindings: [StoredBinding]
+
+    public init(rev: UInt64 = 0, keys: [StoredKey] = [], definitions: [StoredDefinition] = [], bindings: [StoredBinding] = []) {
+        self.rev = rev
+        self.keys = keys
+        self.definitions = definitions
+        self.bindings = bindings
+    }
+}
+
+/// The persistent effect of one committed transaction. Applied atomically: after any crash it is
+/// either entirely there or entirely absent.
+public struct StoredTransaction: Sendable, Equatable {
+    public var rev: UInt64
+    public var putKeys: [StoredKey] = []
+    public var deletedKeys: [String] = []
+    public var putDefinitions: [StoredDefinition] = []
+    public var deletedDefinitions: [String] = []
+    /// Bindings are keyed by their target (`to`).
+    public var putBindings: [StoredBinding] = []
+    public var deletedBindings: [String] = []
+
+    public init(rev: UInt64) { self.rev = rev }
+
+    /// Whether the transaction changes nothing that is persisted (ephemeral keys only, say).
+    public var isEmpty: Bool {
+        putKeys.isEmpty && deletedKeys.isEmpty && putDefinitions.isEmpty && deletedDefinitions.isEmpty
+            && putBindings.isEmpty && deletedBindings.isEmpty
+    }
+}
+
+/// Where the store keeps its state between runs. The store calls it on one thread.
+///
+/// `commit` makes a transaction survive a crash of the process (written to the database, not
+/// necessarily fsynced); `sync` makes everything committed so far survive a crash of the OS. The
+/// daemon's durability modes are built from the two: `normal` commits before answering, `strict`
+/// also syncs before answering (one sync for many commits: group commit), `memory` uses
+/// `MemoryStorage`.
+public protocol StateStorage: AnyObject {
+    /// The state as last committed (an empty state for a new storage).
+    func load() throws(ObsError) -> StoredState
+    /// Writes one transaction atomically.
+    func commit(_ transaction: StoredTransaction) throws(ObsError)
+    /// Makes every committed transaction durable.
+    func sync() throws(ObsError)
+}
+
+/// A storage that keeps its state in memory only: for `--memory` and for tests.
+public final class MemoryStorage: StateStorage {
+    private var state: StoredState
+
+    public init(_ state: StoredState = StoredState()) {
+        self.state = state
+    }
+
+    public func load() throws(ObsError) -> StoredState { state }
+
+    public func commit(_ transaction: StoredTransaction) throws(ObsError) {
+        state.rev = transaction.rev
+        let deletedKeys = Set(transaction.deletedKeys).union(transaction.putKeys.map(\.key))
+        state.keys = state.keys.filter { !deletedKeys.contains($0.key) } + transaction.putKeys
+        let deletedDefinitions = Set(transaction.deletedDefinitions).union(transaction.putDefinitions.map(\.key))
+        state.definitions = state.definitions.filter { !deletedDefinitions.contains($0.key) } + transaction.putDefinitions
+        let deletedBindings = Set(transaction.deletedBindings).union(transaction.putBindings.map(\.to))
+        state.bindings = state.bindings.filter { !deletedBindings.contains($0.to) } + transaction.putBindings
+    }
+
+    public func sync() throws(ObsError) {}
+}
