@@ -46,11 +46,11 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
 
     override final func read() throws -> Value {
         if flags.contains(.running) {
-            if let reader = engine.activeSub { engine.link(self, reader) }
+            if let reader = engine.activeSub { engine.link(ref, reader) }
             throw ObsError(.cycle, "cycle: a computed depends on itself")
         }
         engine.refresh(self)
-        if let reader = engine.activeSub { engine.link(self, reader) }
+        if let reader = engine.activeSub { engine.link(ref, reader) }
         if let error { throw error }
         return slot.pointee
     }
@@ -98,7 +98,7 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
 extension Engine {
     /// What an evaluation saves of the one it interrupts.
     struct OuterEvaluation {
-        unowned(unsafe) let reader: ReactiveNode?
+        let reader: Unmanaged<ReactiveNode>?
         let poison: (any Error)?
     }
 
@@ -106,7 +106,7 @@ extension Engine {
     @inline(__always)
     func beginEvaluation(of node: ReactiveNode) -> OuterEvaluation {
         let outer = OuterEvaluation(reader: activeSub, poison: poison)
-        activeSub = node
+        activeSub = node.ref
         poison = nil
         node.depsTail = nil
         node.flags.remove([.dirty, .pending])

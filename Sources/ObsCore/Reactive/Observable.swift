@@ -67,7 +67,7 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
 
     override func readForValue() -> Value {
         if flags.contains(.dirty) { commit() }
-        if let reader = engine.activeSub { engine.link(self, reader) }
+        if let reader = engine.activeSub { engine.link(ref, reader) }
         return storage
     }
 

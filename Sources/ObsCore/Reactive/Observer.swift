@@ -54,7 +54,7 @@ final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @un
     /// Subscribes and captures the current value, queueing it for delivery when `initial`.
     /// Called inside the engine, so nothing can change between the snapshot and the subscription.
     func start(initial: Bool) {
-        engine.link(target, self)
+        engine.link(target.ref, ref)
         observeTarget(starting: true, initial: initial)
     }
 
@@ -181,6 +181,7 @@ final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @un
         cancelled.store(true, ordering: .releasing)
         engine.enter()
         flags.insert(.disposed)
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
         dropPending()
         engine.exit()
         engine.detachDependencies(of: self)
