@@ -1,25 +1,27 @@
 /// The state bits of a node. See Propagation.swift for how they move.
+/// (Computed static properties: a `static let` would be a lazily initialised global, paid for on
+/// every access in the hot loops.)
 struct NodeFlags: OptionSet, Sendable {
     var rawValue: UInt16
 
     /// Recomputable: a computed value.
-    static let computed = NodeFlags(rawValue: 1 << 0)
+    static var computed: NodeFlags { NodeFlags(rawValue: 1 << 0) }
     /// An observer or effect: queued, not recomputed, when a transaction reaches it.
-    static let watcher = NodeFlags(rawValue: 1 << 1)
+    static var watcher: NodeFlags { NodeFlags(rawValue: 1 << 1) }
     /// A watcher that runs inside the transaction, under the lock (bindings).
-    static let effect = NodeFlags(rawValue: 1 << 2)
+    static var effect: NodeFlags { NodeFlags(rawValue: 1 << 2) }
     /// A direct dependency changed: must recompute.
-    static let dirty = NodeFlags(rawValue: 1 << 3)
+    static var dirty: NodeFlags { NodeFlags(rawValue: 1 << 3) }
     /// Some transitive dependency may have changed: check the dependencies first.
-    static let pending = NodeFlags(rawValue: 1 << 4)
+    static var pending: NodeFlags { NodeFlags(rawValue: 1 << 4) }
     /// Its compute closure is on the stack: reading it now closes a cycle.
-    static let running = NodeFlags(rawValue: 1 << 5)
+    static var running: NodeFlags { NodeFlags(rawValue: 1 << 5) }
     /// On the current dependency walk's path: meeting it again means a cycle.
-    static let checking = NodeFlags(rawValue: 1 << 6)
+    static var checking: NodeFlags { NodeFlags(rawValue: 1 << 6) }
     /// In the engine's queue of watchers for this transaction.
-    static let queued = NodeFlags(rawValue: 1 << 7)
+    static var queued: NodeFlags { NodeFlags(rawValue: 1 << 7) }
     /// A cancelled watcher: never runs again.
-    static let disposed = NodeFlags(rawValue: 1 << 8)
+    static var disposed: NodeFlags { NodeFlags(rawValue: 1 << 8) }
 }
 
 /// A node of the reactive graph: an observable, a computed value, or an observer.
