@@ -45,14 +45,16 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
     }
 
     override final func read() throws -> Value {
-        if flags.contains(.running) {
+        try withEngine { engine in
+            if flags.contains(.running) {
+                if let reader = engine.activeSub { engine.link(ref, reader) }
+                throw ObsError(.cycle, "cycle: a computed depends on itself")
+            }
+            engine.refresh(self)
             if let reader = engine.activeSub { engine.link(ref, reader) }
-            throw ObsError(.cycle, "cycle: a computed depends on itself")
+            if let error { throw error }
+            return slot.pointee
         }
-        engine.refresh(self)
-        if let reader = engine.activeSub { engine.link(ref, reader) }
-        if let error { throw error }
-        return slot.pointee
     }
 
     /// `.value` cannot throw: a failed read fails the computed being evaluated (if any) with the same
@@ -61,31 +63,35 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
         do {
             return try read()
         } catch {
-            if engine.activeSub != nil, engine.poison == nil { engine.poison = error }
+            withEngine { engine in
+                if engine.activeSub != nil, engine.poison == nil { engine.poison = error }
+            }
             if hasValue { return slot.pointee }
             preconditionFailure("ObsCore: a Computed read with .value has no value (\(error)); read it with try get()")
         }
     }
 
     override final func update() -> Bool {
-        let outer = engine.beginEvaluation(of: self)
-        let newValue: Value
-        do {
-            newValue = try compute()
-        } catch {
-            let poison = engine.endEvaluation(of: self, outer)
-            return fail(with: poison ?? error)
+        withEngine { engine in
+            let outer = engine.beginEvaluation(of: self)
+            let newValue: Value
+            do {
+                newValue = try compute()
+            } catch {
+                let poison = engine.endEvaluation(of: self, outer)
+                return fail(with: poison ?? error)
+            }
+            if let poison = engine.endEvaluation(of: self, outer) { return fail(with: poison) }
+            if error == nil, hasValue, isEqual(slot.pointee, newValue) { return false }
+            error = nil
+            if hasValue {
+                slot.pointee = newValue
+            } else {
+                slot.initialize(to: newValue)
+                hasValue = true
+            }
+            return true
         }
-        if let poison = engine.endEvaluation(of: self, outer) { return fail(with: poison) }
-        if error == nil, hasValue, isEqual(slot.pointee, newValue) { return false }
-        error = nil
-        if hasValue {
-            slot.pointee = newValue
-        } else {
-            slot.initialize(to: newValue)
-            hasValue = true
-        }
-        return true
     }
 
     private func fail(with newError: any Error) -> Bool {
