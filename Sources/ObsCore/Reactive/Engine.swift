@@ -13,6 +13,12 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
     /// The first error met by a `.value` read during the current evaluation: it fails the reader.
     @exclusivity(unchecked) var poison: (any Error)?
+    /// Whether `poison` is set (a flag, so the hot path never touches the existential).
+    @exclusivity(unchecked) var poisoned = false
+    /// The poisons of interrupted evaluations, restored when they resume.
+    @exclusivity(unchecked) var outerPoisons = ContiguousArray<any Error>()
+    /// The error that failed the evaluation that just ended, until taken.
+    @exclusivity(unchecked) var outerFailure: (any Error)?
     /// Closures of computeds and binding transforms on the stack: writes now are deferred.
     @exclusivity(unchecked) var evaluationDepth = 0
 
