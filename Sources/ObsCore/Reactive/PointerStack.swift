@@ -35,6 +35,12 @@ struct PointerStack<Element> {
         count == 0 ? nil : removeLast()
     }
 
+    /// Forgets the elements from `count` on.
+    @inline(__always)
+    mutating func truncate(to count: Int) {
+        self.count = count
+    }
+
     /// Forgets every element (they are trivial: nothing to release).
     @inline(__always)
     mutating func removeAll() {
