@@ -20,7 +20,9 @@ let package = Package(
         .target(name: "ObsCore", dependencies: ["CSQLite"], swiftSettings: strict),
         // The daemon's logic (configuration, event loop, sockets, signals, systemd), a library so
         // that tests can import it; Sources/obsd/main.swift only starts it.
-        .target(name: "ObsDaemon", dependencies: ["ObsCore"], swiftSettings: strict),
+        // Linux headers that Swift's Glibc module leaves out (epoll, signalfd, eventfd).
+        .systemLibrary(name: "CLinux"),
+        .target(name: "ObsDaemon", dependencies: ["ObsCore", "CLinux"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsCore"], swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore"], path: "Benchmarks/obsbench",
