@@ -2,10 +2,11 @@
 // and the shutdown sequence.
 //
 // Start-up, in order, so that READY=1 means "state restored and listening":
-// 1. open the storage (creating the state directory 0700) and let the service restore from it;
+// 1. open the storage (creating the state directory 0700) and let the store restore from it
+//    (values, definitions re-evaluated, bindings, the revision counter);
 // 2. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
 // 3. sd_notify READY=1.
-// Each loop turn: wait (until the next timer: service, watchdog, client_timeout), handle signals,
+// Each loop turn: wait (until the next timer: store, watchdog, client_timeout), handle signals,
 // accept, read requests, run due timers, fsync in strict mode (group commit), then flush every
 // connection once.
 // Shutdown (SIGTERM, SIGINT): STOPPING=1, stop accepting, answer the requests already received,
@@ -21,9 +22,6 @@ public struct DaemonError: Error, CustomStringConvertible {
 }
 
 public final class Daemon {
-    /// Builds the service over the restored storage.
-    public typealias ServiceFactory = (_ storage: any StateStorage, _ settings: Settings, _ log: Logger) throws(DaemonError) -> any DaemonService
-
     /// How long shutdown waits for clients to take their last bytes.
     static let flushDeadline = 3.0
 
@@ -33,19 +31,17 @@ public final class Daemon {
     private let log: Logger
     private let control: DaemonControl?
     private let handleSignals: Bool
-    private let makeService: ServiceFactory
 
     /// `control` lets another thread stop or reload the daemon; `handleSignals` makes SIGTERM,
     /// SIGINT and SIGHUP do so (the executable sets it, in-process tests do not).
     public init(options: CommandLineOptions, environment: DaemonEnvironment, settings: Settings, log: Logger,
-                control: DaemonControl? = nil, handleSignals: Bool = true, makeService: @escaping ServiceFactory) {
+                control: DaemonControl? = nil, handleSignals: Bool = true) {
         self.options = options
         self.environment = environment
         self.settings = settings
         self.log = log
         self.control = control
         self.handleSignals = handleSignals
-        self.makeService = makeService
     }
 
     /// Runs until asked to stop; returns after a graceful shutdown.
@@ -66,7 +62,13 @@ public final class Daemon {
             closeStorage()
             if lock >= 0 { close(lock) }
         }
-        let service = try makeService(storage, settings, log)
+        let store: Store
+        do throws(ObsError) {
+            store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
+        } catch {
+            throw DaemonError("cannot restore the state from \(settings.databasePath): \(error.message)")
+        }
+        log.info("restored revision \(store.rev)")
         if let definitions = settings.definitions {
             log.warn("definitions = \(definitions) is set, but this obsd cannot apply definitions files yet; ignoring it")
         }
@@ -85,7 +87,7 @@ public final class Daemon {
         let server: Server
         do throws(SystemError) {
             loop = try EventLoop()
-            server = try Server(loop: loop, listener: listener, service: service, limits: settings.limits,
+            server = try Server(loop: loop, listener: listener, store: store, limits: settings.limits,
                                 policy: policy(settings), log: log)
             if let signals { try loop.add(signals.fd, EventLoop.input) }
             if let control { try loop.add(control.fd, EventLoop.input) }
@@ -103,8 +105,9 @@ public final class Daemon {
 
         while true {
             var now = monotonicSeconds()
-            var timeout = [service.nextDeadline.map { $0 - now }, nextWatchdog.map { $0 - now },
-                           server.nextExpiry(now: now), stopping.map { $0 - now }].compactMap { $0 }.min()
+            var timeout = [store.nextDeadline.map { $0 - now }, nextWatchdog.map { $0 - now },
+                           server.nextExpiry(now: now), stopping.map { $0 - now },
+                           server.hasUnflushedOutput ? 0 : nil].compactMap { $0 }.min()
             if let value = timeout { timeout = max(0, value) }
             var stopRequested = false
             var reloadRequested = false
@@ -130,14 +133,14 @@ public final class Daemon {
                 }
             }
             now = monotonicSeconds()
-            if reloadRequested, stopping == nil { reload(server: server, service: service, notifier: notifier) }
+            if reloadRequested, stopping == nil { reload(server: server, notifier: notifier) }
             if stopRequested, stopping == nil {
                 notifier.send("STOPPING=1")
                 lastListener = server.stopAccepting()
                 server.sayGoodbye()
                 stopping = now + Self.flushDeadline
             }
-            if let deadline = service.nextDeadline, deadline <= now { service.tick() }
+            if let deadline = store.nextDeadline, deadline <= now { store.tick() }
             server.expireStalled(now: now)
             do throws(ObsError) {
                 try storage.syncIfNeeded()
@@ -207,9 +210,10 @@ public final class Daemon {
 
     // MARK: - Reload
 
-    /// Reads the configuration again. An invalid one is logged and the running one kept. Settings
-    /// that name files or sockets already in use take effect at the next start.
-    private func reload(server: Server, service: any DaemonService, notifier: Notifier) {
+    /// Reads the configuration again. An invalid one is logged and the running one kept. The log
+    /// level, allow, max_connections and client_timeout apply at once; settings that name files or
+    /// sockets in use, and the store's limits (fixed when it is created), at the next start.
+    private func reload(server: Server, notifier: Notifier) {
         notifier.reloading()
         defer { notifier.send("READY=1\nSTATUS=listening") }
         let fresh: Settings
@@ -223,14 +227,24 @@ public final class Daemon {
                                 ("socket_mode", fresh.socketMode != settings.socketMode),
                                 ("socket_group", fresh.socketGroup != settings.socketGroup),
                                 ("state_dir", fresh.stateDirectory != settings.stateDirectory),
-                                ("durability", fresh.durability != settings.durability)] where changed {
+                                ("durability", fresh.durability != settings.durability),
+                                ("max_json_depth", fresh.limits.maxJSONDepth != settings.limits.maxJSONDepth),
+                                ("max_value_bytes", fresh.limits.maxValueBytes != settings.limits.maxValueBytes),
+                                ("max_expression_bytes", fresh.limits.maxExpressionBytes != settings.limits.maxExpressionBytes),
+                                ("max_watches", fresh.limits.maxWatches != settings.limits.maxWatches),
+                                ("history", fresh.limits.history != settings.limits.history),
+                                ("max_line_bytes", fresh.limits.maxLineBytes != settings.limits.maxLineBytes),
+                                ("output_buffer_bytes", fresh.limits.outputBufferBytes != settings.limits.outputBufferBytes)]
+        where changed {
             log.warn("reload: a new \(name) takes effect at the next start")
         }
         log.level = fresh.logLevel
         server.policy = policy(fresh)
-        server.limits = fresh.limits
-        service.apply(fresh.limits)
+        // The store's own limits are fixed when it is created; the daemon's apply now.
+        server.limits.maxConnections = fresh.limits.maxConnections
+        server.limits.clientTimeout = fresh.limits.clientTimeout
         var kept = fresh
+        kept.limits = server.limits
         kept.socket = settings.socket
         kept.socketMode = settings.socketMode
         kept.socketGroup = settings.socketGroup
@@ -239,6 +253,21 @@ public final class Daemon {
         settings = kept
         log.info("reloaded the configuration")
     }
+}
+
+/// The store's share of the settings.
+func storeConfiguration(_ settings: Settings) -> StoreConfiguration {
+    var configuration = StoreConfiguration()
+    configuration.maxValueBytes = settings.limits.maxValueBytes
+    configuration.maxExpressionBytes = settings.limits.maxExpressionBytes
+    configuration.maxWatchesPerConnection = settings.limits.maxWatches
+    configuration.historyRevisions = settings.limits.history
+    configuration.maxOutputBytes = settings.limits.outputBufferBytes
+    configuration.maxJSONDepth = settings.limits.maxJSONDepth
+    configuration.maxLineBytes = settings.limits.maxLineBytes
+    configuration.serverVersion = obsdVersion
+    configuration.durability = settings.durability.rawValue
+    return configuration
 }
 
 extension AllowRule.Subject {

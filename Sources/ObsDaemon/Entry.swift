@@ -5,8 +5,7 @@ import ObsCore
 
 public enum Obsd {
     /// Runs obsd with `arguments` (without the program name) and returns its exit code.
-    public static func main(_ arguments: [String], environment: DaemonEnvironment,
-                            makeService: @escaping Daemon.ServiceFactory) -> Int32 {
+    public static func main(_ arguments: [String], environment: DaemonEnvironment) -> Int32 {
         let options: CommandLineOptions
         do throws(UsageError) {
             options = try CommandLineOptions.parse(arguments)
@@ -36,8 +35,7 @@ public enum Obsd {
         }
         if options.check { return check(options, environment: environment, settings: settings) }
         let log = Logger(level: settings.logLevel, journal: journal)
-        let daemon = Daemon(options: options, environment: environment, settings: settings, log: log,
-                            makeService: makeService)
+        let daemon = Daemon(options: options, environment: environment, settings: settings, log: log)
         do throws(DaemonError) {
             try daemon.run()
             return 0

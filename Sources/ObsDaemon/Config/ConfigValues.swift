@@ -1,3 +1,5 @@
+import ObsCore
+
 // Parsers for the value syntaxes shared by the configuration file and the command line. Each
 // returns nil for a bad value; the caller knows the setting and the line, so it writes the message.
 
@@ -48,7 +50,7 @@ enum ConfigValues {
         var rules: [AllowRule] = []
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
             let parts = item.trimmingSpaces().split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 3, !parts[1].isEmpty, let access = PeerAccess(rawValue: String(parts[2])) else {
+            guard parts.count == 3, !parts[1].isEmpty, let access = Access(rawValue: String(parts[2])) else {
                 return nil
             }
             switch parts[0] {

@@ -1,9 +1,4 @@
-/// How much a client may do, from the `allow` setting or its uid.
-public enum PeerAccess: String, Sendable, Comparable {
-    case read, write
-
-    public static func < (lhs: PeerAccess, rhs: PeerAccess) -> Bool { lhs == .read && rhs == .write }
-}
+import ObsCore
 
 /// Where acknowledged writes go (model.md, Persistence).
 public enum Durability: String, Sendable, CaseIterable {
@@ -27,9 +22,9 @@ public struct AllowRule: Sendable, Equatable {
     }
 
     public var subject: Subject
-    public var access: PeerAccess
+    public var access: Access
 
-    public init(_ subject: Subject, _ access: PeerAccess) {
+    public init(_ subject: Subject, _ access: Access) {
         self.subject = subject
         self.access = access
     }

@@ -4,6 +4,7 @@
 // connection costs no passwd lookup except for a group rule's supplementary-group check.
 import CLinux
 import Glibc
+import ObsCore
 
 /// The credentials SO_PEERCRED reports for a connected peer.
 public struct PeerCredentials: Sendable, Equatable {
@@ -21,8 +22,8 @@ public struct PeerCredentials: Sendable, Equatable {
 }
 
 public struct AccessPolicy: Sendable {
-    private var users: [UInt32: PeerAccess] = [:]
-    private var groups: [UInt32: PeerAccess] = [:]
+    private var users: [UInt32: Access] = [:]
+    private var groups: [UInt32: Access] = [:]
     private let owner: UInt32
 
     /// The policy for `rules`; `unresolved` receives each rule naming a user or group that does
@@ -33,21 +34,21 @@ public struct AccessPolicy: Sendable {
             switch rule.subject {
             case .user(let name):
                 guard let uid = userID(name) else { unresolved(rule); continue }
-                users[uid] = max(users[uid] ?? .read, rule.access)
+                users[uid] = widest(users[uid], rule.access)
             case .group(let name):
                 guard let gid = try? groupID(name) else { unresolved(rule); continue }
-                groups[gid] = max(groups[gid] ?? .read, rule.access)
+                groups[gid] = widest(groups[gid], rule.access)
             }
         }
     }
 
     /// What a peer may do, or nil when it may not connect at all.
-    public func access(for peer: PeerCredentials) -> PeerAccess? {
+    public func access(for peer: PeerCredentials) -> Access? {
         if peer.uid == owner || peer.uid == 0 { return .write }
         var best = users[peer.uid]
         if !groups.isEmpty {
             for gid in memberships(uid: peer.uid, primary: peer.gid) {
-                if let access = groups[gid] { best = max(best ?? access, access) }
+                if let access = groups[gid] { best = widest(best, access) }
             }
         }
         return best
@@ -79,4 +80,9 @@ func userID(_ name: String) -> UInt32? {
     var buffer = [CChar](repeating: 0, count: 16384)
     guard getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
     return entry.pw_uid
+}
+
+/// The wider of two grants: write includes read.
+private func widest(_ current: Access?, _ other: Access) -> Access {
+    current == .write ? .write : other
 }

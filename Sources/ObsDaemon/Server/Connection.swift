@@ -1,9 +1,9 @@
 // One client connection: its socket, its line framer, its session and its output buffer.
 //
-// Output is a queue of encoded lines. Lines are shared, immutable arrays: an event sent to a
-// thousand watchers is one buffer queued a thousand times. The queue is written only at the end
-// of a loop turn, with one writev(2) of up to IOV_MAX lines, so a connection costs one system call
-// per turn however many responses and events it got.
+// Output is a queue of EncodedLines. A line's body is shared: an event sent to a thousand watchers
+// is one buffer queued a thousand times, each with its small per-watch head. The queue is written
+// only at the end of a loop turn, with one writev(2) of up to IOV_MAX buffers (a head and a body
+// per line), so a connection costs one system call per turn however many lines it got.
 //
 // Back-pressure: while a connection's unsent output is over the limit, obsd stops reading its
 // requests (so a client that pipelines without reading cannot make obsd buffer without bound) and
@@ -12,16 +12,16 @@
 import Glibc
 import ObsCore
 
-final class Connection: ConnectionOutput {
+final class Connection: SessionOutput {
     let fd: Int32
     let peer: PeerCredentials
-    var session: (any ServiceSession)?
+    var session: Session?
     var framer: LineFramer
 
     /// Lines waiting; those before `head` are written (compacted away once they are half the queue).
-    private var queue: [[UInt8]] = []
+    private var queue: [EncodedLine] = []
     private var head = 0
-    /// Bytes of `queue[head]` already written.
+    /// Bytes of `queue[head]` (head and body together) already written.
     private var headOffset = 0
     private(set) var pendingBytes = 0
 
@@ -46,8 +46,8 @@ final class Connection: ConnectionOutput {
         self.markDirty = markDirty
     }
 
-    func write(_ line: [UInt8]) {
-        guard !line.isEmpty else { return }
+    func write(_ line: EncodedLine) {
+        guard line.count > 0 else { return }
         queue.append(line)
         pendingBytes += line.count
         if !isDirty {
@@ -61,19 +61,27 @@ final class Connection: ConnectionOutput {
     /// Writes as much of the queue as the socket takes, with one writev.
     func flush() -> FlushResult {
         guard head < queue.count else { return .done }
-        let count = min(queue.count - head, Self.maxVectors)
-        var vectors = [iovec](repeating: iovec(), count: count)
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(Self.maxVectors)
         // The arrays are not mutated until writev returns, so their buffers stay where they are.
         let written: Int = withExtendedLifetime(queue) {
-            for index in 0..<count {
-                queue[head + index].withUnsafeBufferPointer { buffer in
-                    let skip = index == 0 ? headOffset : 0
-                    vectors[index] = iovec(
-                        iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip),
-                        iov_len: buffer.count - skip)
+            var index = head
+            var skip = headOffset
+            while index < queue.count, vectors.count + 2 <= Self.maxVectors {
+                for part in [queue[index].head, queue[index].body] {
+                    if skip >= part.count {
+                        skip -= part.count
+                        continue
+                    }
+                    part.withUnsafeBufferPointer { buffer in
+                        vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip),
+                                             iov_len: buffer.count - skip))
+                    }
+                    skip = 0
                 }
+                index += 1
             }
-            return vectors.withUnsafeBufferPointer { writev(fd, $0.baseAddress, Int32(count)) }
+            return vectors.withUnsafeBufferPointer { writev(fd, $0.baseAddress, Int32($0.count)) }
         }
         if written < 0 {
             if errno == EAGAIN || errno == EINTR { return .blocked(progress: false) }
@@ -91,7 +99,7 @@ final class Connection: ConnectionOutput {
             if left >= available {
                 left -= available
                 headOffset = 0
-                queue[head] = []
+                queue[head] = Self.sent
                 head += 1
             } else {
                 headOffset += left
@@ -109,6 +117,8 @@ final class Connection: ConnectionOutput {
 
     /// IOV_MAX on Linux: the most buffers one writev takes.
     private static let maxVectors = 1024
+    /// Replaces written lines in the queue so their buffers are freed before compaction.
+    private static let sent = EncodedLine(body: [])
 
     /// Drops whatever is still queued (the connection is being closed).
     func discardOutput() {
@@ -122,9 +132,4 @@ final class Connection: ConnectionOutput {
 /// A protocol error line not tied to a request (`id` null), as the daemon sends it before closing.
 func errorLine(_ code: ObsError.Code, _ message: String) -> [UInt8] {
     Array("{\"id\":null,\"ok\":false,\"error\":{\"code\":\"\(code.rawValue)\",\"message\":\(JSONValue.string(message).encoded)}}\n".utf8)
-}
-
-/// The `goodbye` event sent once before the daemon closes a connection.
-func goodbyeLine(_ reason: String) -> [UInt8] {
-    Array("{\"event\":\"goodbye\",\"reason\":\(JSONValue.string(reason).encoded)}\n".utf8)
 }

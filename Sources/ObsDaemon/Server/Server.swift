@@ -1,13 +1,14 @@
 // The connections side of the event loop: accepting (connection limit, SO_PEERCRED and the allow
-// policy), reading and framing requests into the service's sessions, flushing each connection's
-// output once per turn, back-pressure and client_timeout. It runs on the daemon's one loop thread.
+// policy), reading and framing requests into each connection's Session, flushing each
+// connection's output once per turn, back-pressure and client_timeout. It runs on the daemon's
+// one loop thread, which also owns the store.
 import CLinux
 import Glibc
 import ObsCore
 
 final class Server {
     private let loop: EventLoop
-    private let service: any DaemonService
+    private let store: Store
     private let log: Logger
     private(set) var listener: Listener?
     var limits: Limits
@@ -17,10 +18,10 @@ final class Server {
     private var dirty: [Connection] = []
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
 
-    init(loop: EventLoop, listener: Listener, service: any DaemonService, limits: Limits, policy: AccessPolicy, log: Logger) throws(SystemError) {
+    init(loop: EventLoop, listener: Listener, store: Store, limits: Limits, policy: AccessPolicy, log: Logger) throws(SystemError) {
         self.loop = loop
         self.listener = listener
-        self.service = service
+        self.store = store
         self.limits = limits
         self.policy = policy
         self.log = log
@@ -78,13 +79,13 @@ final class Server {
         }
         connection.interest = EventLoop.input
         connections[fd] = connection
-        connection.session = service.open(access: access, output: connection)
+        connection.session = Session(store: store, access: access, output: connection)
         log.debug("connection \(fd) from uid \(peer.uid) (pid \(peer.pid)), \(access.rawValue) access")
     }
 
-    /// Sends one line to a connection that is not admitted, then closes it. The socket is new and
-    /// its buffer empty, so a short line goes out whole; a peer that is gone loses nothing it needs.
+    /// Sends one error line to a connection that is not admitted, then closes it.
     private func refuse(_ fd: Int32, _ line: [UInt8]) {
+        // The error line is small, and a new socket's buffer is empty, so it goes out whole.
         _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(fd)
     }
@@ -127,7 +128,12 @@ final class Server {
         let tooLong = readBuffer.withUnsafeBytes { raw in
             do throws(LineTooLong) {
                 try connection.framer.append(UnsafeRawBufferPointer(rebasing: raw[..<count])) { line in
-                    connection.session?.receive(line: line)
+                    guard let session = connection.session, !connection.closeAfterFlush else { return }
+                    session.receive(line: line)
+                    if session.wantsClose {
+                        connection.readClosed = true
+                        connection.closeAfterFlush = true
+                    }
                 }
                 return false
             } catch {
@@ -136,7 +142,7 @@ final class Server {
         }
         if tooLong {
             log.info("connection \(connection.fd): request line over \(limits.maxLineBytes) bytes; closing")
-            connection.write(errorLine(.tooLarge, "request line longer than \(limits.maxLineBytes) bytes"))
+            connection.write(EncodedLine(body: errorLine(.tooLarge, "request line longer than \(limits.maxLineBytes) bytes")))
             connection.readClosed = true
             connection.closeAfterFlush = true
         }
@@ -172,6 +178,9 @@ final class Server {
                 drop(connection)
                 return
             }
+            connection.overLimit = false
+            // Drained: `latest` watches send what they held, an overflowed session resyncs.
+            if let session = connection.session { store.sessionDrained(session) }
         case .blocked(let progress):
             if progress || connection.pendingBytes <= limits.outputBufferBytes {
                 connection.stalledSince = nil
@@ -182,7 +191,7 @@ final class Server {
             if connection.stalledSince == nil { connection.stalledSince = now }
         } else if connection.overLimit {
             connection.overLimit = false
-            if let session = connection.session { service.drained(session) }
+            if let session = connection.session { store.sessionDrained(session) }
         }
         updateInterest(connection)
     }
@@ -246,10 +255,15 @@ final class Server {
         for connection in Array(connections.values) {
             connection.readClosed = true
             connection.closeAfterFlush = true
-            connection.write(goodbyeLine("shutdown"))
+            if let session = connection.session {
+                session.goodbye(reason: "shutdown")
+            }
             updateInterest(connection)
         }
     }
+
+    /// Whether some connection got output after this turn's flush (from `sessionDrained`).
+    var hasUnflushedOutput: Bool { !dirty.isEmpty }
 
     /// Closes every connection that is left.
     func dropAll() {
