@@ -281,3 +281,33 @@ final class CommandLineTests: XCTestCase {
         }
     }
 }
+
+final class ShippedConfigTests: XCTestCase {
+    private var repository: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+    }
+
+    /// config/obsd.conf.example names every setting with its default: uncommented, it parses to
+    /// exactly the defaults (the paths aside, which depend on the user).
+    func test_exampleConfig_listsEverySettingWithItsDefault() throws {
+        let text = try String(contentsOfFile: repository + "/config/obsd.conf.example", encoding: .utf8)
+        var named = Set<String>()
+        var uncommented: [String] = []
+        for line in text.split(separator: "\n") where line.hasPrefix("# ") {
+            let setting = String(line.dropFirst(2))
+            let name = String(setting.prefix { $0 != " " })
+            // A commented-out setting is `# name = value` with a lowercase snake_case name.
+            guard setting.dropFirst(name.count).hasPrefix(" = "),
+                  name.allSatisfy({ $0 == "_" || ($0.isASCII && $0.isLowercase) }) else { continue }
+            named.insert(name)
+            if !["socket", "state_dir", "socket_group", "allow", "definitions"].contains(name) {
+                uncommented.append(setting)
+            }
+        }
+        XCTAssertEqual(named, Set(ConfigFile.specs.map(\.name)))
+        var settings = Settings(socket: "/s", stateDirectory: "/d")
+        try ConfigFile.apply(uncommented.joined(separator: "\n"), path: "/etc/obsd/obsd.conf", to: &settings)
+        XCTAssertEqual(settings, Settings(socket: "/s", stateDirectory: "/d"))
+    }
+}
