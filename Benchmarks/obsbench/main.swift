@@ -6,6 +6,7 @@ import Foundation
 let sections: [(name: String, run: () -> Void)] = [
     ("reactivity", runReactivityBenchmarks),
     ("json", runJSONBenchmark),
+    ("store", runStoreBenchmark),
 ]
 
 let requested = CommandLine.arguments.dropFirst().first

@@ -75,3 +75,8 @@ enum Operations {
         return lines.joined(separator: "\n") + "\n"
     }
 }
+
+extension Session {
+    /// The operation table as docs/protocol.md shows it (generated from the table itself).
+    public static var operationTableMarkdown: String { Operations.markdownTable }
+}

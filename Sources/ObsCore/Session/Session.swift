@@ -79,6 +79,7 @@ public final class Session {
             guard let opValue = object["op"] else { throw ObsError(.badRequest, "missing field 'op'") }
             guard case .string(let name) = opValue else { throw ObsError(.badRequest, "field 'op' must be a string") }
             guard let operation = Operations.byName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            if store.isShuttingDown { throw ObsError(.shuttingDown, "the daemon is stopping") }
             if operation.access == .write && access == .read {
                 throw ObsError(.permissionDenied, "'\(name)' needs write access")
             }

@@ -31,6 +31,9 @@ public final class Store {
     var nextSessionID: UInt64 = 1
     let startedAt: Double
 
+    /// Set by the daemon when it starts stopping: every request is then answered `shutting_down`.
+    public var isShuttingDown = false
+
     /// Counters reported by `stats`. Sessions maintain `connections` themselves.
     public var stats = StoreStats()
 
