@@ -1,8 +1,9 @@
 // The listening socket and the rules of model.md's Security section:
 // 1. The socket's directory is created 0700 if missing, and widened only as socket_mode and
 //    socket_group ask: a group gets r-x on the directory (0750, with that group), others get --x.
-//    A directory that already exists keeps its mode, but must be a real directory (not a symlink)
-//    owned by us and writable by nobody else, or someone else could swap the socket.
+//    A directory that already exists must be a real directory (not a symlink), owned by us and
+//    writable by nobody else, or someone else could swap the socket; it gains the bits the socket
+//    needs and is never narrowed (an operator may have opened it on purpose).
 // 2. A socket path that is a symlink or some other file is refused. A socket file with a live
 //    daemon behind it (connect succeeds) means "already running"; one nobody listens on is stale
 //    and replaced.
@@ -128,6 +129,13 @@ final class Listener {
         }
         guard info.st_mode & 0o022 == 0 else {
             throw ListenerError("socket directory \(directory) is writable by others (mode \(String(info.st_mode & 0o7777, radix: 8))); make it 0700")
+        }
+        // Our own directory gains what socket_mode and socket_group need, and keeps what it had.
+        if let group, info.st_gid != group, chown(directory, uid_t.max, group) != 0 {
+            throw ListenerError("cannot give socket directory \(directory) to group \(group): \(SystemError("chown"))")
+        }
+        if info.st_mode & wanted != wanted, chmod(directory, (info.st_mode & 0o777) | wanted) != 0 {
+            throw ListenerError("cannot widen socket directory \(directory): \(SystemError("chmod"))")
         }
     }
 

@@ -170,3 +170,20 @@ struct TestUser {
         return try Client(path)
     }
 }
+
+extension SecurityTests {
+    func test_existingDirectory_gainsOnlyWhatTheSocketModeNeeds() throws {
+        let sandbox = try Sandbox()
+        mkdir(sandbox.root + "/run", 0o700)
+        chmod(sandbox.root + "/run", 0o700)
+        try sandbox.write("socket_mode = 0606\n", to: sandbox.config)
+        let obsd = try ObsdProcess(sandbox, arguments: ["--config", sandbox.config, "--socket", sandbox.socket,
+                                                        "--state-dir", sandbox.state])
+        XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
+        var info = stat()
+        XCTAssertEqual(stat(sandbox.root + "/run", &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o701)
+        XCTAssertEqual(stat(sandbox.socket, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o606)
+    }
+}
