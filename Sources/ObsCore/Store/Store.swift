@@ -231,10 +231,12 @@ public final class Store {
             }
         }
         rev = newRev
-        changed.sort { JSONValue.utf8Precedes($0.node.name, $1.node.name) }
+        var order = Array(changed.indices)
+        if changed.count > 1 { order.sort { JSONValue.utf8Precedes(changed[$0].node.name, changed[$1].node.name) } }
         var events: [KeyEvent] = []
         events.reserveCapacity(changed.count)
-        for (node, before) in changed {
+        for index in order {
+            let (node, before) = changed[index]
             let id = ObjectIdentifier(node)
             if let event = makeEvent(node, before, forced: transaction.forced.contains(id), reason: transaction.reason) {
                 events.append(event)
