@@ -66,7 +66,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         }
         store.touch(self)
         let reader = engine.activeSub
-        engine.activeSub = self
+        engine.activeSub = ref
         depsTail = nil
         flags.remove([.dirty, .pending])
         flags.insert(.running)
@@ -117,7 +117,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         var names: [String] = []
         var link = deps
         while let current = link {
-            if let key = current.dep as? KeyNode { names.append(key.name) }
+            if let key = current.dep.takeUnretainedValue() as? KeyNode { names.append(key.name) }
             link = current.nextDep
         }
         return names
@@ -128,7 +128,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         var names: [String] = []
         var link = subs
         while let current = link {
-            if let key = current.sub as? KeyNode { names.append(key.name) }
+            if let key = current.sub.takeUnretainedValue() as? KeyNode { names.append(key.name) }
             link = current.nextSub
         }
         return names
@@ -141,11 +141,14 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
 final class KeyObserver: ReactiveNode, @unchecked Sendable {
     init(observing node: KeyNode) {
         super.init(flags: [.watcher])
-        engine.link(node, self)
+        engine.link(node.ref, ref)
     }
 
     func cancel() {
+        engine.enter()
         flags.insert(.disposed)
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
+        engine.exit()
         engine.detachDependencies(of: self)
     }
 }
