@@ -51,13 +51,14 @@ public final class Store {
 
     // MARK: Nodes
 
-    /// The node of `name`; with `create`, a placeholder for a missing key.
-    func node(_ name: String, create: Bool) -> KeyNode? {
+    /// The node of `name`; with `create`, a new node for a missing key (a `placeholder` when it is
+    /// made for a reader rather than a writer: `tick()` forgets it once nothing reads it).
+    func node(_ name: String, create: Bool, placeholder: Bool = true) -> KeyNode? {
         if let node = nodes[name] { return node }
         guard create else { return nil }
         let node = KeyNode(name: name, store: self)
         nodes[name] = node
-        placeholders.append(name)
+        if placeholder { placeholders.append(name) }
         return node
     }
 
@@ -163,6 +164,7 @@ public final class Store {
             evaluateTouched(transaction)
             engine.exit()
             current = nil
+            sweep(transaction.touched)
             throw error
         }
         evaluateTouched(transaction)
