@@ -126,8 +126,10 @@ public final class Session {
         }
         write(line)
         store.stats.eventsSent += 1
-        watch.lastSent = store.clock.monotonic
-        if watch.progress != nil { store.scheduleProgress(watch) }
+        if watch.progress != nil {
+            watch.lastSent = store.clock.monotonic
+            store.scheduleProgress(watch)
+        }
         return true
     }
 

@@ -47,6 +47,9 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// Computed keys: the watcher that makes the store evaluate it in every transaction that
     /// reaches it (history and watches need every change).
     var observer: KeyObserver?
+    /// The serial of the last transaction that recorded this node, and its place in that record.
+    var touchedBy: UInt64 = 0
+    var touchedIndex = 0
 
     init(name: String, store: Store) {
         self.name = name

@@ -29,6 +29,7 @@ public final class Store {
     /// Placeholder nodes of missing keys, swept by `tick()` once nothing reads them.
     var placeholders: [String] = []
     var nextSessionID: UInt64 = 1
+    var transactionSerial: UInt64 = 0
     let startedAt: Double
 
     /// Set by the daemon when it starts stopping: every request is then answered `shutting_down`.
@@ -141,19 +142,19 @@ public final class Store {
 
     /// Records `node`'s state before the open transaction first changes it.
     func touch(_ node: KeyNode) {
-        guard let current else { return }
-        let id = ObjectIdentifier(node)
-        if current.before[id] == nil {
-            current.before[id] = KeySnapshot(node)
-            current.touched.append(node)
-        }
+        guard let current, node.touchedBy != current.serial else { return }
+        node.touchedBy = current.serial
+        node.touchedIndex = current.touched.count
+        current.touched.append(node)
+        current.before.append(KeySnapshot(node))
     }
 
     /// Runs `body` as one transaction: all of it commits with one new revision, or (when it throws)
     /// none of it does.
     func transact<T>(reason: String? = nil, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, CommitResult) {
         precondition(current == nil, "store transactions do not nest")
-        let transaction = Transaction(reason: reason)
+        transactionSerial += 1
+        let transaction = Transaction(serial: transactionSerial, reason: reason)
         current = transaction
         engine.enter()
         let value: T
@@ -182,7 +183,7 @@ public final class Store {
             if let old, bindings[old.to] == nil { install(old, initialWrite: false) }
         }
         for node in transaction.touched.reversed() {
-            let before = transaction.before[ObjectIdentifier(node)]!
+            let before = transaction.snapshot(of: node)
             if before.expression == nil { setExpression(node, nil) }
             setKind(node, before.kind)
             node.lastGood = before.lastGood
@@ -202,9 +203,9 @@ public final class Store {
 
     private func commit(_ transaction: Transaction) throws(ObsError) -> CommitResult {
         var changed: [(node: KeyNode, before: KeySnapshot)] = []
-        for node in transaction.touched {
+        for (index, node) in transaction.touched.enumerated() {
             let id = ObjectIdentifier(node)
-            let before = transaction.before[id]!
+            let before = transaction.before[index]
             if before.kind != node.kind || before.content != node.content || transaction.forced.contains(id)
                 || transaction.redefined.contains(id)
             {
