@@ -43,7 +43,7 @@ enum Cellx {
     }
 
     static func run(_ table: ResultTable) {
-        for config in configs {
+        for config in configs where isWanted("cellx\(config.layers)") {
             let failuresBefore = failedCheckCount()
             var times: [Double] = []
             var last: GraphResult?

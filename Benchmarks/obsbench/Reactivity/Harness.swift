@@ -131,3 +131,11 @@ struct ResultTable {
         String(format: "%.\(digits)f", value)
     }
 }
+
+/// Case filters from the command line: `obsbench reactivity deep cellx1000` runs only the cases
+/// whose names contain one of the words; none given runs every case.
+let caseFilters = Array(CommandLine.arguments.dropFirst(2))
+
+func isWanted(_ caseName: String) -> Bool {
+    caseFilters.isEmpty || caseFilters.contains { caseName.contains($0) }
+}

@@ -9,7 +9,8 @@ public func bind<Value>(_ source: ObservableValue<Value>, to target: Observable<
 public func bind<Value, Target>(_ source: ObservableValue<Value>, to target: Observable<Target>,
                                 transform: @escaping @Sendable (Value) -> Target) -> ObservationToken {
     let effect = EffectNode {
-        guard case .success(let value) = source.readTracked() else { return }
+        // A failed source leaves the target as it is until the source recovers.
+        guard let value = try? source.read() else { return }
         target.apply(engine.evaluating { transform(value) })
     }
     engine.enter()
@@ -43,11 +44,11 @@ public func bindTwoWay<Left, Right>(_ left: Observable<Left>, _ right: Observabl
     // The write counts the binding itself produced, guarded by the engine lock (effects run under it).
     let echo = EchoState()
     let forward = EffectNode {
-        guard case .success(let value) = left.readTracked(), left.writeCount != echo.left else { return }
+        guard let value = try? left.read(), left.writeCount != echo.left else { return }
         if right.apply(engine.evaluating { map(value) }) { echo.right = right.writeCount }
     }
     let backward = EffectNode {
-        guard case .success(let value) = right.readTracked(), right.writeCount != echo.right else { return }
+        guard let value = try? right.read(), right.writeCount != echo.right else { return }
         if left.apply(engine.evaluating { unmap(value) }) { echo.left = left.writeCount }
     }
     engine.enter()

@@ -25,25 +25,28 @@ private struct UncheckedBox<Value>: @unchecked Sendable {
 
 extension Observable {
     /// An observable view of properties of `@Observable` (Observation framework) objects: its value
-    /// is `tracking()`, and it follows every change of what `tracking` reads, asynchronously, for as
-    /// long as the observable exists. Updates are made by a task that evaluates `tracking` in its
-    /// isolation: a closure isolated to the main actor needs the main actor free to run.
-    public convenience init(tracking: @escaping @Sendable () -> Value) where Value: Equatable {
+    /// is `tracking()`, and it follows every change of what `tracking` reads, for as long as the
+    /// observable exists.
+    ///
+    /// Observation reports a change before it is made (`willSet`); the new value is read by a job on
+    /// the main actor, which runs once the job that made the change has finished. So the models must
+    /// be changed on the main actor, as views' models are; a change made on another thread could be
+    /// read too early and missed, which is why there is no nonisolated form.
+    @MainActor
+    public convenience init(tracking: @escaping @MainActor @Sendable () -> Value) where Value: Equatable {
         self.init(tracking())
-        let target = WeakReference(self)
-        let task = Task {
-            for await value in Observations(tracking) {
-                guard let observable = target.object else { return }
-                observable.value = value
-            }
-        }
-        retained.append(TaskCanceller(task))
+        follow(tracking)
     }
-}
 
-/// Cancels its task when released.
-private final class TaskCanceller: Sendable {
-    let task: Task<Void, Never>
-    init(_ task: Task<Void, Never>) { self.task = task }
-    deinit { task.cancel() }
+    /// Reads `tracking` and subscribes to the next change of what it read.
+    @MainActor
+    private func follow(_ tracking: @escaping @MainActor @Sendable () -> Value) {
+        let target = WeakReference(self)
+        let current = withObservationTracking {
+            tracking()
+        } onChange: {
+            Task { @MainActor in target.object?.follow(tracking) }
+        }
+        value = current
+    }
 }

@@ -6,27 +6,34 @@
 /// until a dependency changes; read it with `try get()`.
 public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Sendable {
     private let compute: @Sendable () throws -> Value
-    /// The last value computed successfully.
-    private(set) var cached: Value?
+    /// The last value computed successfully, initialised once `hasValue`.
+    private let slot: UnsafeMutablePointer<Value>
+    @exclusivity(unchecked) private var hasValue = false
     /// The error of the last run, if it failed.
-    private(set) var error: (any Error)?
+    @exclusivity(unchecked) private(set) var error: (any Error)?
 
     /// A computed whose equal results are not changes: dependents are not recomputed, observers not called.
-    public init(_ compute: @escaping @Sendable () throws -> Value) where Value: Equatable {
-        self.compute = compute
-        super.init(flags: [.computed, .dirty], isEqual: { $0 == $1 })
+    @inlinable
+    public convenience init(_ compute: @escaping @Sendable () throws -> Value) where Value: Equatable {
+        self.init(isEqual: { $0 == $1 }, compute)
     }
 
     /// A computed whose every run is a change.
-    public init(_ compute: @escaping @Sendable () throws -> Value) {
-        self.compute = compute
-        super.init(flags: [.computed, .dirty], isEqual: nil)
+    @inlinable
+    public convenience init(_ compute: @escaping @Sendable () throws -> Value) {
+        self.init(isEqual: neverEqual, compute)
     }
 
     /// A computed that uses `isEqual` to decide whether a new result is a change.
     public init(isEqual: @escaping @Sendable (Value, Value) -> Bool, _ compute: @escaping @Sendable () throws -> Value) {
         self.compute = compute
+        slot = .allocate(capacity: 1)
         super.init(flags: [.computed, .dirty], isEqual: isEqual)
+    }
+
+    deinit {
+        if hasValue { slot.deinitialize(count: 1) }
+        slot.deallocate()
     }
 
     /// The current value, or the error of the closure (also `ObsError` with code `cycle` when the
@@ -34,67 +41,90 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
     public final func get() throws -> Value {
         engine.enter()
         defer { engine.exit() }
-        return try readTracked().get()
+        return try read()
     }
 
-    override final func readTracked() -> Result<Value, any Error> {
-        let reader = engine.activeSub
+    override final func read() throws -> Value {
         if flags.contains(.running) {
-            if let reader { engine.link(self, reader) }
-            return .failure(ObsError(.cycle, "cycle: a computed depends on itself"))
+            if let reader = engine.activeSub { engine.link(ref, reader) }
+            throw ObsError(.cycle, "cycle: a computed depends on itself")
         }
         engine.refresh(self)
-        if let reader { engine.link(self, reader) }
-        if let error { return .failure(error) }
-        return .success(cached!)
+        if let reader = engine.activeSub { engine.link(ref, reader) }
+        if let error { throw error }
+        return slot.pointee
     }
 
     /// `.value` cannot throw: a failed read fails the computed being evaluated (if any) with the same
     /// error and returns the last good value. With no good value ever, it is a programming error.
-    override final func unwrapForValue(_ result: Result<Value, any Error>) -> Value {
-        switch result {
-        case .success(let value):
-            return value
-        case .failure(let error):
+    override final func readForValue() -> Value {
+        do {
+            return try read()
+        } catch {
             if engine.activeSub != nil, engine.poison == nil { engine.poison = error }
-            if let cached { return cached }
+            if hasValue { return slot.pointee }
             preconditionFailure("ObsCore: a Computed read with .value has no value (\(error)); read it with try get()")
         }
     }
 
     override final func update() -> Bool {
-        let reader = engine.activeSub
-        let outerPoison = engine.poison
-        engine.activeSub = self
-        engine.poison = nil
-        depsTail = nil
-        flags.remove([.dirty, .pending])
-        flags.insert(.running)
-        engine.evaluationDepth += 1
-        var result: Result<Value, any Error>
+        let outer = engine.beginEvaluation(of: self)
+        let newValue: Value
         do {
-            result = .success(try compute())
+            newValue = try compute()
         } catch {
-            result = .failure(error)
+            let poison = engine.endEvaluation(of: self, outer)
+            return fail(with: poison ?? error)
         }
-        engine.evaluationDepth -= 1
-        flags.remove(.running)
-        if let poison = engine.poison { result = .failure(poison) }
-        engine.activeSub = reader
-        engine.poison = outerPoison
-        engine.purgeStaleDependencies(of: self)
+        if let poison = engine.endEvaluation(of: self, outer) { return fail(with: poison) }
+        if error == nil, hasValue, isEqual(slot.pointee, newValue) { return false }
+        error = nil
+        if hasValue {
+            slot.pointee = newValue
+        } else {
+            slot.initialize(to: newValue)
+            hasValue = true
+        }
+        return true
+    }
 
-        switch result {
-        case .success(let value):
-            if error == nil, let old = cached, let isEqual, isEqual(old, value) { return false }
-            error = nil
-            cached = value
-            return true
-        case .failure(let newError):
-            let same = error.map { sameError($0, newError) } ?? false
-            error = newError
-            return !same
-        }
+    private func fail(with newError: any Error) -> Bool {
+        let same = error.map { sameError($0, newError) } ?? false
+        error = newError
+        return !same
+    }
+}
+
+extension Engine {
+    /// What an evaluation saves of the one it interrupts.
+    struct OuterEvaluation {
+        let reader: Unmanaged<ReactiveNode>?
+        let poison: (any Error)?
+    }
+
+    /// Starts running `node`'s closure: its reads are recorded from its first dependency on.
+    @inline(__always)
+    func beginEvaluation(of node: ReactiveNode) -> OuterEvaluation {
+        let outer = OuterEvaluation(reader: activeSub, poison: poison)
+        activeSub = node.ref
+        poison = nil
+        node.depsTail = nil
+        node.flags.remove([.dirty, .pending])
+        node.flags.insert(.running)
+        evaluationDepth += 1
+        return outer
+    }
+
+    /// Ends it: drops the dependencies no longer read and returns the error a `.value` read met.
+    @inline(__always)
+    func endEvaluation(of node: ReactiveNode, _ outer: OuterEvaluation) -> (any Error)? {
+        evaluationDepth -= 1
+        node.flags.remove(.running)
+        let failure = poison
+        activeSub = outer.reader
+        poison = outer.poison
+        purgeStaleDependencies(of: node)
+        return failure
     }
 }
 
@@ -111,15 +141,22 @@ public final class WritableComputed<Value: Sendable>: Computed<Value>, @unchecke
     private let set: @Sendable (Value) -> Void
 
     /// A writable computed whose equal results are not changes.
-    public init(get: @escaping @Sendable () throws -> Value, set: @escaping @Sendable (Value) -> Void) where Value: Equatable {
-        self.set = set
-        super.init(get)
+    @inlinable
+    public convenience init(get: @escaping @Sendable () throws -> Value, set: @escaping @Sendable (Value) -> Void) where Value: Equatable {
+        self.init(isEqual: { $0 == $1 }, get: get, set: set)
     }
 
     /// A writable computed whose every run is a change.
-    public init(get: @escaping @Sendable () throws -> Value, set: @escaping @Sendable (Value) -> Void) {
+    @inlinable
+    public convenience init(get: @escaping @Sendable () throws -> Value, set: @escaping @Sendable (Value) -> Void) {
+        self.init(isEqual: neverEqual, get: get, set: set)
+    }
+
+    /// A writable computed that uses `isEqual` to decide whether a new result is a change.
+    public init(isEqual: @escaping @Sendable (Value, Value) -> Bool,
+                get: @escaping @Sendable () throws -> Value, set: @escaping @Sendable (Value) -> Void) {
         self.set = set
-        super.init(get)
+        super.init(isEqual: isEqual, get)
     }
 
     /// The computed value; setting it calls the setter, as one transaction.

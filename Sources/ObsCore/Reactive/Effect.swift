@@ -13,7 +13,7 @@ final class EffectNode: ReactiveNode, @unchecked Sendable {
     func run() {
         let reader = engine.activeSub
         let outerPoison = engine.poison
-        engine.activeSub = self
+        engine.activeSub = ref
         depsTail = nil
         body()
         engine.activeSub = reader
@@ -26,6 +26,7 @@ final class EffectNode: ReactiveNode, @unchecked Sendable {
     func cancel() {
         engine.enter()
         flags.insert(.disposed)
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
         engine.exit()
         engine.detachDependencies(of: self)
     }

@@ -8,39 +8,39 @@ let engine = Engine()
 final class Engine: @unchecked Sendable {
     let lock = EngineLock()
     /// How many times the lock's owner has entered; the transaction ends when it returns to 0.
-    var depth = 0
+    @exclusivity(unchecked) var depth = 0
     /// The computed or effect whose reads are being recorded, if any.
-    unowned(unsafe) var activeSub: ReactiveNode?
+    @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
     /// The first error met by a `.value` read during the current evaluation: it fails the reader.
-    var poison: (any Error)?
+    @exclusivity(unchecked) var poison: (any Error)?
     /// Closures of computeds and binding transforms on the stack: writes now are deferred.
-    var evaluationDepth = 0
+    @exclusivity(unchecked) var evaluationDepth = 0
 
     /// Watchers reached in this transaction, in the order reached.
-    var pendingEffects = ContiguousArray<ReactiveNode>()
-    var pendingObservers = ContiguousArray<ReactiveNode>()
+    @exclusivity(unchecked) var pendingEffects = ContiguousArray<Unmanaged<ReactiveNode>>()
+    @exclusivity(unchecked) var pendingObservers = ContiguousArray<Unmanaged<ReactiveNode>>()
     /// Reusable stacks for the graph walks, so that they allocate nothing once warmed up.
-    var linkStack = ContiguousArray<Unmanaged<Link>>()
-    var checkStack = ContiguousArray<Unmanaged<Link>>()
+    @exclusivity(unchecked) var linkStack = ContiguousArray<Unmanaged<Link>>()
+    @exclusivity(unchecked) var checkStack = ContiguousArray<Unmanaged<Link>>()
     /// Nodes whose last link went away, released after the transaction (never recursively).
-    var pendingReleases = ContiguousArray<Unmanaged<ReactiveNode>>()
+    @exclusivity(unchecked) var pendingReleases = ContiguousArray<Unmanaged<ReactiveNode>>()
     /// Links returned to the pool, chained through `nextDep`.
-    unowned(unsafe) var freeLinks: Link?
-    var freeLinkCount = 0
+    @exclusivity(unchecked) var freeLinks: Unmanaged<Link>?
+    @exclusivity(unchecked) var freeLinkCount = 0
 
     /// Observers with a change to deliver, in commit order.
-    var deliveryQueue = ContiguousArray<any DeliveringObserver>()
+    @exclusivity(unchecked) var deliveryQueue = ContiguousArray<any DeliveringObserver>()
     /// The thread delivering changes now (0: none).
-    var deliveringThread: UInt = 0
+    @exclusivity(unchecked) var deliveringThread: UInt = 0
     /// The batch being delivered: touched by the delivering thread alone.
-    var delivering = ContiguousArray<any DeliveringObserver>()
+    @exclusivity(unchecked) var delivering = ContiguousArray<any DeliveringObserver>()
     /// Handlers on the delivering thread's stack: touched by that thread alone.
-    var handlerDepth = 0
+    @exclusivity(unchecked) var handlerDepth = 0
     /// Writes deferred until after the current transaction, one group per transaction, FIFO.
-    var deferredWrites = ContiguousArray<ContiguousArray<() -> Void>>()
-    var deferredHead = 0
+    @exclusivity(unchecked) var deferredWrites = ContiguousArray<ContiguousArray<() -> Void>>()
+    @exclusivity(unchecked) var deferredHead = 0
     /// Open `batch` scopes that are collecting deferred writes into one group.
-    var deferredGroupDepth = 0
+    @exclusivity(unchecked) var deferredGroupDepth = 0
 
     // MARK: Transactions
 
@@ -105,16 +105,16 @@ final class Engine: @unchecked Sendable {
     }
 
     @inline(__always)
-    private func runIfChanged(_ watcher: ReactiveNode) {
-        watcher.flags.remove(.queued)
-        let flags = watcher.flags
+    private func runIfChanged(_ watcher: Unmanaged<ReactiveNode>) {
+        let flags = watcher.flags.subtracting(.queued)
+        watcher.flags = flags
         if flags.contains(.disposed) {
-            watcher.flags.remove([.dirty, .pending])
+            watcher.flags = flags.subtracting([.dirty, .pending])
             return
         }
         if flags.contains(.dirty) || (flags.contains(.pending) && checkDirty(watcher)) {
             watcher.flags.remove([.dirty, .pending])
-            watcher.runWatcher()
+            watcher._withUnsafeGuaranteedRef { $0.runWatcher() }
         } else {
             watcher.flags.remove(.pending)
         }

@@ -3,28 +3,26 @@
 /// Setting a value equal to the current one (for `Equatable` values) is not a change: nothing is
 /// recomputed and no observer is called.
 public final class Observable<Value: Sendable>: ObservableValue<Value>, @unchecked Sendable {
-    private var storage: Value
+    @exclusivity(unchecked) private var storage: Value
     /// The value as of the last time a subscriber checked it; see `update()`.
-    private var committed: Value
+    @exclusivity(unchecked) private var committed: Value
     /// An `always` write since the last check: a change even if the value is equal.
-    private var forcedChange = false
+    @exclusivity(unchecked) private var forcedChange = false
     /// Bumped on every applied write; bindings use it to recognise their own writes.
-    private(set) var writeCount: UInt64 = 0
+    @exclusivity(unchecked) private(set) var writeCount: UInt64 = 0
     /// Objects this observable keeps alive (the subscription feeding a throttled copy, ...).
     var retained: [any Sendable] = []
 
     /// An observable whose writes of an equal value are not changes.
-    public init(_ value: Value) where Value: Equatable {
-        storage = value
-        committed = value
-        super.init(flags: [], isEqual: { $0 == $1 })
+    @inlinable
+    public convenience init(_ value: Value) where Value: Equatable {
+        self.init(value, isEqual: { $0 == $1 })
     }
 
     /// An observable whose every write is a change.
-    public init(_ value: Value) {
-        storage = value
-        committed = value
-        super.init(flags: [], isEqual: nil)
+    @inlinable
+    public convenience init(_ value: Value) {
+        self.init(value, isEqual: neverEqual)
     }
 
     /// An observable that uses `isEqual` to decide whether a write is a change.
@@ -38,11 +36,8 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     public override var value: Value {
         get {
             engine.enter()
-            if flags.contains(.dirty) { commit() }
-            if let reader = engine.activeSub { engine.link(self, reader) }
-            let value = storage
-            engine.exit()
-            return value
+            defer { engine.exit() }
+            return readForValue()
         }
         set {
             engine.enter()
@@ -68,10 +63,12 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
         }
     }
 
-    override func readTracked() -> Result<Value, any Error> {
+    override func read() throws -> Value { readForValue() }
+
+    override func readForValue() -> Value {
         if flags.contains(.dirty) { commit() }
-        if let reader = engine.activeSub { engine.link(self, reader) }
-        return .success(storage)
+        if let reader = engine.activeSub { engine.link(ref, reader) }
+        return storage
     }
 
     /// A read of a dirty source settles it first, so that every subscriber of a dirty source is
@@ -81,13 +78,10 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
         if update(), let subs { engine.shallowPropagate(subs) }
     }
 
-    /// The value without tracking. Called inside the engine.
-    var current: Value { storage }
-
     /// Applies a write inside the current transaction; true if it was a change.
     @discardableResult
     func apply(_ newValue: Value, always: Bool = false) -> Bool {
-        if !always, let isEqual, isEqual(storage, newValue) { return false }
+        if !always, isEqual(storage, newValue) { return false }
         storage = newValue
         writeCount &+= 1
         if subs == nil {
@@ -105,7 +99,7 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     /// the old one back changes nothing downstream.
     override func update() -> Bool {
         flags.remove(.dirty)
-        let changed = forcedChange || isEqual.map { !$0(committed, storage) } ?? true
+        let changed = forcedChange || !isEqual(committed, storage)
         committed = storage
         forcedChange = false
         return changed

@@ -1,10 +1,14 @@
 /// A value that can be read, depended on and observed: the common base of `Observable`,
 /// `Computed` and `WritableComputed`.
+///
+/// The engine calls into these classes through their base (`update()`, `runWatcher()`), where Swift
+/// runs the generic code unspecialised; so their hot paths avoid composite generic types
+/// (`Optional<Value>`, `Result<Value, _>`), whose metadata the runtime would look up on every call.
 public class ObservableValue<Value: Sendable>: ReactiveNode, @unchecked Sendable {
-    /// The equality that decides whether a new value is a change; nil: every write is a change.
-    let isEqual: (@Sendable (Value, Value) -> Bool)?
+    /// Whether a new value equals the old one, so is no change (for types without `==`: never).
+    @usableFromInline let isEqual: @Sendable (Value, Value) -> Bool
 
-    init(flags: NodeFlags, isEqual: (@Sendable (Value, Value) -> Bool)?) {
+    init(flags: NodeFlags, isEqual: @escaping @Sendable (Value, Value) -> Bool) {
         self.isEqual = isEqual
         super.init(flags: flags)
     }
@@ -13,7 +17,7 @@ public class ObservableValue<Value: Sendable>: ReactiveNode, @unchecked Sendable
     public var value: Value {
         engine.enter()
         defer { engine.exit() }
-        return unwrapForValue(readTracked())
+        return readForValue()
     }
 
     /// The current value, read without becoming a dependency of the computed being evaluated.
@@ -23,23 +27,24 @@ public class ObservableValue<Value: Sendable>: ReactiveNode, @unchecked Sendable
         let reader = engine.activeSub
         engine.activeSub = nil
         defer { engine.activeSub = reader }
-        return unwrapForValue(readTracked())
+        return readForValue()
     }
 
-    /// The current value or error, brought up to date, recorded as a dependency of the running
-    /// computed if any. Called inside the engine.
-    func readTracked() -> Result<Value, any Error> {
+    /// The current value brought up to date, recorded as a dependency of the running computed if
+    /// any; throws the error of a failed computed. Called inside the engine.
+    func read() throws -> Value {
         preconditionFailure("ObservableValue is abstract")
     }
 
-    /// What `.value` returns for a read that failed. Called inside the engine.
-    func unwrapForValue(_ result: Result<Value, any Error>) -> Value {
-        switch result {
-        case .success(let value): return value
-        case .failure(let error): preconditionFailure("ObsCore: \(error)")
-        }
+    /// Like `read()`, for `.value`, which cannot throw. Called inside the engine.
+    func readForValue() -> Value {
+        preconditionFailure("ObservableValue is abstract")
     }
 }
+
+/// Never equal: the equality of values whose type has no `==`.
+@usableFromInline
+func neverEqual<Value>(_: Value, _: Value) -> Bool { false }
 
 /// A change of an observed value, as given to observers.
 public struct Change<Value> {
@@ -50,6 +55,7 @@ public struct Change<Value> {
     /// Whether this is the call `observe(initial: true)` makes at once.
     public let isInitial: Bool
 
+    @inlinable
     public init(oldValue: Value, newValue: Value, isInitial: Bool = false) {
         self.oldValue = oldValue
         self.newValue = newValue

@@ -1,112 +1,188 @@
 import Synchronization
 
-/// What an observer has to deliver.
-enum ObserverEvent<Value> {
-    case change(Change<Value>)
-    case failure(any Error)
-}
-
-extension ObserverEvent: Sendable where Value: Sendable {}
-
 /// An observer of one value: a watcher node whose only dependency is the value it observes.
 /// It computes its changes under the lock (in the flush) and delivers them after, in order.
+///
+/// Pending changes wait in a ring of values (old, new, old, new, ...) rather than an array of
+/// `Change<Value>`: see ObservableValue on why generic code here avoids composite types.
+@usableFromInline
 final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @unchecked Sendable {
+    private enum Kind: UInt8 { case change, initial, failure }
+
     /// Kept alive by the observer's link to it, for as long as the observer is subscribed.
     unowned(unsafe) let target: ObservableValue<Value>
-    private let handler: @Sendable (Change<Value>) -> Void
+    /// Calls the user's handler with (old, new, isInitial).
+    private let deliver: @Sendable (Value, Value, Bool) -> Void
     private let errorHandler: (@Sendable (any Error) -> Void)?
     /// nil: call handlers directly on the delivering thread.
     private let scheduler: (any EventScheduler)?
     private let cancelled = Atomic<Bool>(false)
-    /// The value the handler last saw (or was given at subscription).
-    private var last: Value?
-    private var lastWasError = false
-    /// Undelivered events, oldest at `pendingHead`.
-    private var pending = ContiguousArray<ObserverEvent<Value>>()
-    private var pendingHead = 0
 
+    /// The value the handler last saw (or was given at subscription), once `hasLast`.
+    private let last: UnsafeMutablePointer<Value>
+    @exclusivity(unchecked) private var hasLast = false
+    @exclusivity(unchecked) private var lastWasError = false
+
+    /// Undelivered events: their kinds in order, the values of changes in a ring, errors in order.
+    @exclusivity(unchecked) private var kinds = ContiguousArray<Kind>()
+    @exclusivity(unchecked) private var kindsHead = 0
+    @exclusivity(unchecked) private var ring: UnsafeMutablePointer<Value>
+    @exclusivity(unchecked) private var ringCapacity = 2
+    @exclusivity(unchecked) private var ringHead = 0
+    @exclusivity(unchecked) private var ringCount = 0
+    @exclusivity(unchecked) private var errors = ContiguousArray<any Error>()
+
+    @usableFromInline
     init(target: ObservableValue<Value>, scheduler: any EventScheduler,
-         errorHandler: (@Sendable (any Error) -> Void)?, handler: @escaping @Sendable (Change<Value>) -> Void) {
+         errorHandler: (@Sendable (any Error) -> Void)?, deliver: @escaping @Sendable (Value, Value, Bool) -> Void) {
         self.target = target
-        self.handler = handler
+        self.deliver = deliver
         self.errorHandler = errorHandler
         self.scheduler = scheduler is ImmediateScheduler ? nil : scheduler
+        last = .allocate(capacity: 1)
+        ring = .allocate(capacity: 2)
         super.init(flags: .watcher)
+    }
+
+    deinit {
+        dropPending()
+        ring.deallocate()
+        if hasLast { last.deinitialize(count: 1) }
+        last.deallocate()
     }
 
     /// Subscribes and captures the current value, queueing it for delivery when `initial`.
     /// Called inside the engine, so nothing can change between the snapshot and the subscription.
     func start(initial: Bool) {
-        engine.link(target, self)
-        switch currentOfTarget() {
-        case .success(let value):
-            last = value
-            if initial { push(.change(Change(oldValue: value, newValue: value, isInitial: true))) }
-        case .failure(let error):
-            lastWasError = true
-            if initial, errorHandler != nil { push(.failure(error)) }
-        }
-    }
-
-    private func currentOfTarget() -> Result<Value, any Error> {
-        let reader = engine.activeSub
-        engine.activeSub = nil
-        defer { engine.activeSub = reader }
-        return target.readTracked()
+        engine.link(target.ref, ref)
+        observeTarget(starting: true, initial: initial)
     }
 
     override func runWatcher() {
-        switch currentOfTarget() {
-        case .success(let value):
-            if !lastWasError, let old = last, let isEqual = target.isEqual, isEqual(old, value) { return }
-            push(.change(Change(oldValue: last ?? value, newValue: value)))
-            last = value
-            lastWasError = false
-        case .failure(let error):
-            lastWasError = true
-            if errorHandler != nil { push(.failure(error)) }
-        }
+        observeTarget(starting: false, initial: false)
     }
 
-    private func push(_ event: ObserverEvent<Value>) {
-        pending.append(event)
+    /// Reads the target and queues what the handler has not seen yet: at the start only what
+    /// `initial` asks for.
+    private func observeTarget(starting: Bool, initial: Bool) {
+        let reader = engine.activeSub
+        engine.activeSub = nil
+        defer { engine.activeSub = reader }
+        let value: Value
+        do {
+            value = try target.read()
+        } catch {
+            lastWasError = true
+            if errorHandler != nil, !starting || initial {
+                kinds.append(.failure)
+                errors.append(error)
+                engine.deliveryQueue.append(self)
+            }
+            return
+        }
+        if initial {
+            pushChange(.initial, old: value, new: value)
+        } else if starting {
+            // Nothing to deliver: the handler starts from this value.
+        } else if hasLast {
+            if !lastWasError, target.isEqual(last.pointee, value) { return }
+            pushChange(.change, old: last.pointee, new: value)
+        } else {
+            pushChange(.change, old: value, new: value)
+        }
+        if hasLast {
+            last.pointee = value
+        } else {
+            last.initialize(to: value)
+            hasLast = true
+        }
+        lastWasError = false
+    }
+
+    private func pushChange(_ kind: Kind, old: Value, new: Value) {
+        if ringCount + 2 > ringCapacity { growRing() }
+        (ring + (ringHead + ringCount) % ringCapacity).initialize(to: old)
+        (ring + (ringHead + ringCount + 1) % ringCapacity).initialize(to: new)
+        ringCount += 2
+        kinds.append(kind)
         engine.deliveryQueue.append(self)
+    }
+
+    private func growRing() {
+        let capacity = ringCapacity * 2
+        let grown = UnsafeMutablePointer<Value>.allocate(capacity: capacity)
+        for index in 0..<ringCount {
+            (grown + index).moveInitialize(from: ring + (ringHead + index) % ringCapacity, count: 1)
+        }
+        ring.deallocate()
+        ring = grown
+        ringCapacity = capacity
+        ringHead = 0
+    }
+
+    private func popValue() -> Value {
+        let value = (ring + ringHead).move()
+        ringHead = (ringHead + 1) % ringCapacity
+        ringCount -= 1
+        return value
+    }
+
+    private func dropPending() {
+        while ringCount > 0 { _ = popValue() }
+        kinds.removeAll()
+        kindsHead = 0
+        errors.removeAll()
     }
 
     func deliverNext() {
         engine.lock.lock()
-        guard pendingHead < pending.count else {
+        guard kindsHead < kinds.count else {
             engine.lock.unlock()
             return
         }
-        let event = pending[pendingHead]
-        pendingHead += 1
-        if pendingHead == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            pendingHead = 0
+        let kind = kinds[kindsHead]
+        kindsHead += 1
+        if kindsHead == kinds.count {
+            kinds.removeAll(keepingCapacity: true)
+            kindsHead = 0
         }
+        if kind == .failure {
+            let error = errors.removeFirst()
+            engine.lock.unlock()
+            if let scheduler {
+                scheduler.schedule { self.callError(error) }
+            } else {
+                callError(error)
+            }
+            return
+        }
+        let old = popValue()
+        let new = popValue()
         engine.lock.unlock()
+        let isInitial = kind == .initial
         if let scheduler {
-            scheduler.schedule { self.call(event) }
+            scheduler.schedule { self.call(old, new, isInitial) }
         } else {
-            call(event)
+            call(old, new, isInitial)
         }
     }
 
-    private func call(_ event: ObserverEvent<Value>) {
+    private func call(_ old: Value, _ new: Value, _ isInitial: Bool) {
         if cancelled.load(ordering: .acquiring) { return }
-        switch event {
-        case .change(let change): handler(change)
-        case .failure(let error): errorHandler?(error)
-        }
+        deliver(old, new, isInitial)
+    }
+
+    private func callError(_ error: any Error) {
+        if cancelled.load(ordering: .acquiring) { return }
+        errorHandler?(error)
     }
 
     func cancel() {
         cancelled.store(true, ordering: .releasing)
         engine.enter()
         flags.insert(.disposed)
-        pending.removeAll()
-        pendingHead = 0
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
+        dropPending()
         engine.exit()
         engine.detachDependencies(of: self)
     }
@@ -123,11 +199,21 @@ extension ObservableValue {
     ///     after `cancel()` returns.
     ///   - onError: called when a computed value fails (enters or stays in an error state with a
     ///     new error); the next good value is delivered as a change.
+    @inlinable
     public func observe(initial: Bool = false,
                         on scheduler: some EventScheduler = ImmediateScheduler(),
                         onError: (@Sendable (any Error) -> Void)? = nil,
                         _ handler: @escaping @Sendable (Change<Value>) -> Void) -> ObservationToken {
-        let observer = ObserverNode(target: self, scheduler: scheduler, errorHandler: onError, handler: handler)
+        // Built here, in the caller's module, so that the Change is made by specialised code.
+        subscribe(initial: initial, scheduler: scheduler, onError: onError) { old, new, isInitial in
+            handler(Change(oldValue: old, newValue: new, isInitial: isInitial))
+        }
+    }
+
+    @usableFromInline
+    func subscribe(initial: Bool, scheduler: any EventScheduler, onError: (@Sendable (any Error) -> Void)?,
+                   deliver: @escaping @Sendable (Value, Value, Bool) -> Void) -> ObservationToken {
+        let observer = ObserverNode(target: self, scheduler: scheduler, errorHandler: onError, deliver: deliver)
         engine.enter()
         observer.start(initial: initial)
         engine.exit()

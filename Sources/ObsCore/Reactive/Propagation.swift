@@ -62,23 +62,23 @@ extension Engine {
     }
 
     /// Marks everything below `first` pending, depth first, with an explicit stack.
-    private func markPending(from first: Link) {
+    private func markPending(from first: Unmanaged<Link>) {
         var link = first
         let base = linkStack.count
         while true {
             let sub = link.sub
             let flags = sub.flags
-            var below: Link?
+            var below: Unmanaged<Link>?
             if flags.isDisjoint(with: [.dirty, .pending]) {
                 sub.flags = flags.union(.pending)
                 if flags.contains(.watcher) {
-                    enqueue(sub)
+                    enqueue(sub, flags)
                 } else {
                     below = sub.subs
                 }
             }
             if let below {
-                if let sibling = link.nextSub { linkStack.append(Unmanaged.passUnretained(sibling)) }
+                if let sibling = link.nextSub { linkStack.append(sibling) }
                 link = below
                 continue
             }
@@ -87,32 +87,35 @@ extension Engine {
                 continue
             }
             if linkStack.count > base {
-                link = linkStack.removeLast().takeUnretainedValue()
+                link = linkStack.removeLast()
                 continue
             }
             return
         }
     }
 
+    /// Queues a watcher, once per transaction. The queue does not retain it: a watcher that is
+    /// cancelled while queued is kept alive until the flush by `keepUntilSettled`.
     @inline(__always)
-    private func enqueue(_ watcher: ReactiveNode) {
-        if watcher.flags.contains(.queued) { return }
+    private func enqueue(_ watcher: Unmanaged<ReactiveNode>, _ flags: NodeFlags) {
+        if flags.contains(.queued) { return }
         watcher.flags.insert(.queued)
-        if watcher.flags.contains(.effect) {
+        if flags.contains(.effect) {
             pendingEffects.append(watcher)
         } else {
             pendingObservers.append(watcher)
         }
     }
 
-    /// After `first.dep` was recomputed and changed: its pending subscribers become dirty.
+    /// After `first.dep` was updated and changed: its pending subscribers become dirty.
     @inline(__always)
-    func shallowPropagate(_ first: Link) {
-        var next: Link? = first
+    func shallowPropagate(_ first: Unmanaged<Link>) {
+        var next: Unmanaged<Link>? = first
         while let link = next {
             let sub = link.sub
-            if sub.flags.intersection([.pending, .dirty]) == .pending {
-                sub.flags.insert(.dirty)
+            let flags = sub.flags
+            if flags.intersection([.pending, .dirty]) == .pending {
+                sub.flags = flags.union(.dirty)
             }
             next = link.nextSub
         }
@@ -123,10 +126,10 @@ extension Engine {
     func refresh(_ node: ReactiveNode) {
         let flags = node.flags
         if flags.contains(.dirty) {
-            recompute(node)
+            recompute(node.ref)
         } else if flags.contains(.pending) {
-            if checkDirty(node) {
-                recompute(node)
+            if checkDirty(node.ref) {
+                recompute(node.ref)
             } else {
                 node.flags.remove(.pending)
             }
@@ -134,14 +137,14 @@ extension Engine {
     }
 
     @inline(__always)
-    private func recompute(_ node: ReactiveNode) {
+    private func recompute(_ node: Unmanaged<ReactiveNode>) {
         if node.update(), let subs = node.subs {
             shallowPropagate(subs)
         }
     }
 
     /// Step 4: whether any dependency of `root` really changed, recomputing what is needed to know.
-    func checkDirty(_ root: ReactiveNode) -> Bool {
+    func checkDirty(_ root: Unmanaged<ReactiveNode>) -> Bool {
         guard var link = root.deps else { return false }
         var sub = root
         let base = checkStack.count
@@ -160,8 +163,8 @@ extension Engine {
                 if depFlags.contains(.checking) || dep.deps == nil {
                     dirty = true
                 } else {
-                    dep.flags.insert(.checking)
-                    checkStack.append(Unmanaged.passUnretained(link))
+                    dep.flags = depFlags.union(.checking)
+                    checkStack.append(link)
                     link = dep.deps!
                     sub = dep
                     continue walk
@@ -174,7 +177,7 @@ extension Engine {
                 continue walk
             }
             while checkStack.count > base {
-                let up = checkStack.removeLast().takeUnretainedValue()
+                let up = checkStack.removeLast()
                 sub.flags.remove(.checking)
                 if dirty {
                     if sub.update() {

@@ -37,22 +37,11 @@ extension ObservableValue {
     }
 
     private func rateLimited(_ makeLimiter: (WeakReference<Observable<Value>>) -> some RateLimiter<Value>) -> Observable<Value> {
-        let output = Observable(peek(), equality: isEqual)
+        let output = Observable(peek(), isEqual: isEqual)
         let limiter = makeLimiter(WeakReference(output))
         let token = observe { change in limiter.receive(change.newValue) }
         output.retained.append(token)
         return output
-    }
-}
-
-extension Observable {
-    /// An observable with an optional equality, for copies of another observable value.
-    convenience init(_ value: Value, equality: (@Sendable (Value, Value) -> Bool)?) {
-        if let equality {
-            self.init(value, isEqual: equality)
-        } else {
-            self.init(value)
-        }
     }
 }
 

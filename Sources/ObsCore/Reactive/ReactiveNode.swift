@@ -1,25 +1,27 @@
 /// The state bits of a node. See Propagation.swift for how they move.
+/// (Computed static properties: a `static let` would be a lazily initialised global, paid for on
+/// every access in the hot loops.)
 struct NodeFlags: OptionSet, Sendable {
     var rawValue: UInt16
 
     /// Recomputable: a computed value.
-    static let computed = NodeFlags(rawValue: 1 << 0)
+    static var computed: NodeFlags { NodeFlags(rawValue: 1 << 0) }
     /// An observer or effect: queued, not recomputed, when a transaction reaches it.
-    static let watcher = NodeFlags(rawValue: 1 << 1)
+    static var watcher: NodeFlags { NodeFlags(rawValue: 1 << 1) }
     /// A watcher that runs inside the transaction, under the lock (bindings).
-    static let effect = NodeFlags(rawValue: 1 << 2)
+    static var effect: NodeFlags { NodeFlags(rawValue: 1 << 2) }
     /// A direct dependency changed: must recompute.
-    static let dirty = NodeFlags(rawValue: 1 << 3)
+    static var dirty: NodeFlags { NodeFlags(rawValue: 1 << 3) }
     /// Some transitive dependency may have changed: check the dependencies first.
-    static let pending = NodeFlags(rawValue: 1 << 4)
+    static var pending: NodeFlags { NodeFlags(rawValue: 1 << 4) }
     /// Its compute closure is on the stack: reading it now closes a cycle.
-    static let running = NodeFlags(rawValue: 1 << 5)
+    static var running: NodeFlags { NodeFlags(rawValue: 1 << 5) }
     /// On the current dependency walk's path: meeting it again means a cycle.
-    static let checking = NodeFlags(rawValue: 1 << 6)
+    static var checking: NodeFlags { NodeFlags(rawValue: 1 << 6) }
     /// In the engine's queue of watchers for this transaction.
-    static let queued = NodeFlags(rawValue: 1 << 7)
+    static var queued: NodeFlags { NodeFlags(rawValue: 1 << 7) }
     /// A cancelled watcher: never runs again.
-    static let disposed = NodeFlags(rawValue: 1 << 8)
+    static var disposed: NodeFlags { NodeFlags(rawValue: 1 << 8) }
 }
 
 /// A node of the reactive graph: an observable, a computed value, or an observer.
@@ -28,18 +30,23 @@ struct NodeFlags: OptionSet, Sendable {
 /// outside ObsCore; it has no API of its own.
 public class ReactiveNode: @unchecked Sendable {
     // The graph's edges. A node's dependencies are a doubly linked list of links in the order they
-    // were read; its subscribers are another list threaded through the same links. The links are
-    // owned by the engine's pool, so these references are unowned(unsafe): no reference counting
-    // while the graph is walked.
-    unowned(unsafe) final var deps: Link?
-    unowned(unsafe) final var depsTail: Link?
-    unowned(unsafe) final var subs: Link?
-    unowned(unsafe) final var subsTail: Link?
-    final var flags: NodeFlags
+    // were read; its subscribers are another list threaded through the same links. Links and the
+    // nodes they join are kept alive by explicit retains (Tracking.swift), so the edges are
+    // `Unmanaged`: walking the graph costs no reference counting.
+    @exclusivity(unchecked) final var deps: Unmanaged<Link>?
+    /// While the node runs: the last dependency read so far.
+    @exclusivity(unchecked) final var depsTail: Unmanaged<Link>?
+    @exclusivity(unchecked) final var subs: Unmanaged<Link>?
+    @exclusivity(unchecked) final var subsTail: Unmanaged<Link>?
+    @exclusivity(unchecked) final var flags: NodeFlags
 
     init(flags: NodeFlags) {
         self.flags = flags
     }
+
+    /// This node as an edge end.
+    @inline(__always)
+    final var ref: Unmanaged<ReactiveNode> { Unmanaged.passUnretained(self) }
 
     /// Recomputes a computed node; true when its value or error changed. Called under the lock.
     func update() -> Bool { false }
@@ -53,18 +60,69 @@ public class ReactiveNode: @unchecked Sendable {
 }
 
 /// One edge: `sub` read `dep`. It sits in two lists at once: `sub`'s dependencies and `dep`'s
-/// subscribers. A link retains its `dep` (a node is kept alive by whatever reads it) but not its
-/// `sub` (a node unlinks itself when it goes away).
+/// subscribers. A link holds a retain on its `dep` (a node is kept alive by whatever reads it) but
+/// not on its `sub` (a node unlinks itself when it goes away).
 final class Link {
-    unowned(unsafe) var dep: ReactiveNode
-    unowned(unsafe) var sub: ReactiveNode
-    unowned(unsafe) var prevDep: Link?
-    unowned(unsafe) var nextDep: Link?
-    unowned(unsafe) var prevSub: Link?
-    unowned(unsafe) var nextSub: Link?
+    @exclusivity(unchecked) var dep: Unmanaged<ReactiveNode>
+    @exclusivity(unchecked) var sub: Unmanaged<ReactiveNode>
+    @exclusivity(unchecked) var prevDep: Unmanaged<Link>?
+    @exclusivity(unchecked) var nextDep: Unmanaged<Link>?
+    @exclusivity(unchecked) var prevSub: Unmanaged<Link>?
+    @exclusivity(unchecked) var nextSub: Unmanaged<Link>?
 
-    init(dep: ReactiveNode, sub: ReactiveNode) {
+    init(dep: Unmanaged<ReactiveNode>, sub: Unmanaged<ReactiveNode>) {
         self.dep = dep
         self.sub = sub
     }
+}
+
+// Field access through an unmanaged reference without a retain: the graph walks use these.
+extension Unmanaged where Instance == Link {
+    @inline(__always) var dep: Unmanaged<ReactiveNode> { _withUnsafeGuaranteedRef { $0.dep } }
+    @inline(__always) var sub: Unmanaged<ReactiveNode> { _withUnsafeGuaranteedRef { $0.sub } }
+    @inline(__always) var prevDep: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.prevDep } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.prevDep = newValue } }
+    }
+    @inline(__always) var nextDep: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.nextDep } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.nextDep = newValue } }
+    }
+    @inline(__always) var prevSub: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.prevSub } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.prevSub = newValue } }
+    }
+    @inline(__always) var nextSub: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.nextSub } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.nextSub = newValue } }
+    }
+}
+
+extension Unmanaged where Instance == ReactiveNode {
+    @inline(__always) var flags: NodeFlags {
+        get { _withUnsafeGuaranteedRef { $0.flags } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.flags = newValue } }
+    }
+    @inline(__always) var deps: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.deps } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.deps = newValue } }
+    }
+    @inline(__always) var depsTail: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.depsTail } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.depsTail = newValue } }
+    }
+    @inline(__always) var subs: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.subs } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.subs = newValue } }
+    }
+    @inline(__always) var subsTail: Unmanaged<Link>? {
+        get { _withUnsafeGuaranteedRef { $0.subsTail } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.subsTail = newValue } }
+    }
+    @inline(__always) func update() -> Bool { _withUnsafeGuaranteedRef { $0.update() } }
+    @inline(__always) static func === (a: Self, b: Self) -> Bool { a.toOpaque() == b.toOpaque() }
+}
+
+extension Unmanaged where Instance == Link {
+    @inline(__always) static func === (a: Self, b: Self) -> Bool { a.toOpaque() == b.toOpaque() }
 }

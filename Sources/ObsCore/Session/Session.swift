@@ -21,6 +21,9 @@ public final class Session {
     /// Set when the session must be closed after its output is flushed (a line over the limit).
     public private(set) var wantsClose = false
     public private(set) var isClosed = false
+    /// Whether the output passed its limit and events are being dropped until `Store.sessionDrained`:
+    /// the daemon disconnects a client that stays so for `client_timeout`.
+    public var isOverflowing: Bool { overflowed }
 
     public init(store: Store, access: Access, output: any SessionOutput) {
         self.store = store
@@ -123,8 +126,10 @@ public final class Session {
         }
         write(line)
         store.stats.eventsSent += 1
-        watch.lastSent = store.clock.monotonic
-        if watch.progress != nil { store.scheduleProgress(watch) }
+        if watch.progress != nil {
+            watch.lastSent = store.clock.monotonic
+            store.scheduleProgress(watch)
+        }
         return true
     }
 

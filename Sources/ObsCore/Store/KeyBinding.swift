@@ -51,11 +51,11 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
     /// a failing transform write nothing.
     func run(write: Bool) {
         let reader = engine.activeSub
-        engine.activeSub = self
+        engine.activeSub = ref
         depsTail = nil
         let node = store.node(source, create: true)!
         node.settle()
-        engine.link(node, self)
+        engine.link(node.ref, ref)
         var result: JSONValue?
         let echo = partner.map { node.writeCount == $0.lastWrite && $0.lastWrite != 0 } ?? false
         if !echo, case .value(let value) = node.content {
@@ -77,7 +77,10 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
     }
 
     func cancel() {
+        engine.enter()
         flags.insert(.disposed)
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
+        engine.exit()
         engine.detachDependencies(of: self)
     }
 }

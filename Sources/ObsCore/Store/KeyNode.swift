@@ -47,6 +47,9 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// Computed keys: the watcher that makes the store evaluate it in every transaction that
     /// reaches it (history and watches need every change).
     var observer: KeyObserver?
+    /// The serial of the last transaction that recorded this node, and its place in that record.
+    var touchedBy: UInt64 = 0
+    var touchedIndex = 0
 
     init(name: String, store: Store) {
         self.name = name
@@ -66,7 +69,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         }
         store.touch(self)
         let reader = engine.activeSub
-        engine.activeSub = self
+        engine.activeSub = ref
         depsTail = nil
         flags.remove([.dirty, .pending])
         flags.insert(.running)
@@ -117,7 +120,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         var names: [String] = []
         var link = deps
         while let current = link {
-            if let key = current.dep as? KeyNode { names.append(key.name) }
+            if let key = current.dep.takeUnretainedValue() as? KeyNode { names.append(key.name) }
             link = current.nextDep
         }
         return names
@@ -128,7 +131,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         var names: [String] = []
         var link = subs
         while let current = link {
-            if let key = current.sub as? KeyNode { names.append(key.name) }
+            if let key = current.sub.takeUnretainedValue() as? KeyNode { names.append(key.name) }
             link = current.nextSub
         }
         return names
@@ -141,11 +144,14 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
 final class KeyObserver: ReactiveNode, @unchecked Sendable {
     init(observing node: KeyNode) {
         super.init(flags: [.watcher])
-        engine.link(node, self)
+        engine.link(node.ref, ref)
     }
 
     func cancel() {
+        engine.enter()
         flags.insert(.disposed)
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
+        engine.exit()
         engine.detachDependencies(of: self)
     }
 }

@@ -32,14 +32,15 @@ extension Store {
     {
         try KeyName.validate(key)
         try checkValueSize(value)
-        let node = node(key, create: true)!
-        if node.kind == .computed { throw ObsError(.readOnly, "'\(key)' is a computed key") }
+        let found = nodes[key]
+        if found?.kind == .computed { throw ObsError(.readOnly, "'\(key)' is a computed key") }
         if let ifRev {
-            let currentRev = node.exists ? max(node.rev, 1) : 0
+            let currentRev = found?.exists == true ? max(found!.rev, 1) : 0
             if currentRev != ifRev {
                 throw ObsError(.conflict, "'\(key)' is at revision \(currentRev), not \(ifRev)", details: ["rev": .int(Int64(currentRev))])
             }
         }
+        let node = found ?? node(key, create: true, placeholder: false)!
         let expiresAt = ttlMs.map { clock.now + Double($0) / 1000 }
         let metaChanged = node.expiresAt != expiresAt || node.owner != owner
         let valueChanged = node.content != .value(value) || always || !node.exists
@@ -71,9 +72,9 @@ extension Store {
     /// `incr`: the new value.
     func incr(_ key: String, by: JSONValue) throws(ObsError) -> JSONValue {
         try KeyName.validate(key)
-        let node = node(key, create: true)!
-        if node.kind == .computed { throw ObsError(.readOnly, "'\(key)' is a computed key") }
-        let current = node.exists ? node.content.value ?? .null : .int(0)
+        let found = nodes[key]
+        if found?.kind == .computed { throw ObsError(.readOnly, "'\(key)' is a computed key") }
+        let current = found?.exists == true ? found!.content.value ?? .null : .int(0)
         let result: JSONValue
         switch (current, by) {
         case (.int(let a), .int(let b)):
@@ -87,7 +88,7 @@ extension Store {
         default:
             throw ObsError(.typeMismatch, "'\(key)' holds \(current.typeName), not a number")
         }
-        writeValue(node, result, always: false)
+        writeValue(found ?? node(key, create: true, placeholder: false)!, result, always: false)
         return result
     }
 
@@ -95,10 +96,10 @@ extension Store {
     func define(_ key: String, _ source: String, replace: Bool) throws(ObsError) -> [String] {
         try KeyName.validate(key)
         let expression = try compile(source)
-        let node = node(key, create: true)!
-        if node.kind == .value && !replace {
+        if nodes[key]?.kind == .value && !replace {
             throw ObsError(.exists, "'\(key)' is a value key; define it with replace: true")
         }
+        let node = node(key, create: true, placeholder: false)!
         if let binding = bindings[key] { uninstall(binding) }
         touch(node)
         current?.redefined.insert(ObjectIdentifier(node))

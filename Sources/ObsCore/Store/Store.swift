@@ -29,6 +29,7 @@ public final class Store {
     /// Placeholder nodes of missing keys, swept by `tick()` once nothing reads them.
     var placeholders: [String] = []
     var nextSessionID: UInt64 = 1
+    var transactionSerial: UInt64 = 0
     let startedAt: Double
 
     /// Set by the daemon when it starts stopping: every request is then answered `shutting_down`.
@@ -51,13 +52,14 @@ public final class Store {
 
     // MARK: Nodes
 
-    /// The node of `name`; with `create`, a placeholder for a missing key.
-    func node(_ name: String, create: Bool) -> KeyNode? {
+    /// The node of `name`; with `create`, a new node for a missing key (a `placeholder` when it is
+    /// made for a reader rather than a writer: `tick()` forgets it once nothing reads it).
+    func node(_ name: String, create: Bool, placeholder: Bool = true) -> KeyNode? {
         if let node = nodes[name] { return node }
         guard create else { return nil }
         let node = KeyNode(name: name, store: self)
         nodes[name] = node
-        placeholders.append(name)
+        if placeholder { placeholders.append(name) }
         return node
     }
 
@@ -140,19 +142,19 @@ public final class Store {
 
     /// Records `node`'s state before the open transaction first changes it.
     func touch(_ node: KeyNode) {
-        guard let current else { return }
-        let id = ObjectIdentifier(node)
-        if current.before[id] == nil {
-            current.before[id] = KeySnapshot(node)
-            current.touched.append(node)
-        }
+        guard let current, node.touchedBy != current.serial else { return }
+        node.touchedBy = current.serial
+        node.touchedIndex = current.touched.count
+        current.touched.append(node)
+        current.before.append(KeySnapshot(node))
     }
 
     /// Runs `body` as one transaction: all of it commits with one new revision, or (when it throws)
     /// none of it does.
     func transact<T>(reason: String? = nil, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, CommitResult) {
         precondition(current == nil, "store transactions do not nest")
-        let transaction = Transaction(reason: reason)
+        transactionSerial += 1
+        let transaction = Transaction(serial: transactionSerial, reason: reason)
         current = transaction
         engine.enter()
         let value: T
@@ -163,6 +165,7 @@ public final class Store {
             evaluateTouched(transaction)
             engine.exit()
             current = nil
+            sweep(transaction.touched)
             throw error
         }
         evaluateTouched(transaction)
@@ -180,7 +183,7 @@ public final class Store {
             if let old, bindings[old.to] == nil { install(old, initialWrite: false) }
         }
         for node in transaction.touched.reversed() {
-            let before = transaction.before[ObjectIdentifier(node)]!
+            let before = transaction.snapshot(of: node)
             if before.expression == nil { setExpression(node, nil) }
             setKind(node, before.kind)
             node.lastGood = before.lastGood
@@ -200,9 +203,9 @@ public final class Store {
 
     private func commit(_ transaction: Transaction) throws(ObsError) -> CommitResult {
         var changed: [(node: KeyNode, before: KeySnapshot)] = []
-        for node in transaction.touched {
+        for (index, node) in transaction.touched.enumerated() {
             let id = ObjectIdentifier(node)
-            let before = transaction.before[id]!
+            let before = transaction.before[index]
             if before.kind != node.kind || before.content != node.content || transaction.forced.contains(id)
                 || transaction.redefined.contains(id)
             {
@@ -231,10 +234,12 @@ public final class Store {
             }
         }
         rev = newRev
-        changed.sort { JSONValue.utf8Precedes($0.node.name, $1.node.name) }
+        var order = Array(changed.indices)
+        if changed.count > 1 { order.sort { JSONValue.utf8Precedes(changed[$0].node.name, changed[$1].node.name) } }
         var events: [KeyEvent] = []
         events.reserveCapacity(changed.count)
-        for (node, before) in changed {
+        for index in order {
+            let (node, before) = changed[index]
             let id = ObjectIdentifier(node)
             if let event = makeEvent(node, before, forced: transaction.forced.contains(id), reason: transaction.reason) {
                 events.append(event)

@@ -13,7 +13,7 @@ struct StoreContext: ExpressionContext {
 
     func exists(key name: String) -> Bool {
         guard let node = store.node(name, create: engine.activeSub != nil) else { return false }
-        if let reader = engine.activeSub { engine.link(node, reader) }
+        if let reader = engine.activeSub { engine.link(node.ref, reader) }
         return node.exists
     }
 
@@ -23,7 +23,7 @@ struct StoreContext: ExpressionContext {
         if let reader = engine.activeSub {
             let entry = store.patterns.entry(for: parsed)
             if entry.matchNode == nil { store.attachMatchNode(to: entry) }
-            engine.link(entry.matchNode!, reader)
+            engine.link(entry.matchNode!.ref, reader)
             names = entry.members!.sorted(by: JSONValue.utf8Precedes)
         } else {
             names = store.keyNames(matching: parsed)
@@ -42,11 +42,11 @@ struct StoreContext: ExpressionContext {
         let reader = tracked ? engine.activeSub : nil
         guard let node = store.node(name, create: reader != nil) else { return nil }
         if node.flags.contains(.running) {
-            if let reader { engine.link(node, reader) }
+            if let reader { engine.link(node.ref, reader) }
             throw ObsError(.cycle, "cycle: '\(name)' depends on itself")
         }
         node.settle()
-        if let reader { engine.link(node, reader) }
+        if let reader { engine.link(node.ref, reader) }
         switch node.content {
         case .missing: return nil
         case .value(let value): return value

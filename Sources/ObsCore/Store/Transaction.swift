@@ -29,8 +29,11 @@ struct KeySnapshot {
 /// The record of one open transaction: the keys and bindings it touched, in order, with their
 /// state before it.
 final class Transaction {
+    /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
+    let serial: UInt64
     var touched: [KeyNode] = []
-    var before: [ObjectIdentifier: KeySnapshot] = [:]
+    /// `before[i]` is the state of `touched[i]` before this transaction.
+    var before: [KeySnapshot] = []
     /// Keys written with `always: true`: a change event even when equal.
     var forced: Set<ObjectIdentifier> = []
     /// Keys whose definition or metadata (expression, TTL, owner) changed: a revision even without
@@ -42,7 +45,12 @@ final class Transaction {
     /// The `reason` of the delete events (TTL expiry, ephemeral removal).
     let reason: String?
 
-    init(reason: String?) { self.reason = reason }
+    init(serial: UInt64, reason: String?) {
+        self.serial = serial
+        self.reason = reason
+    }
+
+    func snapshot(of node: KeyNode) -> KeySnapshot { before[node.touchedIndex] }
 }
 
 /// The outcome of a committed (or empty) write.

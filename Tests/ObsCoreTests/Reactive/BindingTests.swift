@@ -59,7 +59,7 @@ final class BindingTests: XCTestCase {
     func test_bind_toWeakTargetThroughSetter() {
         let source = Observable(3)
         var label: Label? = Label()
-        weak var weakLabel = label
+        weak let weakLabel = label
         let binding = bind(source, to: label!) { label, value in label.text = "\(value)" }
         XCTAssertEqual(label?.text, "3")
         source.value = 7

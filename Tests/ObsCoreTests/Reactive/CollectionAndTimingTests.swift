@@ -139,6 +139,7 @@ final class TrackedModel: @unchecked Sendable {
 }
 
 final class ObservationBridgeTests: XCTestCase {
+    @MainActor
     func test_observableTracking_followsAnObservationProperty() async {
         let model = TrackedModel()
         let name = ObsCore.Observable(tracking: { model.name })
