@@ -311,3 +311,27 @@ final class ShippedConfigTests: XCTestCase {
         XCTAssertEqual(settings, Settings(socket: "/s", stateDirectory: "/d"))
     }
 }
+
+final class StoreConfigurationMappingTests: XCTestCase {
+    func test_everyStoreLimit_comesFromTheSettings() {
+        var settings = Settings(socket: "/s", stateDirectory: "/d")
+        settings.durability = .strict
+        settings.limits.maxLineBytes = 11
+        settings.limits.maxJSONDepth = 12
+        settings.limits.maxValueBytes = 13
+        settings.limits.maxExpressionBytes = 14
+        settings.limits.maxWatches = 15
+        settings.limits.outputBufferBytes = 16
+        settings.limits.history = 17
+        let configuration = storeConfiguration(settings)
+        XCTAssertEqual(configuration.maxLineBytes, 11)
+        XCTAssertEqual(configuration.maxJSONDepth, 12)
+        XCTAssertEqual(configuration.maxValueBytes, 13)
+        XCTAssertEqual(configuration.maxExpressionBytes, 14)
+        XCTAssertEqual(configuration.maxWatchesPerConnection, 15)
+        XCTAssertEqual(configuration.maxOutputBytes, 16)
+        XCTAssertEqual(configuration.historyRevisions, 17)
+        XCTAssertEqual(configuration.durability, "strict")
+        XCTAssertEqual(configuration.serverVersion, obsdVersion)
+    }
+}
