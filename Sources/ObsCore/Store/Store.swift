@@ -105,6 +105,8 @@ public final class Store {
     /// Turns a node into a computed with `expression`, or (nil) stops it being one.
     func setExpression(_ node: KeyNode, _ expression: Expression?) {
         if node.expression != nil, expression == nil {
+            // As a source again, it compares later writes with what its readers last saw.
+            node.committed = node.content
             node.observer?.cancel()
             node.observer = nil
             engine.detachDependencies(of: node)
