@@ -113,3 +113,36 @@ final class StoreSemanticsTests: XCTestCase {
         XCTAssertEqual(client.request(#"{"op":"get","key":"t"}"#)["value"], 1)
     }
 }
+
+final class StoreLifetimeTests: XCTestCase {
+    func test_ttlHeartbeat_extendsTheDeadlineWithoutAnEvent() {
+        let harness = Harness()
+        let client = harness.connect()
+        let watcher = harness.connect()
+        client.request(#"{"op":"set","key":"alive","value":true,"ttl_ms":1000}"#)
+        watcher.request(#"{"op":"watch","keys":["alive"],"initial":false}"#)
+        for _ in 0..<5 {
+            harness.clock.advance(0.8)
+            harness.store.tick()
+            XCTAssertEqual(client.request(#"{"op":"set","key":"alive","value":true,"ttl_ms":1000}"#)["changed"], true)
+        }
+        XCTAssertEqual(watcher.events().count, 0)
+        harness.clock.advance(1.1)
+        harness.store.tick()
+        XCTAssertEqual(watcher.events().map { $0["reason"] }, ["ttl"])
+    }
+
+    func test_storeGoesAwayWithItsGraph() {
+        weak var weakStore: Store?
+        do {
+            let harness = Harness()
+            let client = harness.connect()
+            client.request(#"{"op":"set","key":"a","value":1}"#)
+            client.request(#"{"op":"define","key":"b","expr":"$a + 1"}"#)
+            XCTAssertEqual(client.request(#"{"op":"bind","from":"b","to":"c"}"#)["ok"], true)
+            client.session.close()
+            weakStore = harness.store
+        }
+        XCTAssertNil(weakStore)
+    }
+}
