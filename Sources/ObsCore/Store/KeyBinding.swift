@@ -44,7 +44,25 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
         super.init(flags: [.watcher, .effect])
     }
 
-    override func runWatcher() { run(write: true) }
+    override func runWatcher() { run(write: inputsChanged) }
+
+    /// Whether what this effect read differs from the start of the transaction. A key read in the
+    /// middle of a batch (by a `define`) can change and change back within it: the engine then
+    /// sees two changes, but the binding's source did not change.
+    private var inputsChanged: Bool {
+        guard let current = store.current else { return true }
+        var link = deps
+        while let edge = link {
+            guard let key = edge.dep.takeUnretainedValue() as? KeyNode else { return true }
+            if key.touchedBy == current.serial,
+                current.snapshot(of: key).content != key.content || current.forced.contains(ObjectIdentifier(key))
+            {
+                return true
+            }
+            link = edge.nextDep
+        }
+        return false
+    }
 
     /// Reads the source (recording it and whatever the transform reads as dependencies) and, with
     /// `write`, writes the result into the target. A missing source, a source in the error state and

@@ -50,6 +50,22 @@ public final class Store {
         try load(state)
     }
 
+    /// Unlinks the store's watchers and computeds from the engine, which would otherwise keep them
+    /// (and the nodes they read) alive.
+    deinit {
+        engine.enter()
+        for binding in bindings.values {
+            binding.forward?.cancel()
+            binding.backward?.cancel()
+        }
+        for node in nodes.values where node.expression != nil {
+            node.observer?.cancel()
+            node.observer = nil
+            engine.detachDependencies(of: node)
+        }
+        engine.exit()
+    }
+
     // MARK: Nodes
 
     /// The node of `name`; with `create`, a new node for a missing key (a `placeholder` when it is
@@ -105,6 +121,8 @@ public final class Store {
     /// Turns a node into a computed with `expression`, or (nil) stops it being one.
     func setExpression(_ node: KeyNode, _ expression: Expression?) {
         if node.expression != nil, expression == nil {
+            // As a source again, it compares later writes with what its readers last saw.
+            node.committed = node.content
             node.observer?.cancel()
             node.observer = nil
             engine.detachDependencies(of: node)

@@ -40,7 +40,7 @@ struct StoreContext: ExpressionContext {
 
     private func read(_ name: String, tracked: Bool) throws(ObsError) -> JSONValue? {
         let reader = tracked ? engine.activeSub : nil
-        guard let node = store.node(name, create: reader != nil) else { return nil }
+        guard let node = lookup(name, reader: reader) else { return nil }
         if node.flags.contains(.running) {
             if let reader { engine.link(node.ref, reader) }
             throw ObsError(.cycle, "cycle: '\(name)' depends on itself")
@@ -52,5 +52,19 @@ struct StoreContext: ExpressionContext {
         case .value(let value): return value
         case .error(let error): throw error
         }
+    }
+
+    /// The node of a key being read. A computed usually reads its keys in the same order as last
+    /// time, so the link after the last one read already names it: no hashing.
+    private func lookup(_ name: String, reader: Unmanaged<ReactiveNode>?) -> KeyNode? {
+        if let reader {
+            let tail = reader.depsTail
+            if let next = tail != nil ? tail!.nextDep : reader.deps,
+                let key = next.dep.takeUnretainedValue() as? KeyNode, key.name == name
+            {
+                return key
+            }
+        }
+        return store.node(name, create: reader != nil)
     }
 }
