@@ -7,6 +7,7 @@ let sections: [(name: String, run: () -> Void)] = [
     ("reactivity", runReactivityBenchmarks),
     ("json", runJSONBenchmark),
     ("alloc", runAllocationProbe),
+    ("store", runStoreBenchmark),
 ]
 
 let requested = CommandLine.arguments.dropFirst().first

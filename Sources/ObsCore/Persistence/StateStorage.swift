@@ -100,24 +100,38 @@ public protocol StateStorage: AnyObject {
     func sync() throws(ObsError)
 }
 
-/// A storage that keeps its state in memory only: for `--memory` and for tests.
+/// A storage that keeps its state in memory only: for `--memory` and for tests. Commits cost the
+/// size of the transaction, not of the state.
 public final class MemoryStorage: StateStorage {
-    private var state: StoredState
+    private var rev: UInt64
+    private var keys: [String: StoredKey] = [:]
+    private var definitions: [String: StoredDefinition] = [:]
+    private var bindings: [String: StoredBinding] = [:]
 
     public init(_ state: StoredState = StoredState()) {
-        self.state = state
+        rev = state.rev
+        for key in state.keys { keys[key.key] = key }
+        for definition in state.definitions { definitions[definition.key] = definition }
+        for binding in state.bindings { bindings[binding.to] = binding }
     }
 
-    public func load() throws(ObsError) -> StoredState { state }
+    /// The state, each list sorted by key name.
+    public func load() throws(ObsError) -> StoredState {
+        StoredState(
+            rev: rev,
+            keys: keys.values.sorted { $0.key < $1.key },
+            definitions: definitions.values.sorted { $0.key < $1.key },
+            bindings: bindings.values.sorted { $0.to < $1.to })
+    }
 
     public func commit(_ transaction: StoredTransaction) throws(ObsError) {
-        state.rev = transaction.rev
-        let deletedKeys = Set(transaction.deletedKeys).union(transaction.putKeys.map(\.key))
-        state.keys = state.keys.filter { !deletedKeys.contains($0.key) } + transaction.putKeys
-        let deletedDefinitions = Set(transaction.deletedDefinitions).union(transaction.putDefinitions.map(\.key))
-        state.definitions = state.definitions.filter { !deletedDefinitions.contains($0.key) } + transaction.putDefinitions
-        let deletedBindings = Set(transaction.deletedBindings).union(transaction.putBindings.map(\.to))
-        state.bindings = state.bindings.filter { !deletedBindings.contains($0.to) } + transaction.putBindings
+        rev = transaction.rev
+        for name in transaction.deletedKeys { keys[name] = nil }
+        for key in transaction.putKeys { keys[key.key] = key }
+        for name in transaction.deletedDefinitions { definitions[name] = nil }
+        for definition in transaction.putDefinitions { definitions[definition.key] = definition }
+        for target in transaction.deletedBindings { bindings[target] = nil }
+        for binding in transaction.putBindings { bindings[binding.to] = binding }
     }
 
     public func sync() throws(ObsError) {}

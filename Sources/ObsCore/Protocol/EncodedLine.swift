@@ -1,0 +1,38 @@
+/// One output line, ready for the socket: the bytes of `head` then `body`, ending with "\n".
+///
+/// An event sent to many watches is encoded once: every copy shares the same `body` storage (a
+/// Swift array copied without copying its bytes) and only the small `head`
+/// (`{"event":"change","watch":N`) is per watch. A daemon can write both with one `writev`.
+public struct EncodedLine: Sendable {
+    /// Bytes specific to this line; may be empty.
+    public let head: [UInt8]
+    /// Bytes shared with the other lines carrying the same event; ends with "\n".
+    public let body: [UInt8]
+    /// Durability hook for `strict` mode: this response acknowledges a transaction that changed
+    /// persisted state, so it (and every line after it on the same connection) must not be sent
+    /// before `StateStorage.sync()` has returned. In `normal` mode the commit already happened.
+    public let needsSync: Bool
+
+    public init(head: [UInt8] = [], body: [UInt8], needsSync: Bool = false) {
+        self.head = head
+        self.body = body
+        self.needsSync = needsSync
+    }
+
+    /// Total length in bytes.
+    public var count: Int { head.count + body.count }
+
+    /// The whole line as one array (a copy: for tests and simple writers).
+    public var bytes: [UInt8] { head + body }
+
+    /// The line without its newline, as text.
+    public var text: String { String(decoding: bytes.dropLast(), as: UTF8.self) }
+}
+
+/// Where a session writes its lines: the daemon's connection (or a test's capture).
+public protocol SessionOutput: AnyObject {
+    /// Queues a line for the peer.
+    func write(_ line: EncodedLine)
+    /// Bytes written but not yet sent to the peer: past the store's limit, watches stop queuing.
+    var pendingBytes: Int { get }
+}

@@ -1,0 +1,136 @@
+/// Writes a JSON object member by member in a fixed order (protocol lines list their fields in
+/// the order protocol.md shows), values in the canonical encoding.
+struct ObjectWriter {
+    var bytes: [UInt8] = []
+    private var needsComma: Bool
+
+    /// A writer of a whole object (`{...}`), or of the members after a head written elsewhere
+    /// (`continuing`: every member starts with a comma).
+    init(continuing: Bool = false) {
+        needsComma = continuing
+        bytes.reserveCapacity(96)
+        if !continuing { bytes.append(UInt8(ascii: "{")) }
+    }
+
+    private mutating func name(_ name: String) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        needsComma = true
+        JSONValue.appendString(name, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func field(_ key: String, _ value: JSONValue) {
+        name(key)
+        value.encode(into: &bytes)
+    }
+
+    mutating func field(_ key: String, _ value: UInt64) {
+        name(key)
+        JSONValue.appendInteger(Int64(clamping: value), to: &bytes)
+    }
+
+    mutating func field(_ key: String, _ value: String) {
+        name(key)
+        JSONValue.appendString(value, to: &bytes)
+    }
+
+    mutating func field(_ key: String, _ value: Bool) {
+        name(key)
+        bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
+    }
+
+    mutating func field(_ key: String, raw: [UInt8]) {
+        name(key)
+        bytes.append(contentsOf: raw)
+    }
+
+    mutating func field(_ key: String, error: ObsError) {
+        name(key)
+        var inner = ObjectWriter()
+        inner.field("code", error.code.rawValue)
+        inner.field("message", error.message)
+        for detail in error.details.keys.sorted(by: JSONValue.utf8Precedes) {
+            inner.field(detail, error.details[detail]!)
+        }
+        bytes.append(contentsOf: inner.closed(newline: false))
+    }
+
+    /// The object closed, with the line's newline.
+    func closed(newline: Bool = true) -> [UInt8] {
+        var result = bytes
+        result.append(UInt8(ascii: "}"))
+        if newline { result.append(UInt8(ascii: "\n")) }
+        return result
+    }
+}
+
+/// The lines of protocol.md's responses and events.
+enum LineEncoding {
+    static func response(id: JSONValue, fields: [(String, JSONValue)], raw: [(String, [UInt8])] = [], needsSync: Bool = false) -> EncodedLine {
+        var writer = ObjectWriter()
+        writer.field("id", id)
+        writer.field("ok", true)
+        for (name, value) in fields { writer.field(name, value) }
+        for (name, bytes) in raw { writer.field(name, raw: bytes) }
+        return EncodedLine(body: writer.closed(), needsSync: needsSync)
+    }
+
+    static func error(id: JSONValue, _ error: ObsError) -> EncodedLine {
+        var writer = ObjectWriter()
+        writer.field("id", id)
+        writer.field("ok", false)
+        writer.field("error", error: error)
+        return EncodedLine(body: writer.closed())
+    }
+
+    /// `{"event":NAME,"watch":ID`: the per-watch part of an event line.
+    static func head(_ event: String, watch: Int) -> [UInt8] {
+        var writer = ObjectWriter()
+        writer.field("event", event)
+        writer.field("watch", JSONValue.int(Int64(watch)))
+        return writer.bytes
+    }
+
+    /// The shared part of a key event: everything after the `watch` member.
+    static func body(_ event: KeyEvent) -> [UInt8] {
+        var writer = ObjectWriter(continuing: true)
+        writer.field("key", event.key)
+        switch event.kind {
+        case .change:
+            if let old = event.old { writer.field("old", old) }
+            writer.field("new", event.new ?? .null)
+            writer.field("rev", event.rev)
+            writer.field("created", event.created)
+        case .delete:
+            writer.field("old", event.old ?? .null)
+            writer.field("rev", event.rev)
+            if let reason = event.reason { writer.field("reason", reason) }
+        case .error:
+            writer.field("error", error: event.error ?? ObsError(.evalError, "unknown error"))
+            writer.field("rev", event.rev)
+        }
+        return writer.closed()
+    }
+
+    static func eventName(_ kind: KeyEvent.Kind) -> String {
+        switch kind {
+        case .change: "change"
+        case .delete: "delete"
+        case .error: "error"
+        }
+    }
+
+    /// An object with its members in the given order, without a newline.
+    static func orderedObject(_ fields: [(String, JSONValue)]) -> [UInt8] {
+        var writer = ObjectWriter()
+        for (name, value) in fields { writer.field(name, value) }
+        return writer.closed(newline: false)
+    }
+
+    /// The body of any other event: its members in order.
+    static func body(_ fields: [(String, JSONValue)]) -> [UInt8] {
+        var writer = ObjectWriter(continuing: true)
+        for (name, value) in fields { writer.field(name, value) }
+        return writer.closed()
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// The read operations of the table.
+extension Session {
+    func hello(_ request: Request) throws(ObsError) -> Reply {
+        if let version = request.uint("protocol"), version != 1 {
+            throw ObsError(.badRequest, "field 'protocol' must be 1 (the only version)")
+        }
+        return Reply(fields: [("server", "obsd"), ("version", .string(store.configuration.serverVersion)), ("protocol", 1),
+                              ("rev", .int(Int64(store.rev))), ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier)))])
+    }
+
+    func ping(_ request: Request) -> Reply {
+        Reply(fields: [("rev", .int(Int64(store.rev)))])
+    }
+
+    func get(_ request: Request) throws(ObsError) -> Reply {
+        engine.enter()
+        defer { engine.exit() }
+        if let key = request.string("key") {
+            try KeyName.validate(key)
+            guard let node = store.existing(key) else { throw ObsError(.notFound, "no key '\(key)'") }
+            node.settle()
+            switch node.content {
+            case .value(let value):
+                return Reply(fields: [("key", .string(key)), ("value", value), ("kind", .string(node.kind!.rawValue)),
+                                      ("rev", .int(Int64(node.rev))), ("version", .int(Int64(node.version)))])
+            case .error(let error):
+                throw ObsError(.evalError, error.message)
+            case .missing:
+                throw ObsError(.notFound, "no key '\(key)'")
+            }
+        }
+        guard let pattern = request.string("pattern") else { throw ObsError(.badRequest, "missing field 'key' or 'pattern'") }
+        let parsed = try KeyPattern(pattern)
+        var items: [JSONValue] = []
+        for name in store.keyNames(matching: parsed) {
+            let node = store.existing(name)!
+            node.settle()
+            var item: [String: JSONValue] = ["key": .string(name), "kind": .string(node.kind!.rawValue),
+                                             "rev": .int(Int64(node.rev)), "version": .int(Int64(node.version))]
+            switch node.content {
+            case .value(let value): item["value"] = value
+            case .error(let error): item["error"] = .object(["code": .string(error.code.rawValue), "message": .string(error.message)])
+            case .missing: continue
+            }
+            items.append(.object(item))
+        }
+        return Reply(fields: [("items", .array(items)), ("rev", .int(Int64(store.rev)))])
+    }
+
+    func list(_ request: Request) throws(ObsError) -> Reply {
+        let pattern = try KeyPattern(request.string("pattern") ?? "**")
+        let keys = store.keyNames(matching: pattern).map { name -> JSONValue in
+            .object(["key": .string(name), "kind": .string(store.existing(name)!.kind!.rawValue)])
+        }
+        return Reply(fields: [("keys", .array(keys))])
+    }
+
+    func describe(_ request: Request) throws(ObsError) -> Reply {
+        let key = request.string("key")!
+        try KeyName.validate(key)
+        guard let node = store.existing(key) else { throw ObsError(.notFound, "no key '\(key)'") }
+        var fields: [(String, JSONValue)] = [("key", .string(key)), ("kind", .string(node.kind!.rawValue))]
+        if let expression = node.expression { fields.append(("expr", .string(expression.source))) }
+        fields.append(("deps", .array(node.dependencyNames.map { .string($0) })))
+        fields.append(("dependents", .array(node.dependentNames.sorted(by: JSONValue.utf8Precedes).map { .string($0) })))
+        if let binding = store.bindings[key] {
+            var inbound: [String: JSONValue] = ["from": .string(binding.source(of: key)), "two_way": .bool(binding.twoWay)]
+            if let map = key == binding.to ? binding.map : binding.unmap { inbound["map"] = .string(map.source) }
+            fields.append(("binding", .object(inbound)))
+        }
+        fields.append(("rev", .int(Int64(node.rev))))
+        fields.append(("created_rev", .int(Int64(node.createdRev))))
+        fields.append(("version", .int(Int64(node.version))))
+        if let expiresAt = node.expiresAt {
+            fields.append(("ttl_ms", .int(Int64(max(0, ((expiresAt - store.clock.now) * 1000).rounded())))))
+        }
+        if node.owner != nil { fields.append(("ephemeral", true)) }
+        return Reply(fields: fields)
+    }
+
+    func graph(_ request: Request) throws(ObsError) -> Reply {
+        let pattern = try KeyPattern(request.string("pattern") ?? "**")
+        let names = store.keyNames(matching: pattern)
+        var nodes: [JSONValue] = []
+        var edges: [JSONValue] = []
+        for name in names {
+            let node = store.existing(name)!
+            nodes.append(.object(["key": .string(name), "kind": .string(node.kind!.rawValue)]))
+            for dep in node.dependencyNames {
+                edges.append(.object(["from": .string(dep), "to": .string(name), "type": "dep"]))
+            }
+            if let binding = store.bindings[name] {
+                edges.append(.object(["from": .string(binding.source(of: name)), "to": .string(name), "type": "bind"]))
+            }
+        }
+        return Reply(fields: [("nodes", .array(nodes)), ("edges", .array(edges))])
+    }
+
+    func eval(_ request: Request) throws(ObsError) -> Reply {
+        let expression = try store.compile(request.string("expr")!)
+        engine.enter()
+        defer { engine.exit() }
+        let reader = engine.activeSub
+        engine.activeSub = nil
+        defer { engine.activeSub = reader }
+        do {
+            return Reply(fields: [("value", try expression.evaluate(in: StoreContext(store: store)))])
+        } catch {
+            throw error.code == .cycle ? error : ObsError(.evalError, error.message)
+        }
+    }
+
+    func statsReply(_ request: Request) -> Reply {
+        let stats = store.stats
+        return Reply(fields: [
+            ("rev", .int(Int64(store.rev))), ("keys", .int(Int64(store.keyCount))), ("computed", .int(Int64(store.computedCount))),
+            ("bindings", .int(Int64(store.bindingCount))), ("connections", .int(Int64(stats.connections))),
+            ("watches", .int(Int64(stats.watches))), ("uptime_s", .double((store.clock.monotonic - store.startedAt).rounded())),
+            ("events_sent", .int(Int64(stats.eventsSent))), ("overflows", .int(Int64(stats.overflows))),
+            ("durability", .string(store.configuration.durability)),
+        ])
+    }
+
+    func dump(_ request: Request) -> Reply {
+        Reply(fields: store.dump())
+    }
+}

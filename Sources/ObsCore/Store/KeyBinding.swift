@@ -1,0 +1,177 @@
+/// A binding into a value key: `from -> to`, or `from <-> to` (two-way), each direction an effect
+/// node of the engine, so a binding's write is part of the transaction that changed its source.
+final class KeyBinding {
+    let from: String
+    let to: String
+    let map: Expression?
+    let unmap: Expression?
+    let twoWay: Bool
+    var forward: BindingEffect?
+    var backward: BindingEffect?
+
+    init(from: String, to: String, map: Expression?, unmap: Expression?, twoWay: Bool) {
+        self.from = from
+        self.to = to
+        self.map = map
+        self.unmap = unmap
+        self.twoWay = twoWay
+    }
+
+    var stored: StoredBinding {
+        StoredBinding(from: from, to: to, map: map?.source, twoWay: twoWay, unmap: unmap?.source)
+    }
+
+    /// The source of the key `target` in this binding.
+    func source(of target: String) -> String { target == to ? from : to }
+}
+
+/// One direction of a binding: when its source changes, writes the (mapped) value into its target.
+final class BindingEffect: ReactiveNode, @unchecked Sendable {
+    unowned let store: Store
+    let source: String
+    let target: String
+    let transform: Expression?
+    /// The other direction of a two-way binding: a change it wrote is not echoed back.
+    unowned(unsafe) var partner: BindingEffect?
+    /// The target's `writeCount` after this effect's last write.
+    var lastWrite: UInt64 = 0
+
+    init(store: Store, source: String, target: String, transform: Expression?) {
+        self.store = store
+        self.source = source
+        self.target = target
+        self.transform = transform
+        super.init(flags: [.watcher, .effect])
+    }
+
+    override func runWatcher() { run(write: inputsChanged) }
+
+    /// Whether what this effect read differs from the start of the transaction. A key read in the
+    /// middle of a batch (by a `define`) can change and change back within it: the engine then
+    /// sees two changes, but the binding's source did not change.
+    private var inputsChanged: Bool {
+        guard let current = store.current else { return true }
+        var link = deps
+        while let edge = link {
+            guard let key = edge.dep.takeUnretainedValue() as? KeyNode else { return true }
+            if key.touchedBy == current.serial,
+                current.snapshot(of: key).content != key.content || current.forced.contains(ObjectIdentifier(key))
+            {
+                return true
+            }
+            link = edge.nextDep
+        }
+        return false
+    }
+
+    /// Reads the source (recording it and whatever the transform reads as dependencies) and, with
+    /// `write`, writes the result into the target. A missing source, a source in the error state and
+    /// a failing transform write nothing.
+    func run(write: Bool) {
+        let reader = engine.activeSub
+        engine.activeSub = ref
+        depsTail = nil
+        let node = store.node(source, create: true)!
+        node.settle()
+        engine.link(node.ref, ref)
+        var result: JSONValue?
+        let echo = partner.map { node.writeCount == $0.lastWrite && $0.lastWrite != 0 } ?? false
+        if !echo, case .value(let value) = node.content {
+            if let transform {
+                engine.evaluationDepth += 1
+                result = try? transform.evaluate(in: StoreContext(store: store), value: value)
+                engine.evaluationDepth -= 1
+            } else {
+                result = value
+            }
+        }
+        engine.activeSub = reader
+        engine.purgeStaleDependencies(of: self)
+        guard write, let result else { return }
+        let targetNode = store.node(target, create: true)!
+        guard targetNode.kind != .computed else { return }
+        store.writeValue(targetNode, result, always: false)
+        lastWrite = targetNode.writeCount
+    }
+
+    func cancel() {
+        engine.enter()
+        flags.insert(.disposed)
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
+        engine.exit()
+        engine.detachDependencies(of: self)
+    }
+}
+
+extension Store {
+    /// Records a binding's state before the open transaction first changes it.
+    func recordBinding(_ target: String) {
+        guard let current, current.bindingsBefore[target] == nil else { return }
+        current.bindingsBefore[target] = .some(bindings[target])
+        current.bindingOrder.append(target)
+    }
+
+    /// Makes `binding` live: its effects, and (with `initialWrite`) its first write. Inside the engine.
+    func install(_ binding: KeyBinding, initialWrite: Bool) {
+        recordBinding(binding.to)
+        bindings[binding.to] = binding
+        bindingCount += 1
+        let forward = BindingEffect(store: self, source: binding.from, target: binding.to, transform: binding.map)
+        binding.forward = forward
+        if binding.twoWay {
+            recordBinding(binding.from)
+            bindings[binding.from] = binding
+            let backward = BindingEffect(store: self, source: binding.to, target: binding.from, transform: binding.unmap)
+            binding.backward = backward
+            forward.partner = backward
+            backward.partner = forward
+            backward.run(write: false)
+        }
+        forward.run(write: initialWrite)
+    }
+
+    func uninstall(_ binding: KeyBinding) {
+        recordBinding(binding.to)
+        bindings[binding.to] = nil
+        if binding.twoWay {
+            recordBinding(binding.from)
+            bindings[binding.from] = nil
+        }
+        bindingCount -= 1
+        binding.forward?.cancel()
+        binding.backward?.cancel()
+        binding.forward = nil
+        binding.backward = nil
+    }
+
+    /// The keys `name` takes its value from: a computed's last dependencies, a bound key's source.
+    func inputs(of name: String, ignoringBindingsInto ignored: Set<String>) -> [String] {
+        var result: [String] = []
+        if let node = nodes[name], node.kind == .computed { result = node.dependencyNames }
+        if !ignored.contains(name), let binding = bindings[name] { result.append(binding.source(of: name)) }
+        return result
+    }
+
+    /// A path of inputs from `start` back to `goal` (`start`, ..., `goal`), if any: how a new edge
+    /// "goal reads start" would close a cycle.
+    func inputPath(from start: String, to goal: String, ignoringBindingsInto ignored: Set<String> = []) -> [String]? {
+        var parent: [String: String] = [start: start]
+        var stack = [start]
+        while let name = stack.popLast() {
+            if name == goal {
+                var path = [goal]
+                var step = goal
+                while step != start {
+                    step = parent[step]!
+                    path.append(step)
+                }
+                return path.reversed()
+            }
+            for input in inputs(of: name, ignoringBindingsInto: ignored) where parent[input] == nil {
+                parent[input] = name
+                stack.append(input)
+            }
+        }
+        return nil
+    }
+}

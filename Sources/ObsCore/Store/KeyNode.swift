@@ -1,0 +1,177 @@
+/// What a key holds at a moment: nothing, a value, or (computed keys) an evaluation error.
+enum KeyContent: Equatable {
+    case missing
+    case value(JSONValue)
+    case error(ObsError)
+
+    var value: JSONValue? {
+        if case .value(let value) = self { return value }
+        return nil
+    }
+}
+
+/// The kind of an existing key, as written on the wire.
+enum KeyKind: String, Sendable {
+    case value
+    case computed
+}
+
+/// One named key as a node of the engine. The node outlives the key: a missing key that something
+/// reads keeps a node (a placeholder) so that creating it later reaches its readers, and a key that
+/// changes kind (value to computed and back) keeps its subscribers.
+///
+/// As a value key it is a source (the pattern of `Observable`: `committed` is what subscribers last
+/// saw, compared by the first checker). As a computed key it is recomputable: `update()` evaluates
+/// its expression, recording each key read as a dependency.
+final class KeyNode: ReactiveNode, @unchecked Sendable {
+    let name: String
+    unowned let store: Store
+    var kind: KeyKind?
+    var content: KeyContent = .missing
+    /// Value keys: the content as of the last time a subscriber checked it.
+    var committed: KeyContent = .missing
+    /// An `always` write since the last check: a change even when equal.
+    var forced = false
+    var expression: Expression?
+    /// The last successful value, for the `old` of a recovery from the error state.
+    var lastGood: JSONValue?
+    var rev: UInt64 = 0
+    var createdRev: UInt64 = 0
+    var version: UInt64 = 0
+    /// Wall-clock expiry of a key set with `ttl_ms`.
+    var expiresAt: Double?
+    /// The session owning an ephemeral key.
+    var owner: UInt64?
+    /// Bumped on every applied write; a two-way binding recognises its partner's writes by it.
+    var writeCount: UInt64 = 0
+    /// Computed keys: the watcher that makes the store evaluate it in every transaction that
+    /// reaches it (history and watches need every change).
+    var observer: KeyObserver?
+    /// The serial of the last transaction that recorded this node, and its place in that record.
+    var touchedBy: UInt64 = 0
+    var touchedIndex = 0
+
+    init(name: String, store: Store) {
+        self.name = name
+        self.store = store
+        super.init(flags: [])
+    }
+
+    var exists: Bool { kind != nil }
+
+    override func update() -> Bool {
+        guard let expression else {
+            flags.remove(.dirty)
+            let changed = forced || committed != content
+            committed = content
+            forced = false
+            return changed
+        }
+        store.touch(self)
+        let reader = engine.activeSub
+        engine.activeSub = ref
+        depsTail = nil
+        flags.remove([.dirty, .pending])
+        flags.insert(.running)
+        engine.evaluationDepth += 1
+        let result: KeyContent
+        do {
+            result = .value(try expression.evaluate(in: StoreContext(store: store)))
+        } catch {
+            result = .error(error.code == .cycle ? error : ObsError(.evalError, error.message))
+        }
+        engine.evaluationDepth -= 1
+        flags.remove(.running)
+        engine.activeSub = reader
+        engine.purgeStaleDependencies(of: self)
+        if result == content { return false }
+        if case .value(let value) = result { lastGood = value }
+        content = result
+        return true
+    }
+
+    /// Value keys: applies a write inside the current transaction.
+    func write(_ newContent: KeyContent, always: Bool) {
+        content = newContent
+        writeCount &+= 1
+        if let value = newContent.value { lastGood = value }
+        if subs == nil {
+            committed = newContent
+            forced = false
+            flags.remove(.dirty)
+        } else {
+            if always { forced = true }
+            engine.propagate(from: self)
+        }
+    }
+
+    /// A read that settles a dirty value key first, as `Observable` does, so that every subscriber
+    /// of a dirty source is marked before anyone sees its new value.
+    func settle() {
+        if expression == nil {
+            if flags.contains(.dirty), update(), let subs { engine.shallowPropagate(subs) }
+        } else {
+            engine.refresh(self)
+        }
+    }
+
+    /// The names of the keys this computed read on its last evaluation, in reading order.
+    var dependencyNames: [String] {
+        var names: [String] = []
+        var link = deps
+        while let current = link {
+            if let key = current.dep.takeUnretainedValue() as? KeyNode { names.append(key.name) }
+            link = current.nextDep
+        }
+        return names
+    }
+
+    /// The computed keys that read this key.
+    var dependentNames: [String] {
+        var names: [String] = []
+        var link = subs
+        while let current = link {
+            if let key = current.sub.takeUnretainedValue() as? KeyNode { names.append(key.name) }
+            link = current.nextSub
+        }
+        return names
+    }
+}
+
+/// The watcher of one computed key. It does nothing when run: being queued is what makes the
+/// engine check, and so evaluate, the computed at the end of every transaction that reaches it;
+/// the computed records its own change.
+final class KeyObserver: ReactiveNode, @unchecked Sendable {
+    init(observing node: KeyNode) {
+        super.init(flags: [.watcher])
+        engine.link(node.ref, ref)
+    }
+
+    func cancel() {
+        engine.enter()
+        flags.insert(.disposed)
+        if flags.contains(.queued) { engine.keepUntilSettled(self) }
+        engine.exit()
+        engine.detachDependencies(of: self)
+    }
+}
+
+/// The set of keys matching one `match()` pattern, as a source: bumped when a matching key is
+/// created or deleted.
+final class MatchNode: ReactiveNode, @unchecked Sendable {
+    private var changed = false
+
+    init() { super.init(flags: []) }
+
+    func bump() {
+        guard subs != nil else { return }
+        changed = true
+        engine.propagate(from: self)
+    }
+
+    override func update() -> Bool {
+        flags.remove(.dirty)
+        defer { changed = false }
+        return changed
+    }
+}

@@ -1,0 +1,27 @@
+/// A small in-process API, for the daemon's own keys, tools and benchmarks: the same transactions
+/// as the requests of the same names.
+extension Store {
+    /// Sets a value key as one transaction; the store's revision after it.
+    @discardableResult
+    public func setValue(_ value: JSONValue, forKey key: String) throws(ObsError) -> UInt64 {
+        try transact { () throws(ObsError) in try set(key, value) }.1.rev
+    }
+
+    /// Defines (or redefines) a computed key as one transaction; the store's revision after it.
+    @discardableResult
+    public func defineComputed(_ key: String, expression: String) throws(ObsError) -> UInt64 {
+        try transact { () throws(ObsError) in try define(key, expression, replace: true) }.1.rev
+    }
+
+    /// The current value of a key (nil when missing or in the error state).
+    public func value(forKey key: String) -> JSONValue? {
+        guard let node = existing(key) else { return nil }
+        engine.enter()
+        node.settle()
+        engine.exit()
+        return node.content.value
+    }
+
+    /// How many keys exist.
+    public var count: Int { keyCount }
+}

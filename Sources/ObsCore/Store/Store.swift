@@ -1,0 +1,352 @@
+/// The state obsd serves: named value and computed keys as nodes of the engine, bindings, the
+/// revision counter, history and the watches of every session. It does no I/O of its own: it calls
+/// its `StateStorage` for every committed transaction and writes lines to `SessionOutput`s.
+///
+/// Single-threaded: the daemon calls it (and its sessions) from one thread.
+public final class Store {
+    public let configuration: StoreConfiguration
+    let storage: any StateStorage
+    let clock: any StoreClock
+
+    var nodes: [String: KeyNode] = [:]
+    var keyCount = 0
+    var computedCount = 0
+    /// The global revision: one per committed transaction.
+    public internal(set) var rev: UInt64
+    var patterns = PatternIndex()
+    /// Bindings by target; a two-way binding is listed under both of its keys.
+    var bindings: [String: KeyBinding] = [:]
+    var bindingCount = 0
+    var history: History
+    var current: Transaction?
+    /// Keys with a TTL, by wall-clock deadline (stale entries are skipped when popped).
+    var expiries = DeadlineHeap<KeyNode>()
+    /// Computeds that read the clock, re-evaluated every `timeRefreshInterval`.
+    var timeNodes: [ObjectIdentifier: KeyNode] = [:]
+    var nextTimeRefresh: Double?
+    /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
+    var watchTimers = DeadlineHeap<Watch>()
+    /// Placeholder nodes of missing keys, swept by `tick()` once nothing reads them.
+    var placeholders: [String] = []
+    var nextSessionID: UInt64 = 1
+    var transactionSerial: UInt64 = 0
+    let startedAt: Double
+
+    /// Set by the daemon when it starts stopping: every request is then answered `shutting_down`.
+    public var isShuttingDown = false
+
+    /// Counters reported by `stats`. Sessions maintain `connections` themselves.
+    public var stats = StoreStats()
+
+    /// Loads the storage's state and evaluates every computed from it.
+    public init(configuration: StoreConfiguration = .init(), storage: any StateStorage, clock: any StoreClock) throws(ObsError) {
+        self.configuration = configuration
+        self.storage = storage
+        self.clock = clock
+        let state = try storage.load()
+        rev = state.rev
+        history = History(capacity: configuration.historyRevisions, start: state.rev)
+        startedAt = clock.monotonic
+        try load(state)
+    }
+
+    /// Unlinks the store's watchers and computeds from the engine, which would otherwise keep them
+    /// (and the nodes they read) alive.
+    deinit {
+        engine.enter()
+        for binding in bindings.values {
+            binding.forward?.cancel()
+            binding.backward?.cancel()
+        }
+        for node in nodes.values where node.expression != nil {
+            node.observer?.cancel()
+            node.observer = nil
+            engine.detachDependencies(of: node)
+        }
+        engine.exit()
+    }
+
+    // MARK: Nodes
+
+    /// The node of `name`; with `create`, a new node for a missing key (a `placeholder` when it is
+    /// made for a reader rather than a writer: `tick()` forgets it once nothing reads it).
+    func node(_ name: String, create: Bool, placeholder: Bool = true) -> KeyNode? {
+        if let node = nodes[name] { return node }
+        guard create else { return nil }
+        let node = KeyNode(name: name, store: self)
+        nodes[name] = node
+        if placeholder { placeholders.append(name) }
+        return node
+    }
+
+    /// The node of an existing key.
+    func existing(_ name: String) -> KeyNode? {
+        guard let node = nodes[name], node.exists else { return nil }
+        return node
+    }
+
+    /// Changes whether and how a key exists, keeping counts and `match()` memberships current.
+    func setKind(_ node: KeyNode, _ kind: KeyKind?) {
+        let old = node.kind
+        guard old != kind else { return }
+        node.kind = kind
+        if old == .computed { computedCount -= 1 }
+        if kind == .computed { computedCount += 1 }
+        if (old == nil) != (kind == nil) {
+            keyCount += kind == nil ? -1 : 1
+            let created = kind != nil
+            patterns.forEachEntry(matching: node.name) { entry in
+                guard entry.members != nil else { return }
+                if created { entry.members!.insert(node.name) } else { entry.members!.remove(node.name) }
+                entry.matchNode?.bump()
+            }
+        }
+    }
+
+    func attachMatchNode(to entry: PatternEntry) {
+        entry.matchNode = MatchNode()
+        entry.members = Set(keyNames(matching: entry.pattern))
+    }
+
+    /// Every existing key matching `pattern`, sorted. Scans the keys unless the pattern is one name:
+    /// for reads, never on the write path.
+    func keyNames(matching pattern: KeyPattern) -> [String] {
+        if !pattern.hasWildcard {
+            return existing(pattern.text) != nil ? [pattern.text] : []
+        }
+        return nodes.values.lazy.filter { $0.exists && pattern.matches($0.name) }.map(\.name)
+            .sorted(by: JSONValue.utf8Precedes)
+    }
+
+    /// Turns a node into a computed with `expression`, or (nil) stops it being one.
+    func setExpression(_ node: KeyNode, _ expression: Expression?) {
+        if node.expression != nil, expression == nil {
+            // As a source again, it compares later writes with what its readers last saw.
+            node.committed = node.content
+            node.observer?.cancel()
+            node.observer = nil
+            engine.detachDependencies(of: node)
+            timeNodes[ObjectIdentifier(node)] = nil
+        }
+        node.expression = expression
+        guard let expression else { return }
+        markChanged(node)
+        if node.observer == nil { node.observer = KeyObserver(observing: node) }
+        if expression.usesTime {
+            timeNodes[ObjectIdentifier(node)] = node
+            if nextTimeRefresh == nil { nextTimeRefresh = clock.monotonic + configuration.timeRefreshInterval }
+        } else {
+            timeNodes[ObjectIdentifier(node)] = nil
+        }
+    }
+
+    /// Makes a computed recompute in this transaction and its readers check it.
+    func markChanged(_ node: KeyNode) {
+        if !node.flags.contains(.dirty) { engine.propagate(from: node) }
+    }
+
+    /// Evaluates the computeds a transaction's body touched, before the engine flushes: a computed
+    /// defined (or restored) in it has no queued watcher yet.
+    func evaluateTouched(_ transaction: Transaction) {
+        var index = 0
+        while index < transaction.touched.count {
+            let node = transaction.touched[index]
+            index += 1
+            if node.expression != nil { engine.refresh(node) }
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Records `node`'s state before the open transaction first changes it.
+    func touch(_ node: KeyNode) {
+        guard let current, node.touchedBy != current.serial else { return }
+        node.touchedBy = current.serial
+        node.touchedIndex = current.touched.count
+        current.touched.append(node)
+        current.before.append(KeySnapshot(node))
+    }
+
+    /// Runs `body` as one transaction: all of it commits with one new revision, or (when it throws)
+    /// none of it does.
+    func transact<T>(reason: String? = nil, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, CommitResult) {
+        precondition(current == nil, "store transactions do not nest")
+        transactionSerial += 1
+        let transaction = Transaction(serial: transactionSerial, reason: reason)
+        current = transaction
+        engine.enter()
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            rollback(transaction)
+            evaluateTouched(transaction)
+            engine.exit()
+            current = nil
+            sweep(transaction.touched)
+            throw error
+        }
+        evaluateTouched(transaction)
+        engine.exit()
+        current = nil
+        let result = try commit(transaction)
+        return (value, result)
+    }
+
+    /// Puts every key and binding the transaction touched back as it was. Called inside the engine.
+    func rollback(_ transaction: Transaction) {
+        for target in transaction.bindingOrder.reversed() {
+            guard let old = transaction.bindingsBefore[target] else { continue }
+            if let now = bindings[target], now !== old { uninstall(now) }
+            if let old, bindings[old.to] == nil { install(old, initialWrite: false) }
+        }
+        for node in transaction.touched.reversed() {
+            let before = transaction.snapshot(of: node)
+            if before.expression == nil { setExpression(node, nil) }
+            setKind(node, before.kind)
+            node.lastGood = before.lastGood
+            node.rev = before.rev
+            node.createdRev = before.createdRev
+            node.version = before.version
+            node.expiresAt = before.expiresAt
+            node.owner = before.owner
+            if let expression = before.expression {
+                node.content = before.content
+                setExpression(node, expression)
+            } else {
+                node.write(before.content, always: false)
+            }
+        }
+    }
+
+    private func commit(_ transaction: Transaction) throws(ObsError) -> CommitResult {
+        var changed: [(node: KeyNode, before: KeySnapshot)] = []
+        for (index, node) in transaction.touched.enumerated() {
+            let id = ObjectIdentifier(node)
+            let before = transaction.before[index]
+            if before.kind != node.kind || before.content != node.content || transaction.forced.contains(id)
+                || transaction.redefined.contains(id)
+            {
+                changed.append((node, before))
+            }
+        }
+        var bindingTargets: [String] = []
+        for target in transaction.bindingOrder where transaction.bindingsBefore[target]! !== bindings[target] {
+            bindingTargets.append(target)
+        }
+        if changed.isEmpty && bindingTargets.isEmpty {
+            sweep(transaction.touched)
+            return CommitResult(rev: rev, committed: false, persisted: false)
+        }
+        let newRev = rev + 1
+        let stored = storedTransaction(newRev, changed, bindingTargets)
+        if !stored.isEmpty {
+            do {
+                try storage.commit(stored)
+            } catch {
+                engine.enter()
+                rollback(transaction)
+                evaluateTouched(transaction)
+                engine.exit()
+                throw ObsError(.internal, "storage: \(error.message)")
+            }
+        }
+        rev = newRev
+        var order = Array(changed.indices)
+        if changed.count > 1 { order.sort { JSONValue.utf8Precedes(changed[$0].node.name, changed[$1].node.name) } }
+        var events: [KeyEvent] = []
+        events.reserveCapacity(changed.count)
+        for index in order {
+            let (node, before) = changed[index]
+            let id = ObjectIdentifier(node)
+            if let event = makeEvent(node, before, forced: transaction.forced.contains(id), reason: transaction.reason) {
+                events.append(event)
+            }
+            if node.kind == nil {
+                node.rev = 0
+                node.createdRev = 0
+                node.version = 0
+            } else {
+                if before.kind == nil {
+                    node.createdRev = newRev
+                    node.version = 1
+                } else {
+                    node.version += 1
+                }
+                node.rev = newRev
+            }
+        }
+        history.append(rev: newRev, events: events)
+        deliver(events, rev: newRev)
+        sweep(transaction.touched)
+        return CommitResult(rev: newRev, committed: true, persisted: !stored.isEmpty)
+    }
+
+    private func makeEvent(_ node: KeyNode, _ before: KeySnapshot, forced: Bool, reason: String?) -> KeyEvent? {
+        if before.kind == node.kind && before.content == node.content && !forced { return nil }
+        switch node.content {
+        case .missing:
+            guard before.kind != nil else { return nil }
+            return KeyEvent(kind: .delete, key: node.name, old: before.content.value ?? before.lastGood, rev: rev,
+                            created: false, reason: reason)
+        case .error(let error):
+            return KeyEvent(kind: .error, key: node.name, error: error, rev: rev, created: before.kind == nil)
+        case .value(let value):
+            let old: JSONValue?
+            switch before.content {
+            case .value(let value): old = value
+            case .error: old = before.lastGood
+            case .missing: old = nil
+            }
+            return KeyEvent(kind: .change, key: node.name, old: old, new: value, rev: rev, created: before.kind == nil)
+        }
+    }
+
+    private func storedTransaction(_ rev: UInt64, _ changed: [(node: KeyNode, before: KeySnapshot)], _ bindingTargets: [String]) -> StoredTransaction {
+        var stored = StoredTransaction(rev: rev)
+        for (node, before) in changed {
+            if node.kind == .value, node.owner == nil, case .value(let value) = node.content {
+                stored.putKeys.append(StoredKey(
+                    key: node.name, value: value, rev: rev,
+                    createdRev: before.kind == nil ? rev : node.createdRev,
+                    version: before.kind == nil ? 1 : node.version + 1, expiresAt: node.expiresAt))
+            } else if before.isPersistedValue {
+                stored.deletedKeys.append(node.name)
+            }
+            if node.kind == .computed, let expression = node.expression {
+                if before.expression?.source != expression.source || before.kind != .computed {
+                    stored.putDefinitions.append(StoredDefinition(
+                        key: node.name, expr: expression.source, createdRev: before.kind == nil ? rev : node.createdRev))
+                }
+            } else if before.kind == .computed {
+                stored.deletedDefinitions.append(node.name)
+            }
+        }
+        for target in bindingTargets {
+            if let binding = bindings[target] {
+                if binding.to == target { stored.putBindings.append(binding.stored) }
+            } else {
+                stored.deletedBindings.append(target)
+            }
+        }
+        return stored
+    }
+
+    /// Forgets nodes of missing keys that nothing reads any more.
+    func sweep(_ candidates: [KeyNode]) {
+        for node in candidates where node.kind == nil && node.subs == nil && nodes[node.name] === node {
+            nodes[node.name] = nil
+        }
+    }
+}
+
+/// Counters the `stats` operation reports.
+public struct StoreStats: Sendable {
+    /// Open sessions (maintained by `Session`).
+    public var connections = 0
+    public var watches = 0
+    public var eventsSent = 0
+    public var overflows = 0
+    /// `publish` calls (also stamps each delivery so a watch gets a message once).
+    public var publishes: UInt64 = 0
+}

@@ -1,0 +1,154 @@
+import ObsCore
+import XCTest
+
+/// Every error code of protocol.md, provoked through a session.
+final class SessionErrorTests: XCTestCase {
+    func test_badJSON_nonObjectsAndBrokenLinesAnswerWithNullID() {
+        let client = Harness().connect()
+        for line in ["[1,2]", "{\"op\":", "NaN", "{\"a\":1e400}", "42"] {
+            let lines = client.send(line)
+            XCTAssertEqual(lines.count, 1, line)
+            XCTAssertTrue(lines[0].hasPrefix(#"{"id":null,"ok":false,"error":{"code":"bad_json","message":"#), lines[0])
+        }
+        XCTAssertEqual(client.request(#"{"op":"ping"}"#)["ok"], true)
+    }
+
+    func test_blankLinesAreIgnored() {
+        let client = Harness().connect()
+        XCTAssertEqual(client.send(""), [])
+        XCTAssertEqual(client.send("   "), [])
+        XCTAssertEqual(client.send("\r"), [])
+    }
+
+    func test_crlfIsAccepted() {
+        let client = Harness().connect()
+        XCTAssertEqual(client.send("{\"id\":1,\"op\":\"ping\"}\r"), [#"{"id":1,"ok":true,"rev":0}"#])
+    }
+
+    func test_badRequest_namesTheField() {
+        let client = Harness().connect()
+        XCTAssertEqual(client.send(#"{"id":1}"#), [#"{"id":1,"ok":false,"error":{"code":"bad_request","message":"missing field 'op'"}}"#])
+        XCTAssertEqual(client.send(#"{"id":2,"op":3}"#), [#"{"id":2,"ok":false,"error":{"code":"bad_request","message":"field 'op' must be a string"}}"#])
+        XCTAssertEqual(client.send(#"{"id":3,"op":"set","value":1}"#), [#"{"id":3,"ok":false,"error":{"code":"bad_request","message":"missing field 'key'"}}"#])
+        XCTAssertEqual(client.send(#"{"id":4,"op":"set","key":1,"value":1}"#), [#"{"id":4,"ok":false,"error":{"code":"bad_request","message":"field 'key' must be a string"}}"#])
+        XCTAssertEqual(errorCode(client.request(#"{"op":"set","key":"a","value":1,"ttl_ms":-5}"#)), "bad_request")
+    }
+
+    func test_unknownFieldsAreIgnoredAndUnknownOpsRejected() {
+        let client = Harness().connect()
+        XCTAssertEqual(client.send(#"{"id":1,"op":"ping","colour":"blue"}"#), [#"{"id":1,"ok":true,"rev":0}"#])
+        XCTAssertEqual(client.send(#"{"id":"x","op":"fly"}"#), [#"{"id":"x","ok":false,"error":{"code":"unknown_op","message":"unknown op 'fly'"}}"#])
+    }
+
+    func test_badKey() {
+        let client = Harness().connect()
+        for key in ["", "a..b", ".a", "a.", "a b", "ü", String(repeating: "k", count: 257)] {
+            XCTAssertEqual(errorCode(client.request(JSONValue.object(["op": "set", "key": .string(key), "value": 1]).encoded)), "bad_key", key)
+        }
+        XCTAssertEqual(client.request(JSONValue.object(["op": "set", "key": .string(String(repeating: "k", count: 256)), "value": 1]).encoded)["ok"], true)
+        XCTAssertEqual(client.request(#"{"op":"set","key":"net.wifi-5g.ssid_2","value":1}"#)["ok"], true)
+        XCTAssertEqual(errorCode(client.request(#"{"op":"get","pattern":"a.***"}"#)), "bad_key")
+    }
+
+    func test_badValue_notFound_exists_readOnly_conflict_typeMismatch() {
+        let client = Harness().connect()
+        client.request(#"{"op":"set","key":"n","value":9223372036854775807}"#)
+        XCTAssertEqual(errorCode(client.request(#"{"op":"incr","key":"n"}"#)), "bad_value")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"get","key":"missing"}"#)), "not_found")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"define","key":"n","expr":"1"}"#)), "exists")
+        client.request(#"{"op":"define","key":"c","expr":"1"}"#)
+        XCTAssertEqual(errorCode(client.request(#"{"op":"set","key":"c","value":1}"#)), "read_only")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"incr","key":"c"}"#)), "read_only")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"set","key":"n","value":1,"if_rev":7}"#)), "conflict")
+        client.request(#"{"op":"set","key":"s","value":[1]}"#)
+        XCTAssertEqual(errorCode(client.request(#"{"op":"incr","key":"s"}"#)), "type_mismatch")
+    }
+
+    func test_parseError_evalError_cycle() {
+        let client = Harness().connect()
+        let parse = client.send(#"{"id":1,"op":"define","key":"x","expr":"1 + * 2"}"#)
+        XCTAssertTrue(parse[0].contains(#""code":"parse_error""#) && parse[0].contains(#""pos":"#), parse[0])
+        client.request(#"{"op":"define","key":"x","expr":"1 / $zero"}"#)
+        client.request(#"{"op":"set","key":"zero","value":0}"#)
+        XCTAssertEqual(errorCode(client.request(#"{"op":"get","key":"x"}"#)), "eval_error")
+        client.request(#"{"op":"define","key":"p","expr":"$q"}"#)
+        XCTAssertEqual(errorCode(client.request(#"{"op":"define","key":"q","expr":"$p"}"#)), "cycle")
+    }
+
+    func test_tooLarge_lineClosesTheConnection() {
+        var configuration = StoreConfiguration()
+        configuration.maxLineBytes = 64
+        let client = Harness(configuration: configuration).connect()
+        let line = #"{"op":"set","key":"a","value":""# + String(repeating: "x", count: 64) + #""}"#
+        let lines = client.send(line)
+        XCTAssertEqual(lines.count, 1)
+        XCTAssertTrue(lines[0].contains(#""code":"too_large""#))
+        XCTAssertTrue(client.session.wantsClose)
+        XCTAssertEqual(client.send(#"{"op":"ping"}"#), [])
+    }
+
+    func test_limit_watchesPerConnection() {
+        var configuration = StoreConfiguration()
+        configuration.maxWatchesPerConnection = 3
+        let client = Harness(configuration: configuration).connect()
+        for _ in 0..<3 { XCTAssertEqual(client.request(#"{"op":"watch","keys":["a"]}"#)["ok"], true) }
+        XCTAssertEqual(errorCode(client.request(#"{"op":"watch","keys":["a"]}"#)), "limit")
+        client.request(#"{"op":"unwatch","watch":1}"#)
+        XCTAssertEqual(client.request(#"{"op":"watch","keys":["a"]}"#)["ok"], true)
+    }
+
+    func test_permissionDenied_forWritesOfReadOnlyPeers() {
+        let harness = Harness()
+        let reader = harness.connect(.read)
+        for line in [#"{"op":"set","key":"a","value":1}"#, #"{"op":"delete","key":"a"}"#, #"{"op":"incr","key":"a"}"#,
+                     #"{"op":"define","key":"a","expr":"1"}"#, #"{"op":"bind","from":"a","to":"b"}"#, #"{"op":"unbind","to":"b"}"#,
+                     #"{"op":"batch","ops":[]}"#, #"{"op":"publish","channel":"c"}"#, #"{"op":"restore","keys":[]}"#]
+        {
+            XCTAssertEqual(errorCode(reader.request(line)), "permission_denied", line)
+        }
+        for line in [#"{"op":"get","pattern":"**"}"#, #"{"op":"list"}"#, #"{"op":"describe","key":"a"}"#, #"{"op":"graph"}"#,
+                     #"{"op":"eval","expr":"1"}"#, #"{"op":"stats"}"#, #"{"op":"watch","keys":["a"]}"#, #"{"op":"unwatch","watch":1}"#,
+                     #"{"op":"ping"}"#, #"{"op":"hello"}"#, #"{"op":"dump"}"#]
+        {
+            XCTAssertNotEqual(errorCode(reader.request(line)), "permission_denied", line)
+        }
+    }
+
+    func test_shuttingDown() {
+        let harness = Harness()
+        let client = harness.connect()
+        harness.store.isShuttingDown = true
+        XCTAssertEqual(errorCode(client.request(#"{"op":"set","key":"a","value":1}"#)), "shutting_down")
+    }
+
+    func test_internal_whenStorageFailsNothingCommits() {
+        let storage = FailingStorage()
+        let store = try! Store(storage: storage, clock: ManualClock())
+        let output = CaptureOutput()
+        let session = Session(store: store, access: .write, output: output)
+        session.receive(#"{"id":1,"op":"set","key":"a","value":1}"#)
+        XCTAssertTrue(output.take()[0].contains(#""code":"internal""#))
+        session.receive(#"{"id":2,"op":"get","key":"a"}"#)
+        XCTAssertTrue(output.take()[0].contains(#""code":"not_found""#))
+        XCTAssertEqual(store.rev, 0)
+    }
+
+    func test_idsAreEchoedAndResponsesComeInRequestOrder() {
+        let client = Harness().connect()
+        client.session.receive(#"{"id":"first","op":"set","key":"a","value":1}"#)
+        client.session.receive(#"{"id":2.5,"op":"ping"}"#)
+        client.session.receive(#"{"id":true,"op":"ping"}"#)
+        client.session.receive(#"{"op":"ping"}"#)
+        XCTAssertEqual(client.output.take(), [
+            #"{"id":"first","ok":true,"rev":1,"changed":true}"#, #"{"id":2.5,"ok":true,"rev":1}"#,
+            #"{"id":true,"ok":true,"rev":1}"#, #"{"id":null,"ok":true,"rev":1}"#,
+        ])
+    }
+}
+
+/// A storage whose commits always fail.
+final class FailingStorage: StateStorage {
+    func load() throws(ObsError) -> StoredState { StoredState() }
+    func commit(_ transaction: StoredTransaction) throws(ObsError) { throw ObsError(.internal, "disk on fire") }
+    func sync() throws(ObsError) {}
+}

@@ -1,0 +1,41 @@
+@testable import ObsCore
+import XCTest
+
+/// The key-name and pattern grammar of model.md, and the pattern index.
+final class KeyNameTests: XCTestCase {
+    func test_keyNames_segmentsOfNameCharactersJoinedByDots() {
+        for name in ["volume", "sensor.kitchen.temp", "net.wifi-5g.ssid", "A_b-9", String(repeating: "x", count: 256)] {
+            XCTAssertTrue(KeyName.isValid(name), name)
+        }
+        for name in ["", ".", "a.", ".a", "a..b", "a b", "a*", "é", "a/b", String(repeating: "x", count: 257)] {
+            XCTAssertFalse(KeyName.isValid(name), name)
+        }
+    }
+
+    func test_patterns_starIsOneSegmentDoubleStarAny() throws {
+        let cases: [(String, String, Bool)] = [
+            ("sensor.*", "sensor.a", true), ("sensor.*", "sensor", false), ("sensor.*", "sensor.a.b", false),
+            ("sensor.**", "sensor", true), ("sensor.**", "sensor.a", true), ("sensor.**", "sensor.a.b", true),
+            ("sensor.**", "sensors", false), ("**", "anything.at.all", true), ("*.temp", "kitchen.temp", true),
+            ("*.temp", "a.b.temp", false), ("a.**.z", "a.z", true), ("a.**.z", "a.b.c.z", true), ("a.**.z", "a.b.c", false),
+            ("a.b", "a.b", true), ("a.b", "a.bc", false),
+        ]
+        for (pattern, name, expected) in cases {
+            XCTAssertEqual(try KeyPattern(pattern).matches(name), expected, "\(pattern) ~ \(name)")
+        }
+        for bad in ["", "a.", "a..b", "***", "a.*b", "a b"] {
+            XCTAssertThrowsError(try KeyPattern(bad), bad) { XCTAssertEqual(($0 as? ObsError)?.code, .badKey) }
+        }
+    }
+
+    func test_patternIndex_looksOnlyInTheBucketsOfTheNamesPrefixes() throws {
+        var index = PatternIndex()
+        for i in 0..<1000 { _ = index.entry(for: try KeyPattern("room\(i).*")) }
+        _ = index.entry(for: try KeyPattern("**"))
+        _ = index.entry(for: try KeyPattern("room7.temp"))
+        var seen: [String] = []
+        index.forEachEntry(matching: "room7.temp") { seen.append($0.pattern.text) }
+        XCTAssertEqual(Set(seen), ["**", "room7.*", "room7.temp"])
+        XCTAssertEqual(KeyPattern.prefixes(of: "a.b.c"), ["", "a", "a.b", "a.b.c"])
+    }
+}
