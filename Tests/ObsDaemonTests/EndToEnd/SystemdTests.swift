@@ -75,7 +75,10 @@ final class SystemdTests: XCTestCase {
     func test_socketActivation_usesTheSocketSystemdPasses() throws {
         guard let activate = ["/usr/bin/systemd-socket-activate", "/bin/systemd-socket-activate"]
             .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw XCTSkip("systemd-socket-activate is not installed (.ci/run installs it)")
+            if ProcessInfo.processInfo.environment["CI"] != nil {
+                XCTFail("systemd-socket-activate is not installed: scripts/test installs it")
+            }
+            throw XCTSkip("systemd-socket-activate is not installed (scripts/test installs it)")
         }
         let sandbox = try Sandbox()
         mkdir(sandbox.root + "/run", 0o700)
