@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "ObsDaemon", dependencies: ["ObsCore", "CLinux"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsCore"], swiftSettings: strict),
-        .executableTarget(name: "obsbench", dependencies: ["ObsCore"], path: "Benchmarks/obsbench",
+        .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux"], path: "Benchmarks/obsbench",
                           swiftSettings: strict),
         .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore"], swiftSettings: strict),

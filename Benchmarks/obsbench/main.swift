@@ -1,5 +1,5 @@
 // obsbench: ObsCore's benchmark program. Run it from a release build:
-//   swift build -c release --product obsbench && .build/release/obsbench [SECTION]
+//   swift build -c release --product obsbench && .build/release/obsbench [SECTION [OPTIONS]]
 // With no argument every section runs. It exits non-zero if any check inside a benchmark failed.
 import Foundation
 
@@ -8,6 +8,7 @@ let sections: [(name: String, run: () -> Void)] = [
     ("json", runJSONBenchmark),
     ("alloc", runAllocationProbe),
     ("store", runStoreBenchmark),
+    ("redis", runRedisComparison),
 ]
 
 let requested = CommandLine.arguments.dropFirst().first
@@ -16,8 +17,10 @@ if let requested, !sections.contains(where: { $0.name == requested }) {
     FileHandle.standardError.write(Data("obsbench: unknown section '\(requested)' (sections: \(names))\n".utf8))
     exit(64)
 }
-// `alloc` is a probe for Benchmarks/allocations.sh, not a benchmark: it runs only when named.
-for section in sections where requested == section.name || (requested == nil && section.name != "alloc") {
+// `alloc` is a probe for Benchmarks/allocations.sh, not a benchmark, and `redis` starts servers and
+// takes minutes (Benchmarks/compare-redis.sh): they run only when named.
+let onlyWhenNamed: Set = ["alloc", "redis"]
+for section in sections where requested == section.name || (requested == nil && !onlyWhenNamed.contains(section.name)) {
     section.run()
 }
 exit(failedCheckCount() == 0 ? 0 : 1)

@@ -1,0 +1,193 @@
+// `obsbench redis`: obsd against redis-server, side by side, on this machine. Both servers run
+// on their Unix sockets, started fresh by this program in temporary directories, with the same
+// durability level per row: obsd --memory against Redis without persistence, obsd --durability
+// strict against Redis with appendonly yes and appendfsync always. One client thread (epoll) drives
+// every connection, so on two cores the load generator and the server each get about one.
+//
+// Usage: obsbench redis [--runs N] [--seconds S] [--json FILE] [--obsd PATH] [--only GROUPS]
+// GROUPS is a comma-separated subset of: throughput, fanout, propagation, strict, memory.
+import Foundation
+
+private struct ComparisonOptions {
+    var runs = 3
+    var seconds = 1.0
+    var json: String?
+    var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
+    var groups: Set<String> = ["throughput", "fanout", "propagation", "strict", "memory"]
+
+    init(_ arguments: ArraySlice<String>) throws(BenchError) {
+        var remaining = arguments
+        while let flag = remaining.popFirst() {
+            guard let value = remaining.popFirst() else { throw BenchError("\(flag) needs a value") }
+            switch flag {
+            case "--runs": runs = max(1, Int(value) ?? runs)
+            case "--seconds": seconds = max(0.2, Double(value) ?? seconds)
+            case "--json": json = value
+            case "--obsd": obsdPath = value
+            case "--only": groups = Set(value.split(separator: ",").map(String.init))
+            default: throw BenchError("unknown option \(flag)")
+            }
+        }
+    }
+}
+
+func runRedisComparison() {
+    do throws(BenchError) {
+        let options = try ComparisonOptions(CommandLine.arguments.dropFirst(2))
+        let context = machineContext(options)
+        print("## obsbench redis: obsd against redis-server, median of \(options.runs) runs of \(options.seconds) s")
+        print()
+        for (name, value) in context.sorted(by: { $0.key < $1.key }) { print("- \(name): \(value)") }
+        print()
+        var rows: [ComparisonRow] = []
+        if !options.groups.isDisjoint(with: ["throughput", "fanout", "propagation"]) {
+            let servers = try startBoth(durability: "memory", options)
+            defer { servers.forEach { $0.stop() } }
+            if options.groups.contains("throughput") { rows += try throughputRows(servers, options) }
+            if options.groups.contains("fanout") {
+                for watchers in [1, 10, 100, 1000] {
+                    rows += try fanoutRows("fan-out, \(watchers) watcher\(watchers == 1 ? "" : "s")", servers, options) {
+                        keyFanout($0, watchers: watchers)
+                    }
+                }
+            }
+            if options.groups.contains("propagation") {
+                for case let propagation in Propagation.allCases {
+                    let name = switch propagation {
+                    case .computed: "computed, 100 watchers"
+                    case .chain: "50-deep chain"
+                    case .fan: "1,000-wide fan"
+                    }
+                    rows += try fanoutRows(name, servers, options) { propagation.shape($0) }
+                }
+            }
+        }
+        if options.groups.contains("strict") {
+            let servers = try startBoth(durability: "strict", options)
+            defer { servers.forEach { $0.stop() } }
+            var row = ComparisonRow(name: "strict set 50x1", unit: "ops/s", higherIsBetter: true)
+            for _ in 0..<options.runs {
+                for server in servers {
+                    let result = try measureRequests(server, clients: 50, depth: 1, seconds: options.seconds) { setRequest(server.wire, $0) }
+                    record(&row, server.wire, result.opsPerSecond)
+                }
+            }
+            rows.append(row)
+        }
+        if options.groups.contains("memory") { rows += try memoryRows(options) }
+        printTable(rows)
+        print()
+        if let path = options.json {
+            try writeJSON(rows, context: context, runs: options.runs, to: path)
+            print("(written to \(path))")
+        }
+    } catch {
+        FileHandle.standardError.write(Data("obsbench redis: \(error)\n".utf8))
+        check(false, "redis comparison: \(error)")
+    }
+}
+
+private func startBoth(durability: String, _ options: ComparisonOptions) throws(BenchError) -> [ServerProcess] {
+    let obsd = try ServerProcess(.obsd, durability: durability, obsdPath: options.obsdPath)
+    do throws(BenchError) {
+        return [obsd, try ServerProcess(.redis, durability: durability, obsdPath: options.obsdPath)]
+    } catch {
+        obsd.stop()
+        throw error
+    }
+}
+
+private func record(_ row: inout ComparisonRow, _ wire: Wire, _ value: Double) {
+    switch wire {
+    case .obsd: row.obsd.append(value)
+    case .redis: row.redis.append(value)
+    }
+}
+
+/// Set and get, 50 clients with 1 and 16 in flight; also the server's CPU time per operation, which
+/// shows where the single client thread, not the server, limits the rate.
+private func throughputRows(_ servers: [ServerProcess], _ options: ComparisonOptions) throws(BenchError) -> [ComparisonRow] {
+    var rows: [ComparisonRow] = []
+    for server in servers {
+        _ = try measureRequests(server, clients: 50, depth: 16, seconds: 60, total: throughputKeys) { setRequest(server.wire, $0) }
+    }
+    for (operation, request) in [("set", setRequest), ("get", getRequest)] {
+        for depth in [1, 16] {
+            var rate = ComparisonRow(name: "\(operation) 50x\(depth)", unit: "ops/s", higherIsBetter: true)
+            var cpu = ComparisonRow(name: "\(operation) 50x\(depth), server CPU", unit: "us/op", higherIsBetter: false)
+            for _ in 0..<options.runs {
+                for server in servers {
+                    let result = try measureRequests(server, clients: 50, depth: depth, seconds: options.seconds) { request(server.wire, $0) }
+                    record(&rate, server.wire, result.opsPerSecond)
+                    record(&cpu, server.wire, result.serverCPU / result.opsPerSecond * 1e6)
+                }
+            }
+            rows += [rate, cpu]
+        }
+    }
+    return rows
+}
+
+/// Deliveries per second at the highest rate, and set-to-last-watcher latency at 1,000 sets/s.
+private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: ComparisonOptions,
+                        shape: (Wire) -> FanoutShape) throws(BenchError) -> [ComparisonRow] {
+    var rate = ComparisonRow(name: "\(name): deliveries", unit: "/s", higherIsBetter: true)
+    var p50 = ComparisonRow(name: "\(name): latency p50 at 1,000/s", unit: "ms", higherIsBetter: false)
+    var p99 = ComparisonRow(name: "\(name): latency p99 at 1,000/s", unit: "ms", higherIsBetter: false)
+    for server in servers {
+        let run = try FanoutRun(server, shape(server.wire), window: 64)
+        for _ in 0..<options.runs {
+            record(&rate, server.wire, try run.rate(seconds: options.seconds).deliveriesPerSecond)
+            let latency = try run.paced(perSecond: 1000, seconds: options.seconds)
+            record(&p50, server.wire, latency.p50 * 1000)
+            record(&p99, server.wire, latency.p99 * 1000)
+        }
+    }
+    return [rate, p50, p99]
+}
+
+/// Resident size after loading 1 million keys with 64-byte values (50 clients, 16 in flight), each
+/// server started fresh. One run: loading is deterministic, and it takes the longest.
+private func memoryRows(_ options: ComparisonOptions) throws(BenchError) -> [ComparisonRow] {
+    var loaded = ComparisonRow(name: "memory, 1M keys x 64 B", unit: "MiB", higherIsBetter: false)
+    var empty = ComparisonRow(name: "memory, empty server", unit: "MiB", higherIsBetter: false)
+    for wire in Wire.allCases {
+        let server = try ServerProcess(wire, durability: "memory", obsdPath: options.obsdPath)
+        defer { server.stop() }
+        record(&empty, wire, Double(server.residentBytes) / 1_048_576)
+        let keys = 1_000_000
+        _ = try measureRequests(server, clients: 50, depth: 16, seconds: 600, total: keys) {
+            wire.set("m.\($0)", .payload($0))
+        }
+        record(&loaded, wire, Double(server.residentBytes) / 1_048_576)
+    }
+    return [loaded, empty]
+}
+
+private func machineContext(_ options: ComparisonOptions) -> [String: String] {
+    var context: [String: String] = [:]
+    let formatter = ISO8601DateFormatter()
+    context["date"] = formatter.string(from: Date())
+    context["cores"] = String(ProcessInfo.processInfo.activeProcessorCount)
+    if let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+       let model = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("model name") }) {
+        context["cpu"] = model.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+    context["memory"] = "\(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB"
+    context["obsd"] = options.obsdPath
+    context["redis"] = commandOutput("/bin/sh", ["-c", "redis-server --version"])
+    context["kernel"] = commandOutput("/bin/uname", ["-r"])
+    return context
+}
+
+private func commandOutput(_ executable: String, _ arguments: [String]) -> String? {
+    let process = Process()
+    let pipe = Pipe()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = pipe
+    guard (try? process.run()) != nil else { return nil }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
