@@ -167,7 +167,7 @@ public final class Daemon {
 
     private func openStorage() throws(DaemonError) -> (GroupCommitStorage, () -> Void, Int32) {
         guard settings.durability != .memory else {
-            return (GroupCommitStorage(MemoryStorage(), strict: false), {}, -1)
+            return (GroupCommitStorage(DiscardingStorage(), strict: false), {}, -1)
         }
         try Self.createDirectory(settings.stateDirectory)
         // One daemon per state directory: two writers would each believe their own revisions.

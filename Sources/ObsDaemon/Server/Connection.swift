@@ -61,27 +61,32 @@ final class Connection: SessionOutput {
     /// Writes as much of the queue as the socket takes, with one writev.
     func flush() -> FlushResult {
         guard head < queue.count else { return .done }
-        var vectors: [iovec] = []
-        vectors.reserveCapacity(Self.maxVectors)
         // The arrays are not mutated until writev returns, so their buffers stay where they are.
         let written: Int = withExtendedLifetime(queue) {
-            var index = head
-            var skip = headOffset
-            while index < queue.count, vectors.count + 2 <= Self.maxVectors {
-                for part in [queue[index].head, queue[index].body] {
+            // 16 KiB of vectors on the stack: no allocation per flush.
+            withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.maxVectors) { vectors in
+                var used = 0
+                var index = head
+                var skip = headOffset
+                func add(_ part: [UInt8]) {
                     if skip >= part.count {
                         skip -= part.count
-                        continue
+                        return
                     }
                     part.withUnsafeBufferPointer { buffer in
-                        vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip),
-                                             iov_len: buffer.count - skip))
+                        vectors[used] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip),
+                                              iov_len: buffer.count - skip)
                     }
+                    used += 1
                     skip = 0
                 }
-                index += 1
+                while index < queue.count, used + 2 <= Self.maxVectors {
+                    add(queue[index].head)
+                    add(queue[index].body)
+                    index += 1
+                }
+                return writev(fd, vectors.baseAddress, Int32(used))
             }
-            return vectors.withUnsafeBufferPointer { writev(fd, $0.baseAddress, Int32($0.count)) }
         }
         if written < 0 {
             if errno == EAGAIN || errno == EINTR { return .blocked(progress: false) }

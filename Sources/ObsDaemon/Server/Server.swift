@@ -100,7 +100,9 @@ final class Server {
             return
         }
         // Four buffers per turn: enough for throughput, small enough that one client cannot hold
-        // the loop while others wait (level-triggered epoll reports the rest next turn).
+        // the loop while others wait (level-triggered epoll reports the rest next turn). A read
+        // that does not fill the buffer took everything there was: reading again would only cost
+        // a system call to learn EAGAIN (and epoll reports whatever arrives after it).
         for _ in 0..<4 {
             let count = readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
@@ -119,7 +121,7 @@ final class Server {
                 return
             }
             feed(connection, count)
-            if connection.readClosed || connection.pendingBytes > limits.outputBufferBytes { break }
+            if count < readBuffer.count || connection.readClosed || connection.pendingBytes > limits.outputBufferBytes { break }
         }
         updateInterest(connection)
     }
@@ -196,11 +198,14 @@ final class Server {
         updateInterest(connection)
     }
 
+    /// Input while the connection may send requests; output only while a write is blocked. Output
+    /// queued this turn (the connection is dirty) is written by the end-of-turn flush without
+    /// asking epoll, so a request and its answer cost no epoll_ctl at all.
     private func updateInterest(_ connection: Connection) {
         guard connections[connection.fd] === connection else { return }
         var wanted: UInt32 = 0
         if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes { wanted |= EventLoop.input }
-        if connection.pendingBytes > 0 { wanted |= EventLoop.output }
+        if connection.pendingBytes > 0, !connection.isDirty { wanted |= EventLoop.output }
         guard wanted != connection.interest else { return }
         do throws(SystemError) {
             try loop.modify(connection.fd, wanted)
