@@ -180,7 +180,18 @@ public final class Daemon {
         }
         do throws(ObsError) {
             let database = try SQLiteStorage(path: settings.databasePath)
-            return (GroupCommitStorage(database, strict: settings.durability == .strict), { database.close() }, lock)
+            let storage = GroupCommitStorage(database, strict: settings.durability == .strict)
+            // Writes after the last turn (sessions closing) are written too, like every commit in
+            // normal mode; a failure is logged, nobody is waiting for an answer any more.
+            let close = { [log] in
+                do throws(ObsError) {
+                    try storage.syncIfNeeded()
+                } catch {
+                    log.error("\(error.message)")
+                }
+                database.close()
+            }
+            return (storage, close, lock)
         } catch {
             close(lock)
             throw DaemonError(error.message)

@@ -1,14 +1,18 @@
 import ObsCore
 
-/// Wraps the daemon's storage to give `strict` mode its group commit: commits only mark the
-/// storage dirty, and the daemon syncs once per loop turn, after handling every request of the
-/// turn and before writing any response or event. So many acknowledged writes share one fsync, and
-/// none is acknowledged before it. In `normal` mode `syncIfNeeded` does nothing: each commit is
-/// already written when the store answers.
+/// Wraps the daemon's storage to give `strict` mode its group commit. The daemon answers requests
+/// only at the end of a loop turn, after `syncIfNeeded`; so in `strict` mode the transactions of a
+/// turn are merged as they commit and written at the end of the turn as one database transaction,
+/// then fsynced once, before any response or event is written. Many acknowledged writes share one
+/// write to the WAL (one set of SQLite's file locks) and one fsync, and none is acknowledged before
+/// both. A failure there stops the daemon without acknowledging the turn's writes, as a failed fsync
+/// always did. In `normal` mode each commit is written when the store commits, and
+/// `syncIfNeeded` does nothing.
 final class GroupCommitStorage: StateStorage {
     private let inner: any StateStorage
     private let strict: Bool
-    private var unsynced = false
+    /// `strict`: what the turn committed so far, not yet written.
+    private var pending: PendingTransaction?
 
     init(_ inner: any StateStorage, strict: Bool) {
         self.inner = inner
@@ -18,18 +22,55 @@ final class GroupCommitStorage: StateStorage {
     func load() throws(ObsError) -> StoredState { try inner.load() }
 
     func commit(_ transaction: StoredTransaction) throws(ObsError) {
-        try inner.commit(transaction)
-        if strict { unsynced = true }
+        guard strict else { return try inner.commit(transaction) }
+        if pending == nil { pending = PendingTransaction() }
+        pending!.merge(transaction)
     }
 
     func sync() throws(ObsError) {
+        if let merged = pending?.transaction {
+            try inner.commit(merged)
+            pending = nil
+        }
         try inner.sync()
-        unsynced = false
     }
 
-    /// fsyncs what was committed since the last sync, if anything.
+    /// Writes and fsyncs what was committed since the last sync, if anything.
     func syncIfNeeded() throws(ObsError) {
-        guard unsynced else { return }
+        guard pending != nil else { return }
         try sync()
+    }
+}
+
+/// Transactions merged in commit order: for every key, definition and binding only the last put or
+/// delete counts, which is what applying them one after the other leaves.
+struct PendingTransaction {
+    private var rev: UInt64 = 0
+    private var keys: [String: StoredKey?] = [:]
+    private var definitions: [String: StoredDefinition?] = [:]
+    private var bindings: [String: StoredBinding?] = [:]
+
+    mutating func merge(_ transaction: StoredTransaction) {
+        rev = transaction.rev
+        for key in transaction.deletedKeys { keys[key] = .some(nil) }
+        for key in transaction.putKeys { keys[key.key] = key }
+        for key in transaction.deletedDefinitions { definitions[key] = .some(nil) }
+        for definition in transaction.putDefinitions { definitions[definition.key] = definition }
+        for target in transaction.deletedBindings { bindings[target] = .some(nil) }
+        for binding in transaction.putBindings { bindings[binding.to] = binding }
+    }
+
+    var transaction: StoredTransaction {
+        var merged = StoredTransaction(rev: rev)
+        for (name, key) in keys {
+            if let key { merged.putKeys.append(key) } else { merged.deletedKeys.append(name) }
+        }
+        for (name, definition) in definitions {
+            if let definition { merged.putDefinitions.append(definition) } else { merged.deletedDefinitions.append(name) }
+        }
+        for (target, binding) in bindings {
+            if let binding { merged.putBindings.append(binding) } else { merged.deletedBindings.append(target) }
+        }
+        return merged
     }
 }

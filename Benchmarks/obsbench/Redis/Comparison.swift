@@ -5,7 +5,9 @@
 // every connection, so on two cores the load generator and the server each get about one.
 //
 // Usage: obsbench redis [--runs N] [--seconds S] [--json FILE] [--obsd PATH] [--only GROUPS]
-// GROUPS is a comma-separated subset of: throughput, fanout, propagation, strict, memory.
+//                       [--watchers COUNTS]
+// GROUPS is a comma-separated subset of: throughput, fanout, propagation, strict, memory; COUNTS
+// the fan-out rows' watcher counts (default 1,10,100,1000). The subsets are for profiling one row.
 import Foundation
 
 private struct ComparisonOptions {
@@ -14,6 +16,7 @@ private struct ComparisonOptions {
     var json: String?
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     var groups: Set<String> = ["throughput", "fanout", "propagation", "strict", "memory"]
+    var watcherCounts = [1, 10, 100, 1000]
 
     init(_ arguments: ArraySlice<String>) throws(BenchError) {
         var remaining = arguments
@@ -25,6 +28,7 @@ private struct ComparisonOptions {
             case "--json": json = value
             case "--obsd": obsdPath = value
             case "--only": groups = Set(value.split(separator: ",").map(String.init))
+            case "--watchers": watcherCounts = value.split(separator: ",").compactMap { Int($0) }
             default: throw BenchError("unknown option \(flag)")
             }
         }
@@ -45,7 +49,7 @@ func runRedisComparison() {
             defer { servers.forEach { $0.stop() } }
             if options.groups.contains("throughput") { rows += try throughputRows(servers, options) }
             if options.groups.contains("fanout") {
-                for watchers in [1, 10, 100, 1000] {
+                for watchers in options.watcherCounts {
                     rows += try fanoutRows("fan-out, \(watchers) watcher\(watchers == 1 ? "" : "s")", servers, options) {
                         keyFanout($0, watchers: watchers)
                     }

@@ -35,6 +35,8 @@ final class Connection: SessionOutput {
     var stalledSince: Double?
     /// The epoll interest currently registered.
     var interest: UInt32 = 0
+    /// Still in the server's table (false once dropped; its fd number may be reused).
+    var isOpen = true
     /// Queued in the server's list of connections to flush this turn.
     var isDirty = false
     private let markDirty: (Connection) -> Void
@@ -61,13 +63,27 @@ final class Connection: SessionOutput {
     /// Writes as much of the queue as the socket takes, with one writev.
     func flush() -> FlushResult {
         guard head < queue.count else { return .done }
+        let written = writeQueue(queue, from: head, offset: headOffset)
+        if written < 0 {
+            if errno == EAGAIN || errno == EINTR { return .blocked(progress: false) }
+            return .failed
+        }
+        consume(written)
+        return head == queue.count ? .done : .blocked(progress: written > 0)
+    }
+
+    /// One writev of the lines from `start` (less the `startOffset` bytes already written). The
+    /// queue comes as an argument, so the loop reads no property of the class, which would cost a
+    /// dynamic exclusivity check per access (per line, with a thousand watchers); its copy is gone
+    /// when this returns, before `consume` mutates the queue.
+    private func writeQueue(_ queue: [EncodedLine], from start: Int, offset startOffset: Int) -> Int {
         // The arrays are not mutated until writev returns, so their buffers stay where they are.
-        let written: Int = withExtendedLifetime(queue) {
+        withExtendedLifetime(queue) {
             // 16 KiB of vectors on the stack: no allocation per flush.
             withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.maxVectors) { vectors in
                 var used = 0
-                var index = head
-                var skip = headOffset
+                var index = start
+                var skip = startOffset
                 func add(_ part: [UInt8]) {
                     if skip >= part.count {
                         skip -= part.count
@@ -88,15 +104,14 @@ final class Connection: SessionOutput {
                 return writev(fd, vectors.baseAddress, Int32(used))
             }
         }
-        if written < 0 {
-            if errno == EAGAIN || errno == EINTR { return .blocked(progress: false) }
-            return .failed
-        }
-        consume(written)
-        return head == queue.count ? .done : .blocked(progress: written > 0)
     }
 
     private func consume(_ bytes: Int) {
+        if bytes == pendingBytes {
+            // Everything went out (the usual case): no need to walk the lines.
+            discardOutput()
+            return
+        }
         pendingBytes -= bytes
         var left = bytes
         while left > 0 {
@@ -127,7 +142,7 @@ final class Connection: SessionOutput {
 
     /// Drops whatever is still queued (the connection is being closed).
     func discardOutput() {
-        queue.removeAll()
+        queue.removeAll(keepingCapacity: queue.capacity <= 4096)
         head = 0
         headOffset = 0
         pendingBytes = 0
