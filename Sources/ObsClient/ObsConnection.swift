@@ -94,7 +94,8 @@ public final class ObsConnection {
         }
     }
 
-    static func error(_ value: JSONValue?) -> ObsError {
+    /// The ObsError an error answer carries.
+    public static func error(_ value: JSONValue?) -> ObsError {
         let fields = value?.objectValue ?? [:]
         let code = fields["code"]?.stringValue ?? "internal"
         let message = fields["message"]?.stringValue ?? "the daemon answered an error without a message"

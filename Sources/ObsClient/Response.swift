@@ -6,6 +6,11 @@ public struct Response: Sendable {
     public let line: String
 
     public subscript(name: String) -> JSONValue? { fields[name] }
+
+    public init(fields: [String: JSONValue], line: String) {
+        self.fields = fields
+        self.line = line
+    }
 }
 
 /// One event of a watch, as the daemon sent it.
