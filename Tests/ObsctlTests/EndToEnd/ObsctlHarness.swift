@@ -126,7 +126,7 @@ final class Obsctl {
         if let shell {
             // A pipeline: OBSCTL in the shell command is the binary under test.
             env["OBSCTL"] = obsctl
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = ["-c", shell]
         } else {
             process.executableURL = URL(fileURLWithPath: obsctl)
@@ -203,10 +203,13 @@ func obsctl(_ daemon: Daemon?, _ arguments: [String], stdin: String = "", enviro
 extension Daemon {
     /// Waits until the daemon counts `count` watches: a watch started in another process is live.
     func waitForWatches(_ count: Int) {
-        waitFor("\(count) watches") {
-            guard let line = try? obsctl(self, ["stats", "--json"]).stdout,
-                  let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return false }
-            return object["watches"] as? Int == count
-        }
+        waitFor("\(count) watches") { stat("watches") == count }
+    }
+
+    /// One of the daemon's counters (-1 if it cannot be read).
+    func stat(_ name: String) -> Int {
+        guard let line = try? obsctl(self, ["stats", "--json"]).stdout,
+              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return -1 }
+        return object[name] as? Int ?? -1
     }
 }
