@@ -56,6 +56,7 @@ final class Daemon {
         self.process = nil
     }
 
+    @discardableResult
     func write(_ text: String, to name: String) -> String {
         let path = root + "/" + name
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
