@@ -30,3 +30,40 @@ final class ArgumentParsingTests: XCTestCase {
         }
     }
 }
+
+final class CommandSpecTests: XCTestCase {
+    let spec = CommandSpec("x", summary: "", arguments: [ArgumentSpec("A", ""), ArgumentSpec("B", optional: true, "")],
+                           options: [OptionSpec(["--flag"], ""), OptionSpec(["-n", "--count"], value: "N", "")], takesCommand: true)
+
+    func test_optionsAnywhere_valuesInlineOrNext_andNegativeNumbersArePositionals() throws {
+        let parsed = try spec.parse(["--flag", "a", "-n", "3", "--count=4"])
+        XCTAssertEqual(parsed.positionals, ["a"])
+        XCTAssertTrue(parsed.has("--flag"))
+        XCTAssertEqual(parsed.values["--count"], ["3", "4"])
+        XCTAssertEqual(try spec.parse(["-5", "-"]).positionals, ["-5", "-"])
+    }
+
+    func test_doubleDash_startsTheCommand() throws {
+        let parsed = try spec.parse(["a", "--", "sh", "-c", "--flag"])
+        XCTAssertEqual(parsed.positionals, ["a"])
+        XCTAssertEqual(parsed.command, ["sh", "-c", "--flag"])
+        XCTAssertFalse(parsed.has("--flag"))
+    }
+
+    func test_usageErrors() {
+        let cases: [([String], String)] = [([], "'x' needs A"), (["a", "b", "c"], "unexpected argument 'c' for 'x'"),
+                                           (["a", "--nope"], "unknown option '--nope' for 'x'"), (["a", "-n"], "option '-n' needs a value"),
+                                           (["a", "--flag=1"], "option '--flag' takes no value")]
+        for (words, message) in cases {
+            XCTAssertThrowsError(try spec.parse(words)) { XCTAssertEqual(($0 as? UsageError)?.message, message) }
+        }
+    }
+
+    func test_socketDiscovery() {
+        XCTAssertEqual(defaultSocketPath(explicit: "/x.sock", environment: ["OBSD_SOCKET": "/y"], uid: 1000), "/x.sock")
+        XCTAssertEqual(defaultSocketPath(environment: ["OBSD_SOCKET": "/y", "XDG_RUNTIME_DIR": "/run/user/1000"], uid: 1000), "/y")
+        XCTAssertEqual(defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], uid: 0), "/run/obsd/obsd.sock")
+        XCTAssertEqual(defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], uid: 1000), "/run/user/1000/obsd/obsd.sock")
+        XCTAssertEqual(defaultSocketPath(environment: [:], uid: 1000), "/tmp/obsd-1000/obsd.sock")
+    }
+}
