@@ -9,6 +9,10 @@ public final class WatchStream: @unchecked Sendable {
     public let path: String
     public let options: WatchOptions
     private var connection: ObsConnection?
+    /// The last revision seen, where a resumed watch starts (cli.md). The daemon writes a
+    /// transaction's events together and flushes before it says goodbye, so a restart never
+    /// splits one; and after a restart its history starts at the restored revision, so an
+    /// earlier `since` would only get `compacted` and a snapshot.
     private var lastRevision: UInt64?
     private var cancelled = false
     /// Backoff between attempts: it starts small so a quick restart costs little, and doubles.
