@@ -218,7 +218,13 @@ final class CommandTests: XCTestCase {
                      (["get"], "'get' needs KEY"),
                      (["unbind", "a", "b"], "unexpected argument 'b' for 'unbind'"),
                      (["get", "--bogus", "k"], "unknown option '--bogus' for 'get'"),
-                     (["watch", "k", "--values", "--format", "x"], "--json, --values and --format exclude each other")]
+                     (["watch", "k", "--values", "--format", "x"], "--json, --values and --format exclude each other"),
+                     (["watch", "k", "--throttle", "1x"], "invalid duration '1x' for --throttle (expected e.g. 250ms, 5s, 2m, 1h or 10)"),
+                     (["watch", "k", "-n", "-1"], "invalid number '-1' for -n"),
+                     (["watch", "k", "--"], "'--' must be followed by a COMMAND"),
+                     (["set", "--ttl", "later", "k", "1"], "invalid duration 'later' for --ttl (expected e.g. 250ms, 5s, 2m, 1h or 10)"),
+                     (["set", "--string", "--json", "k", "1"], "--string and --json exclude each other"),
+                     (["completion", "tcsh"], "completion: unknown shell 'tcsh' (bash, zsh or fish)")]
         for (arguments, message) in usage {
             XCTAssertEqual(try obsctl(nil, arguments, environment: ["OBSD_SOCKET": missing]),
                            Result(status: 64, stdout: "", stderr: "obsctl: \(message)\nSee 'obsctl --help'.\n"), "\(arguments)")
@@ -235,6 +241,24 @@ final class CommandTests: XCTestCase {
         for _ in 0..<3 { try obsctl(daemon, ["incr", "count"]) }
         XCTAssertEqual(waiter.finish(), Result(status: 0, stdout: "", stderr: ""))
         XCTAssertEqual(try obsctl(daemon, ["wait", "1 +"]).status, 1)
+    }
+
+    func test_timeout_exit3_whenTheDaemonDoesNotAnswer() throws {
+        // A socket that accepts connections (the kernel's backlog) but never answers.
+        let path = NSTemporaryDirectory() + "obsctl-silent-\(getpid()).sock"
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd); unlink(path) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        listen(fd, 8)
+        XCTAssertEqual(try obsctl(nil, ["--socket", path, "--timeout", "200ms", "get", "x"]),
+                       Result(status: 3, stdout: "", stderr: "obsctl: timed out\n"))
+        XCTAssertEqual(try obsctl(nil, ["ping", "--socket", path, "--timeout", "0.2"]).status, 3)
     }
 
     func test_lostConnection_exit2() throws {
