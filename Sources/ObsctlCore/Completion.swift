@@ -77,10 +77,19 @@ enum Completion {
             #compdef obsctl
             # obsctl completion for zsh: obsctl completion zsh > "${fpath[1]}/_obsctl"
             _obsctl() {
-                local -a commands opts keys
+                local -a commands opts keys keycommands
                 commands=(\(described.joined(separator: " ")))
-                local command=${words[(r)^-*~obsctl]}
-                if (( CURRENT == 2 )) || [[ -z $command || $command == ${words[CURRENT]} ]]; then
+                keycommands=(\(keyCommands.sorted().joined(separator: " ")))
+                local command= i=2
+                while (( i < CURRENT )); do
+                    case ${words[i]} in
+                        --socket|--timeout) (( i++ )) ;;
+                        -*) ;;
+                        *) command=${words[i]}; break ;;
+                    esac
+                    (( i++ ))
+                done
+                if [[ -z $command ]]; then
                     _describe 'command' commands
                     return
                 fi
@@ -88,7 +97,13 @@ enum Completion {
             \(lines)    esac
                 if [[ ${words[CURRENT]} == -* ]]; then
                     compadd -- $opts
-                elif [[ \(keyCommands.sorted().map { "$command == \($0)" }.joined(separator: " || ")) ]]; then
+                elif [[ $command == help ]]; then
+                    compadd -- ${commands%%:*}
+                elif [[ $command == completion ]]; then
+                    compadd -- bash zsh fish
+                elif [[ $command == apply ]]; then
+                    _files
+                elif (( ${keycommands[(I)$command]} )); then
                     keys=(${(f)"$(obsctl --timeout 2s list 2>/dev/null | cut -d' ' -f1)"})
                     compadd -- $keys
                 fi

@@ -129,7 +129,8 @@ final class WatchTests: XCTestCase {
         try daemon.start()
         for value in 4...6 { try obsctl(daemon, ["set", "n", "\(value)"]) }
         XCTAssertEqual(watch.readLines(3), ["4", "5", "6"])
-        daemon.stop()
+        // A crash, not a goodbye: the connection just drops.
+        daemon.stop(signal: SIGKILL)
         try daemon.start()
         try obsctl(daemon, ["set", "n", "7"])
         XCTAssertEqual(watch.readLine(), "7")
@@ -155,6 +156,10 @@ final class WatchTests: XCTestCase {
             """)
         XCTAssertEqual(result.stderr, "obsctl: sh exited with status 1\n")
         XCTAssertEqual(result.status, 0)
+        let missing = try Obsctl(daemon, ["watch", "k", "--no-initial", "-n", "1", "--", "/nonexistent/notify"])
+        daemon.waitForWatches(1)
+        try obsctl(daemon, ["set", "k", "again"])
+        XCTAssertEqual(missing.finish(), Result(status: 0, stdout: "", stderr: "obsctl: cannot run /nonexistent/notify: No such file or directory\n"))
     }
 
     func test_command_slowWithLatest_neverOverlaps_andCoalesces() throws {
