@@ -35,7 +35,7 @@ public final class ObsConnection {
         while true {
             let (fields, line) = try readMessage(deadline: deadline)
             if fields["event"] != nil {
-                keep(WatchEvent(fields: fields, line: line))
+                events.append(WatchEvent(fields: fields, line: line))
                 continue
             }
             if fields["ok"]?.boolValue == true {
@@ -72,8 +72,6 @@ public final class ObsConnection {
             return nil
         }
     }
-
-    private func keep(_ event: WatchEvent) { events.append(event) }
 
     private var lost: ClientError { .connectionLost(path: path, reason: goodbye) }
 

@@ -3,7 +3,7 @@ import ObsClient
 /// One obsctl command: its grammar (which help and completion read too) and what it does.
 struct Command: Sendable {
     let spec: CommandSpec
-    /// Runs the command; returns the exit status, or throws UsageError, ClientError or ExitStatus.
+    /// Runs the command; returns the exit status, or throws UsageError or ClientError.
     let run: @Sendable (Context, ParsedArguments) throws -> Int32
 
     var name: String { spec.name }

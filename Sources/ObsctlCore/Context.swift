@@ -21,8 +21,3 @@ public struct Context {
         try connect().request(op, fields, deadline: deadline)
     }
 }
-
-/// Ends a command with this exit status, after it has said why.
-struct ExitStatus: Error {
-    let code: Int32
-}

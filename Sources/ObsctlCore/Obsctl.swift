@@ -51,8 +51,6 @@ public enum Obsctl {
         } catch let error as UsageError {
             output.error("\(error.message)\nSee 'obsctl --help'.")
             return 64
-        } catch let error as ExitStatus {
-            return error.code
         } catch let error as ClientError {
             return report(error, output)
         } catch {
