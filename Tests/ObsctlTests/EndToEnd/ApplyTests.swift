@@ -51,4 +51,13 @@ final class ApplyTests: XCTestCase {
         waitFor("the reload to apply the file") { (try? obsctl(daemon, ["get", "shout"]).stdout) == "BYE\n" }
         XCTAssertTrue(daemon.log.contains("definitions: \(file) applied at revision 1"), daemon.log)
     }
+
+    func test_daemonDefinitionsSetting_aFailingLineIsLogged_andAppliesNothing() throws {
+        let probe = try Daemon()
+        let file = probe.write("set a 1\ndefine b '$a +'\n", to: "defs.obs")
+        let config = probe.write("definitions = \(file)\n", to: "obsd.conf")
+        let daemon = try Daemon(arguments: ["--config", config])
+        XCTAssertEqual(try obsctl(daemon, ["get", "a"]).status, 1)
+        XCTAssertTrue(daemon.log.contains("definitions: \(file):2: parse_error: expected an expression at 4; nothing applied"), daemon.log)
+    }
 }
