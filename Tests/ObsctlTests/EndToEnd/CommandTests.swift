@@ -96,6 +96,28 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["get", "qty"]).status, 1)
     }
 
+    func test_remainingOptions() throws {
+        let daemon = try Daemon()
+        XCTAssertEqual(try obsctl(daemon, ["incr", "--json", "c", "2"]).stdout, "2\n")
+        XCTAssertEqual(try obsctl(daemon, ["bind", "celsius", "fahrenheit", "--two-way", "--map", "value * 9 / 5 + 32",
+                                           "--unmap", "(value - 32) * 5 / 9"]).status, 0)
+        try obsctl(daemon, ["set", "celsius", "100"])
+        XCTAssertEqual(try obsctl(daemon, ["get", "fahrenheit"]).stdout, "212\n")
+        try obsctl(daemon, ["set", "fahrenheit", "32"])
+        XCTAssertEqual(try obsctl(daemon, ["get", "celsius"]).stdout, "0\n")
+        XCTAssertEqual(try obsctl(daemon, ["graph", "celsius"]).stdout, "celsius  value  <- fahrenheit (bind)\n")
+        XCTAssertTrue(try obsctl(daemon, ["graph", "--json", "c"]).stdout.hasPrefix("{\"id\":1,\"ok\":true,\"nodes\":[{\"key\":\"c\""))
+        XCTAssertTrue(try obsctl(daemon, ["describe", "--json", "c"]).stdout.hasPrefix("{\"id\":1,\"ok\":true,\"key\":\"c\",\"kind\":\"value\""))
+        XCTAssertEqual(try obsctl(daemon, ["describe", "fahrenheit"]).stdout.split(separator: "\n").filter { $0.hasPrefix("binding:") },
+                       ["binding:      celsius (two-way) map value * 9 / 5 + 32"])
+        XCTAssertEqual(try obsctl(daemon, ["publish", "--json", "ch", "nope"]).status, 64)
+        XCTAssertEqual(try obsctl(daemon, ["watch", "--json", "c", "--initial-only"]).stdout,
+                       "{\"event\":\"initial\",\"key\":\"c\",\"kind\":\"value\",\"value\":2,\"rev\":1}\n")
+        let holder = try Obsctl(daemon, ["set", "--ephemeral", "--ttl", "1h", "e", "1"])
+        waitFor("the ephemeral key") { (try? obsctl(daemon, ["describe", "e"]).stdout.contains("ephemeral:    true\n")) ?? false }
+        _ = holder.finish()
+    }
+
     func test_eval_printsLikeGet() throws {
         let daemon = try Daemon()
         try obsctl(daemon, ["set", "name", "obs"])
