@@ -9,8 +9,9 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
     /// The last value computed successfully, initialised once `hasValue`.
     private let slot: UnsafeMutablePointer<Value>
     @exclusivity(unchecked) private var hasValue = false
-    /// The error of the last run, if it failed.
+    /// The error of the last run, if it failed (`failed`).
     @exclusivity(unchecked) private(set) var error: (any Error)?
+    @exclusivity(unchecked) private var failed = false
 
     /// A computed whose equal results are not changes: dependents are not recomputed, observers not called.
     @inlinable
@@ -45,14 +46,16 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
     }
 
     override final func read() throws -> Value {
-        if flags.contains(.running) {
+        try withEngine { engine in
+            if flags.contains(.running) {
+                if let reader = engine.activeSub { engine.link(ref, reader) }
+                throw ObsError(.cycle, "cycle: a computed depends on itself")
+            }
+            engine.refresh(self)
             if let reader = engine.activeSub { engine.link(ref, reader) }
-            throw ObsError(.cycle, "cycle: a computed depends on itself")
+            if failed { throw error! }
+            return slot.pointee
         }
-        engine.refresh(self)
-        if let reader = engine.activeSub { engine.link(ref, reader) }
-        if let error { throw error }
-        return slot.pointee
     }
 
     /// `.value` cannot throw: a failed read fails the computed being evaluated (if any) with the same
@@ -61,36 +64,42 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
         do {
             return try read()
         } catch {
-            if engine.activeSub != nil, engine.poison == nil { engine.poison = error }
+            withEngine { $0.poisonActiveEvaluation(with: error) }
             if hasValue { return slot.pointee }
             preconditionFailure("ObsCore: a Computed read with .value has no value (\(error)); read it with try get()")
         }
     }
 
     override final func update() -> Bool {
-        let outer = engine.beginEvaluation(of: self)
-        let newValue: Value
-        do {
-            newValue = try compute()
-        } catch {
-            let poison = engine.endEvaluation(of: self, outer)
-            return fail(with: poison ?? error)
+        withEngine { engine in
+            let outer = engine.beginEvaluation(of: self)
+            let newValue: Value
+            do {
+                newValue = try compute()
+            } catch {
+                let poisoned = engine.endEvaluation(of: self, outer)
+                return fail(with: poisoned ? engine.takePoison() : error)
+            }
+            if engine.endEvaluation(of: self, outer) { return fail(with: engine.takePoison()) }
+            if !failed, hasValue, isEqual(slot.pointee, newValue) { return false }
+            if failed {
+                error = nil
+                failed = false
+            }
+            if hasValue {
+                slot.pointee = newValue
+            } else {
+                slot.initialize(to: newValue)
+                hasValue = true
+            }
+            return true
         }
-        if let poison = engine.endEvaluation(of: self, outer) { return fail(with: poison) }
-        if error == nil, hasValue, isEqual(slot.pointee, newValue) { return false }
-        error = nil
-        if hasValue {
-            slot.pointee = newValue
-        } else {
-            slot.initialize(to: newValue)
-            hasValue = true
-        }
-        return true
     }
 
     private func fail(with newError: any Error) -> Bool {
-        let same = error.map { sameError($0, newError) } ?? false
+        let same = failed && sameError(error!, newError)
         error = newError
+        failed = true
         return !same
     }
 }
@@ -99,15 +108,19 @@ extension Engine {
     /// What an evaluation saves of the one it interrupts.
     struct OuterEvaluation {
         let reader: Unmanaged<ReactiveNode>?
-        let poison: (any Error)?
+        let poisoned: Bool
     }
 
     /// Starts running `node`'s closure: its reads are recorded from its first dependency on.
     @inline(__always)
     func beginEvaluation(of node: ReactiveNode) -> OuterEvaluation {
-        let outer = OuterEvaluation(reader: activeSub, poison: poison)
+        let outer = OuterEvaluation(reader: activeSub, poisoned: poisoned)
+        if poisoned {
+            outerPoisons.append(poison!)
+            poison = nil
+            poisoned = false
+        }
         activeSub = node.ref
-        poison = nil
         node.depsTail = nil
         node.flags.remove([.dirty, .pending])
         node.flags.insert(.running)
@@ -115,16 +128,40 @@ extension Engine {
         return outer
     }
 
-    /// Ends it: drops the dependencies no longer read and returns the error a `.value` read met.
+    /// Ends it: drops the dependencies no longer read; true if a `.value` read failed (the error is
+    /// then taken with `takePoison()`).
     @inline(__always)
-    func endEvaluation(of node: ReactiveNode, _ outer: OuterEvaluation) -> (any Error)? {
+    func endEvaluation(of node: ReactiveNode, _ outer: OuterEvaluation) -> Bool {
         evaluationDepth -= 1
         node.flags.remove(.running)
-        let failure = poison
+        let failed = poisoned
         activeSub = outer.reader
-        poison = outer.poison
+        if outer.poisoned {
+            if failed { outerFailure = poison }
+            poison = outerPoisons.removeLast()
+            poisoned = true
+        } else if failed {
+            outerFailure = poison
+            poison = nil
+            poisoned = false
+        }
         purgeStaleDependencies(of: node)
-        return failure
+        return failed
+    }
+
+    /// The error that failed the evaluation just ended.
+    func takePoison() -> any Error {
+        defer { outerFailure = nil }
+        return outerFailure!
+    }
+
+    /// Records the first failed read of the running evaluation.
+    @inline(__always)
+    func poisonActiveEvaluation(with error: any Error) {
+        if activeSub != nil, !poisoned {
+            poison = error
+            poisoned = true
+        }
     }
 }
 

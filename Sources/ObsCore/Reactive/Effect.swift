@@ -11,14 +11,10 @@ final class EffectNode: ReactiveNode, @unchecked Sendable {
 
     /// Runs the body once, recording what it reads. Called inside the engine.
     func run() {
-        let reader = engine.activeSub
-        let outerPoison = engine.poison
-        engine.activeSub = ref
-        depsTail = nil
+        let outer = engine.beginEvaluation(of: self)
         body()
-        engine.activeSub = reader
-        engine.poison = outerPoison
-        engine.purgeStaleDependencies(of: self)
+        // A failed `.value` read in a transform: the binding writes nothing, nothing to report.
+        if engine.endEvaluation(of: self, outer) { _ = engine.takePoison() }
     }
 
     override func runWatcher() { run() }

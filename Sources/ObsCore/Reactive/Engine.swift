@@ -13,27 +13,34 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
     /// The first error met by a `.value` read during the current evaluation: it fails the reader.
     @exclusivity(unchecked) var poison: (any Error)?
+    /// Whether `poison` is set (a flag, so the hot path never touches the existential).
+    @exclusivity(unchecked) var poisoned = false
+    /// The poisons of interrupted evaluations, restored when they resume.
+    @exclusivity(unchecked) var outerPoisons = ContiguousArray<any Error>()
+    /// The error that failed the evaluation that just ended, until taken.
+    @exclusivity(unchecked) var outerFailure: (any Error)?
     /// Closures of computeds and binding transforms on the stack: writes now are deferred.
     @exclusivity(unchecked) var evaluationDepth = 0
 
     /// Watchers reached in this transaction, in the order reached.
-    @exclusivity(unchecked) var pendingEffects = ContiguousArray<Unmanaged<ReactiveNode>>()
-    @exclusivity(unchecked) var pendingObservers = ContiguousArray<Unmanaged<ReactiveNode>>()
+    @exclusivity(unchecked) var pendingEffects = PointerStack<Unmanaged<ReactiveNode>>()
+    @exclusivity(unchecked) var pendingObservers = PointerStack<Unmanaged<ReactiveNode>>()
     /// Reusable stacks for the graph walks, so that they allocate nothing once warmed up.
-    @exclusivity(unchecked) var linkStack = ContiguousArray<Unmanaged<Link>>()
-    @exclusivity(unchecked) var checkStack = ContiguousArray<Unmanaged<Link>>()
+    @exclusivity(unchecked) var linkStack = PointerStack<Unmanaged<Link>>()
+    @exclusivity(unchecked) var checkStack = PointerStack<Unmanaged<Link>>()
     /// Nodes whose last link went away, released after the transaction (never recursively).
-    @exclusivity(unchecked) var pendingReleases = ContiguousArray<Unmanaged<ReactiveNode>>()
+    @exclusivity(unchecked) var pendingReleases = PointerStack<Unmanaged<ReactiveNode>>()
     /// Links returned to the pool, chained through `nextDep`.
     @exclusivity(unchecked) var freeLinks: Unmanaged<Link>?
     @exclusivity(unchecked) var freeLinkCount = 0
 
     /// Observers with a change to deliver, in commit order.
-    @exclusivity(unchecked) var deliveryQueue = ContiguousArray<any DeliveringObserver>()
+    /// Each entry holds a retain on its observer, given back once delivered.
+    @exclusivity(unchecked) var deliveryQueue = PointerStack<Unmanaged<DeliveringObserver>>()
     /// The thread delivering changes now (0: none).
     @exclusivity(unchecked) var deliveringThread: UInt = 0
     /// The batch being delivered: touched by the delivering thread alone.
-    @exclusivity(unchecked) var delivering = ContiguousArray<any DeliveringObserver>()
+    @exclusivity(unchecked) var delivering = PointerStack<Unmanaged<DeliveringObserver>>()
     /// Handlers on the delivering thread's stack: touched by that thread alone.
     @exclusivity(unchecked) var handlerDepth = 0
     /// Writes deferred until after the current transaction, one group per transaction, FIFO.
@@ -94,14 +101,14 @@ final class Engine: @unchecked Sendable {
             index += 1
             runIfChanged(effect)
         }
-        pendingEffects.removeAll(keepingCapacity: true)
+        pendingEffects.removeAll()
         index = 0
         while index < pendingObservers.count {
             let observer = pendingObservers[index]
             index += 1
             runIfChanged(observer)
         }
-        pendingObservers.removeAll(keepingCapacity: true)
+        pendingObservers.removeAll()
     }
 
     @inline(__always)
@@ -159,11 +166,13 @@ final class Engine: @unchecked Sendable {
                 swap(&deliveryQueue, &delivering)
                 lock.unlock()
                 handlerDepth += 1
-                for observer in delivering {
-                    observer.deliverNext()
+                for index in 0..<delivering.count {
+                    let observer = delivering[index]
+                    observer._withUnsafeGuaranteedRef { $0.deliverNext() }
+                    observer.release()
                 }
                 handlerDepth -= 1
-                delivering.removeAll(keepingCapacity: true)
+                delivering.removeAll()
                 lock.lock()
                 continue
             }
@@ -188,8 +197,15 @@ final class Engine: @unchecked Sendable {
     }
 }
 
-/// An observer whose changes the engine delivers after the transaction.
-protocol DeliveringObserver: AnyObject {
+/// An observer whose changes the engine delivers after the transaction. (A class, not a protocol:
+/// queues of a concrete element type cost no runtime type lookups.)
+class DeliveringObserver: ReactiveNode, @unchecked Sendable {
     /// Delivers the oldest undelivered change, taking the lock only to dequeue it.
-    func deliverNext()
+    func deliverNext() {}
+
+    /// Queues one delivery; called inside the engine.
+    @inline(__always)
+    final func queueDelivery() {
+        engine.deliveryQueue.append(Unmanaged.passRetained(self))
+    }
 }

@@ -35,18 +35,22 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     /// The current value. Setting it is one transaction, unless inside `batch`.
     public override var value: Value {
         get {
-            engine.enter()
-            defer { engine.exit() }
-            return readForValue()
+            withEngine { engine in
+                engine.enter()
+                defer { engine.exit() }
+                return readForValue()
+            }
         }
         set {
-            engine.enter()
-            if engine.mustDefer {
-                engine.deferWrite { self.apply(newValue) }
-            } else {
-                apply(newValue)
+            withEngine { engine in
+                engine.enter()
+                if engine.mustDefer {
+                    engine.deferWrite { self.apply(newValue) }
+                } else {
+                    apply(newValue)
+                }
+                engine.exit()
             }
-            engine.exit()
         }
     }
 
@@ -67,7 +71,9 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
 
     override func readForValue() -> Value {
         if flags.contains(.dirty) { commit() }
-        if let reader = engine.activeSub { engine.link(ref, reader) }
+        withEngine { engine in
+            if let reader = engine.activeSub { engine.link(ref, reader) }
+        }
         return storage
     }
 
@@ -89,7 +95,7 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
             flags.remove(.dirty)
         } else {
             if always { forcedChange = true }
-            engine.propagate(from: self)
+            withEngine { $0.propagate(from: self) }
         }
         return true
     }

@@ -15,9 +15,11 @@ public class ObservableValue<Value: Sendable>: ReactiveNode, @unchecked Sendable
 
     /// The current value. Read inside a `Computed`'s closure, it becomes a dependency.
     public var value: Value {
-        engine.enter()
-        defer { engine.exit() }
-        return readForValue()
+        withEngine { engine in
+            engine.enter()
+            defer { engine.exit() }
+            return readForValue()
+        }
     }
 
     /// The current value, read without becoming a dependency of the computed being evaluated.

@@ -1,13 +1,18 @@
 import Synchronization
 
+/// What an observer's next delivery is. (Outside the generic class, so that its queue is a concrete
+/// type: a type nested in a generic class is generic too, and costs run-time lookups.)
+enum DeliveryKind: UInt8 {
+    case change, initial, failure
+}
+
 /// An observer of one value: a watcher node whose only dependency is the value it observes.
 /// It computes its changes under the lock (in the flush) and delivers them after, in order.
 ///
 /// Pending changes wait in a ring of values (old, new, old, new, ...) rather than an array of
 /// `Change<Value>`: see ObservableValue on why generic code here avoids composite types.
-@usableFromInline
-final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @unchecked Sendable {
-    private enum Kind: UInt8 { case change, initial, failure }
+final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendable {
+    private typealias Kind = DeliveryKind
 
     /// Kept alive by the observer's link to it, for as long as the observer is subscribed.
     unowned(unsafe) let target: ObservableValue<Value>
@@ -32,7 +37,6 @@ final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @un
     @exclusivity(unchecked) private var ringCount = 0
     @exclusivity(unchecked) private var errors = ContiguousArray<any Error>()
 
-    @usableFromInline
     init(target: ObservableValue<Value>, scheduler: any EventScheduler,
          errorHandler: (@Sendable (any Error) -> Void)?, deliver: @escaping @Sendable (Value, Value, Bool) -> Void) {
         self.target = target
@@ -76,7 +80,7 @@ final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @un
             if errorHandler != nil, !starting || initial {
                 kinds.append(.failure)
                 errors.append(error)
-                engine.deliveryQueue.append(self)
+                queueDelivery()
             }
             return
         }
@@ -105,7 +109,7 @@ final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @un
         (ring + (ringHead + ringCount + 1) % ringCapacity).initialize(to: new)
         ringCount += 2
         kinds.append(kind)
-        engine.deliveryQueue.append(self)
+        queueDelivery()
     }
 
     private func growRing() {
@@ -134,7 +138,11 @@ final class ObserverNode<Value: Sendable>: ReactiveNode, DeliveringObserver, @un
         errors.removeAll()
     }
 
-    func deliverNext() {
+    override func deliverNext() {
+        withEngine { deliverNext(engine: $0) }
+    }
+
+    private func deliverNext(engine: Engine) {
         engine.lock.lock()
         guard kindsHead < kinds.count else {
             engine.lock.unlock()

@@ -10,8 +10,8 @@
 /// 1. A transaction (one write, or a `batch`) takes the engine lock; nested writes and reads by the
 ///    same thread re-enter it. Writes are applied at once; nothing is recomputed yet.
 /// 2. Marking (push). A source whose value changed (its equality check failed) becomes `dirty`
-///    and marks every node below it `pending`, depth first in subscription order, with an explicit
-///    stack (no recursion). A node already marked stops the walk, so marking is proportional to
+///    and marks every node below it `pending`, breadth first in subscription order, with an
+///    explicit queue (no recursion). A node already marked stops the walk, so marking is proportional to
 ///    the nodes not yet marked in this transaction, and terminates on any graph. Watchers reached
 ///    are queued once each (`queued`). The source keeps the value its subscribers last saw: the
 ///    first check after the writes compares the two, so writing a value and then the old value
@@ -61,37 +61,33 @@ extension Engine {
         if let subs = source.subs { markPending(from: subs) }
     }
 
-    /// Marks everything below `first` pending, depth first, with an explicit stack.
+    /// Marks everything below `first` pending, breadth first: every subscriber list met is queued
+    /// and walked in turn, so watchers are queued nearest first (for a layered graph, layer by
+    /// layer). Checking them in that order finds their dependencies already settled, and sweeps
+    /// memory roughly in the order the graph was built (measured against depth first: cellx1000
+    /// 9.6 -> 8.2 ms, cellx5000 about 1.4x faster, the kairo shapes unchanged).
     private func markPending(from first: Unmanaged<Link>) {
-        var link = first
         let base = linkStack.count
-        while true {
-            let sub = link.sub
-            let flags = sub.flags
-            var below: Unmanaged<Link>?
-            if flags.isDisjoint(with: [.dirty, .pending]) {
-                sub.flags = flags.union(.pending)
-                if flags.contains(.watcher) {
-                    enqueue(sub, flags)
-                } else {
-                    below = sub.subs
+        var head = base
+        linkStack.append(first)
+        while head < linkStack.count {
+            var next: Unmanaged<Link>? = linkStack[head]
+            head += 1
+            while let link = next {
+                let sub = link.sub
+                let flags = sub.flags
+                if flags.isDisjoint(with: [.dirty, .pending]) {
+                    sub.flags = flags.union(.pending)
+                    if flags.contains(.watcher) {
+                        enqueue(sub, flags)
+                    } else if let below = sub.subs {
+                        linkStack.append(below)
+                    }
                 }
+                next = link.nextSub
             }
-            if let below {
-                if let sibling = link.nextSub { linkStack.append(sibling) }
-                link = below
-                continue
-            }
-            if let sibling = link.nextSub {
-                link = sibling
-                continue
-            }
-            if linkStack.count > base {
-                link = linkStack.removeLast()
-                continue
-            }
-            return
         }
+        linkStack.truncate(to: base)
     }
 
     /// Queues a watcher, once per transaction. The queue does not retain it: a watcher that is

@@ -29,45 +29,58 @@ extension ObservableValue {
     }
 
     func throttled(for interval: Duration, scheduler: some DelayScheduler) -> Observable<Value> {
-        rateLimited { output in Throttle(interval: interval, scheduler: scheduler, output: output) }
+        rateLimited(.throttle, interval: interval, scheduler: scheduler)
     }
 
     func debounced(for interval: Duration, scheduler: some DelayScheduler) -> Observable<Value> {
-        rateLimited { output in Debounce(interval: interval, scheduler: scheduler, output: output) }
+        rateLimited(.debounce, interval: interval, scheduler: scheduler)
     }
 
-    private func rateLimited(_ makeLimiter: (WeakReference<Observable<Value>>) -> some RateLimiter<Value>) -> Observable<Value> {
+    private func rateLimited(_ mode: RateLimiter<Value>.Mode, interval: Duration, scheduler: some DelayScheduler) -> Observable<Value> {
         let output = Observable(peek(), isEqual: isEqual)
-        let limiter = makeLimiter(WeakReference(output))
+        let limiter = RateLimiter(mode: mode, interval: interval, scheduler: scheduler, output: WeakReference(output))
         let token = observe { change in limiter.receive(change.newValue) }
         output.retained.append(token)
         return output
     }
 }
 
-protocol RateLimiter<Value>: Sendable {
-    associatedtype Value: Sendable
-    func receive(_ value: Value)
-}
+/// Feeds an observable from another at a limited rate.
+private final class RateLimiter<Value: Sendable>: Sendable {
+    enum Mode {
+        /// First value at once, then at most one (the latest) per interval.
+        case throttle
+        /// The latest value once nothing has arrived for an interval.
+        case debounce
+    }
 
-/// First value at once, then at most one (the latest) per interval.
-private final class Throttle<Value: Sendable, Scheduler: DelayScheduler>: RateLimiter, Sendable {
     private struct State {
         var windowOpen = false
+        var generation: UInt64 = 0
         var latest: Value?
     }
+
+    private let mode: Mode
     private let interval: Duration
-    private let scheduler: Scheduler
+    private let scheduler: any DelayScheduler
     private let output: WeakReference<Observable<Value>>
     private let state = Mutex(State())
 
-    init(interval: Duration, scheduler: Scheduler, output: WeakReference<Observable<Value>>) {
+    init(mode: Mode, interval: Duration, scheduler: any DelayScheduler, output: WeakReference<Observable<Value>>) {
+        self.mode = mode
         self.interval = interval
         self.scheduler = scheduler
         self.output = output
     }
 
     func receive(_ value: Value) {
+        switch mode {
+        case .throttle: throttle(value)
+        case .debounce: debounce(value)
+        }
+    }
+
+    private func throttle(_ value: Value) {
         let emitNow = state.withLock { state -> Bool in
             if state.windowOpen {
                 state.latest = value
@@ -93,26 +106,8 @@ private final class Throttle<Value: Sendable, Scheduler: DelayScheduler>: RateLi
             scheduler.after(interval) { self.windowEnded() }
         }
     }
-}
 
-/// The latest value once nothing has arrived for an interval.
-private final class Debounce<Value: Sendable, Scheduler: DelayScheduler>: RateLimiter, Sendable {
-    private struct State {
-        var generation: UInt64 = 0
-        var latest: Value?
-    }
-    private let interval: Duration
-    private let scheduler: Scheduler
-    private let output: WeakReference<Observable<Value>>
-    private let state = Mutex(State())
-
-    init(interval: Duration, scheduler: Scheduler, output: WeakReference<Observable<Value>>) {
-        self.interval = interval
-        self.scheduler = scheduler
-        self.output = output
-    }
-
-    func receive(_ value: Value) {
+    private func debounce(_ value: Value) {
         let generation = state.withLock { state -> UInt64 in
             state.generation &+= 1
             state.latest = value

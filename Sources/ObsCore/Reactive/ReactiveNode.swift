@@ -39,9 +39,18 @@ public class ReactiveNode: @unchecked Sendable {
     @exclusivity(unchecked) final var subs: Unmanaged<Link>?
     @exclusivity(unchecked) final var subsTail: Unmanaged<Link>?
     @exclusivity(unchecked) final var flags: NodeFlags
+    /// The engine, reachable without touching the lazily initialised global on every call:
+    /// `withEngine` is how the per-read and per-run paths get it.
+    final let engineRef = Unmanaged.passUnretained(engine)
 
     init(flags: NodeFlags) {
         self.flags = flags
+    }
+
+    /// Runs `body` with the engine, at the cost of a field load.
+    @inline(__always)
+    final func withEngine<R>(_ body: (Engine) throws -> R) rethrows -> R {
+        try engineRef._withUnsafeGuaranteedRef(body)
     }
 
     /// This node as an edge end.
