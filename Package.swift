@@ -15,11 +15,19 @@ let package = Package(
         .executable(name: "obsbench", targets: ["obsbench"]),
     ],
     targets: [
-        .target(name: "ObsCore", swiftSettings: strict),
-        .executableTarget(name: "obsd", dependencies: ["ObsCore"], swiftSettings: strict),
+        // SQLite from Debian's libsqlite3-dev, for SQLiteStorage.
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "ObsCore", dependencies: ["CSQLite"], swiftSettings: strict),
+        // The daemon's logic (configuration, event loop, sockets, signals, systemd), a library so
+        // that tests can import it; Sources/obsd/main.swift only starts it.
+        // Linux headers that Swift's Glibc module leaves out (epoll, signalfd, eventfd).
+        .systemLibrary(name: "CLinux"),
+        .target(name: "ObsDaemon", dependencies: ["ObsCore", "CLinux"], swiftSettings: strict),
+        .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsCore"], swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore"], path: "Benchmarks/obsbench",
                           swiftSettings: strict),
         .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
+        .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore"], swiftSettings: strict),
     ]
 )

@@ -1,5 +1,5 @@
-// obsd is built by its own issue; until then this executable says so and exits non-zero.
-import Foundation
+// obsd: the reactive-state daemon. Everything lives in ObsDaemon, so that tests can reach it.
+import Glibc
+import ObsDaemon
 
-FileHandle.standardError.write(Data("obsd: not implemented yet\n".utf8))
-exit(1)
+exit(Obsd.main(Array(CommandLine.arguments.dropFirst()), environment: .current))

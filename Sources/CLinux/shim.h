@@ -1,0 +1,17 @@
+// Linux interfaces that Swift's Glibc module leaves out: epoll, signalfd, eventfd.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+
+// struct ucred needs _GNU_SOURCE, which Swift's Glibc module is not built with; this is the same
+// layout (socket(7), SO_PEERCRED).
+#include <sys/types.h>
+struct obsd_ucred {
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+};
+
+// accept4(2) is declared only under _GNU_SOURCE too; glibc always exports it.
+#include <sys/socket.h>
+extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);

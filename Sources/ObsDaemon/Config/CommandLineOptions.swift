@@ -1,0 +1,81 @@
+/// A command line obsd cannot run with; the message goes to stderr with a pointer to --help, exit 64.
+public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { "obsd: \(message)\nSee 'obsd --help'." }
+}
+
+/// What obsd's command line asks for; nil fields were not given.
+public struct CommandLineOptions: Sendable, Equatable {
+    public var socket: String?
+    public var stateDirectory: String?
+    public var memory = false
+    public var config: String?
+    public var durability: Durability?
+    public var logLevel: LogLevel?
+    public var check = false
+    public var version = false
+    public var help = false
+
+    public init() {}
+
+    /// Parses the arguments after the program name. Values follow their flag as the next argument
+    /// or after `=` (`--socket=/run/x.sock`).
+    public static func parse(_ arguments: [String]) throws(UsageError) -> CommandLineOptions {
+        var options = CommandLineOptions()
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            var flag = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                flag = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            func value() throws(UsageError) -> String {
+                if let inlineValue { return inlineValue }
+                guard let next = remaining.popFirst() else { throw UsageError("\(flag) needs a value") }
+                return next
+            }
+            func noValue() throws(UsageError) {
+                if inlineValue != nil { throw UsageError("\(flag) takes no value") }
+            }
+            switch flag {
+            case "--socket": options.socket = try nonEmpty(value(), flag)
+            case "--state-dir": options.stateDirectory = try nonEmpty(value(), flag)
+            case "--config": options.config = try nonEmpty(value(), flag)
+            case "--memory": try noValue(); options.memory = true
+            case "--durability":
+                let text = try value()
+                guard let durability = Durability(rawValue: text), durability != .memory else {
+                    throw UsageError("--durability must be normal or strict (use --memory for memory), not '\(text)'")
+                }
+                options.durability = durability
+            case "--log-level":
+                let text = try value()
+                guard let level = LogLevel(rawValue: text) else {
+                    throw UsageError("--log-level must be debug, info, warn or error, not '\(text)'")
+                }
+                options.logLevel = level
+            case "--check": try noValue(); options.check = true
+            case "--version": try noValue(); options.version = true
+            case "--help", "-h": try noValue(); options.help = true
+            default:
+                throw UsageError(argument.hasPrefix("-") ? "unknown option '\(argument)'" : "unexpected argument '\(argument)'")
+            }
+        }
+        if options.memory, options.stateDirectory != nil {
+            throw UsageError("--state-dir and --memory cannot be used together")
+        }
+        if options.memory, options.durability != nil {
+            throw UsageError("--durability and --memory cannot be used together")
+        }
+        return options
+    }
+
+    private static func nonEmpty(_ text: String, _ flag: String) throws(UsageError) -> String {
+        guard !text.isEmpty else { throw UsageError("\(flag) needs a non-empty value") }
+        return text
+    }
+}

@@ -1,0 +1,113 @@
+// How the settings are combined, for every setting: command-line flag, then environment
+// (OBSD_SOCKET, STATE_DIRECTORY), then the configuration file, then the default (cli.md).
+import Glibc
+
+/// The process environment the defaults depend on, injectable for tests.
+public struct DaemonEnvironment: Sendable {
+    public var variables: [String: String]
+    public var uid: UInt32
+
+    public init(variables: [String: String], uid: UInt32) {
+        self.variables = variables
+        self.uid = uid
+    }
+
+    /// This process's environment and effective uid.
+    public static var current: DaemonEnvironment {
+        var variables: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "=") {
+                variables[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        return DaemonEnvironment(variables: variables, uid: geteuid())
+    }
+
+    /// A variable's value, treating an empty one as unset.
+    public subscript(name: String) -> String? {
+        guard let value = variables[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    private var home: String { self["HOME"] ?? "/" }
+
+    /// `/run/obsd/obsd.sock` for root; `$XDG_RUNTIME_DIR/obsd/obsd.sock` or `/tmp/obsd-$UID/obsd.sock`.
+    public var defaultSocket: String {
+        if uid == 0 { return "/run/obsd/obsd.sock" }
+        if let runtime = self["XDG_RUNTIME_DIR"] { return runtime + "/obsd/obsd.sock" }
+        return "/tmp/obsd-\(uid)/obsd.sock"
+    }
+
+    /// `/var/lib/obsd` for root; `$XDG_STATE_HOME/obsd` or `~/.local/state/obsd`.
+    public var defaultStateDirectory: String {
+        if uid == 0 { return "/var/lib/obsd" }
+        return (self["XDG_STATE_HOME"] ?? home + "/.local/state") + "/obsd"
+    }
+
+    /// `/etc/obsd/obsd.conf` for root; `$XDG_CONFIG_HOME/obsd/obsd.conf` or `~/.config/obsd/obsd.conf`.
+    public var defaultConfigFile: String {
+        if uid == 0 { return "/etc/obsd/obsd.conf" }
+        return (self["XDG_CONFIG_HOME"] ?? home + "/.config") + "/obsd/obsd.conf"
+    }
+}
+
+public enum Configuration {
+    /// The settings for `options` in `environment`. `readFile` returns a file's text, nil when it
+    /// does not exist, and throws for any other failure.
+    public static func resolve(
+        _ options: CommandLineOptions, environment: DaemonEnvironment,
+        readFile: (String) throws(ConfigError) -> String?
+    ) throws(ConfigError) -> Settings {
+        var settings = Settings(socket: environment.defaultSocket, stateDirectory: environment.defaultStateDirectory)
+        let path = configPath(options, environment: environment)
+        if let text = try readFile(path) {
+            try ConfigFile.apply(text, path: path, to: &settings)
+        } else if options.config != nil {
+            throw ConfigError("configuration file \(path) does not exist")
+        }
+        if let socket = environment["OBSD_SOCKET"] { settings.socket = socket }
+        // systemd joins several StateDirectory= entries with ':'; obsd uses the first.
+        if let state = environment["STATE_DIRECTORY"] {
+            settings.stateDirectory = String(state.split(separator: ":").first ?? Substring(state))
+        }
+        if let socket = options.socket { settings.socket = socket }
+        if let state = options.stateDirectory { settings.stateDirectory = state }
+        if options.memory { settings.durability = .memory }
+        if let durability = options.durability { settings.durability = durability }
+        if let level = options.logLevel { settings.logLevel = level }
+        return settings
+    }
+
+    /// The file `resolve` reads: `--config`, else the default for the user.
+    public static func configPath(_ options: CommandLineOptions, environment: DaemonEnvironment) -> String {
+        options.config ?? environment.defaultConfigFile
+    }
+
+    /// Reads a file whole; nil when it does not exist.
+    public static func readFile(_ path: String) throws(ConfigError) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw ConfigError("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ConfigError("cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigError("\(path) is not UTF-8 text")
+        }
+        return text
+    }
+}

@@ -1,0 +1,79 @@
+import ObsCore
+
+/// Where acknowledged writes go (model.md, Persistence).
+public enum Durability: String, Sendable, CaseIterable {
+    case normal, strict, memory
+}
+
+/// The least severe log level written.
+public enum LogLevel: String, Sendable, CaseIterable, Comparable {
+    case debug, info, warn, error
+
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// One entry of the `allow` setting: `user:NAME:ACCESS` or `group:NAME:ACCESS`.
+public struct AllowRule: Sendable, Equatable {
+    public enum Subject: Sendable, Equatable {
+        case user(String)
+        case group(String)
+    }
+
+    public var subject: Subject
+    public var access: Access
+
+    public init(_ subject: Subject, _ access: Access) {
+        self.subject = subject
+        self.access = access
+    }
+}
+
+/// Every limit of model.md's table, with its default.
+public struct Limits: Sendable, Equatable {
+    /// A request line longer than this answers `too_large` and closes the connection.
+    public var maxLineBytes = 1 << 20
+    /// JSON nesting deeper than this is `bad_json`.
+    public var maxJSONDepth = 128
+    /// A value whose encoding is longer than this is `too_large`.
+    public var maxValueBytes = 1 << 20
+    /// An expression longer than this is `too_large`.
+    public var maxExpressionBytes = 64 << 10
+    /// Connections beyond this get one `limit` error line and are closed.
+    public var maxConnections = 1024
+    /// Watches per connection beyond this answer `limit`.
+    public var maxWatches = 1024
+    /// Past this many unsent bytes a connection's watches stop queuing events (overflow).
+    public var outputBufferBytes = 8 << 20
+    /// A connection over its output limit that reads nothing for this long is disconnected.
+    public var clientTimeout: Double = 60
+    /// Revisions of history kept for `since`.
+    public var history = 10_000
+
+    public init() {}
+}
+
+/// The daemon's complete configuration, after flags, environment, file and defaults are combined.
+public struct Settings: Sendable, Equatable {
+    public var socket: String
+    /// The socket's permission bits, set before the first accept.
+    public var socketMode: UInt32 = 0o600
+    /// A group name or number given the socket (and the directory, read and search).
+    public var socketGroup: String?
+    public var stateDirectory: String
+    public var durability: Durability = .normal
+    public var logLevel: LogLevel = .info
+    public var allow: [AllowRule] = []
+    /// A definitions file (cli.md) applied at start and on reload.
+    public var definitions: String?
+    public var limits = Limits()
+
+    public init(socket: String, stateDirectory: String) {
+        self.socket = socket
+        self.stateDirectory = stateDirectory
+    }
+
+    /// The SQLite database inside the state directory.
+    public var databasePath: String { stateDirectory + "/obsd.db" }
+}

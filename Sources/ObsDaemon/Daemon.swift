@@ -1,0 +1,286 @@
+// The daemon's life: start (state directory, database, restore, socket), serve (the loop), reload,
+// and the shutdown sequence.
+//
+// Start-up, in order, so that READY=1 means "state restored and listening":
+// 1. open the storage (creating the state directory 0700) and let the store restore from it
+//    (values, definitions re-evaluated, bindings, the revision counter);
+// 2. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
+// 3. sd_notify READY=1.
+// Each loop turn: wait (until the next timer: store, watchdog, client_timeout), handle signals,
+// accept, read requests, run due timers, fsync in strict mode (group commit), then flush every
+// connection once.
+// Shutdown (SIGTERM, SIGINT): STOPPING=1, stop accepting, answer the requests already received,
+// send goodbye, flush (at most `flushDeadline` seconds), close the database, remove the socket.
+import CLinux
+import Glibc
+import ObsCore
+
+/// Why the daemon cannot start or has to stop; the message is for the operator.
+public struct DaemonError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+public final class Daemon {
+    /// How long shutdown waits for clients to take their last bytes.
+    static let flushDeadline = 3.0
+
+    private let options: CommandLineOptions
+    private let environment: DaemonEnvironment
+    private var settings: Settings
+    private let log: Logger
+    private let control: DaemonControl?
+    private let handleSignals: Bool
+
+    /// `control` lets another thread stop or reload the daemon; `handleSignals` makes SIGTERM,
+    /// SIGINT and SIGHUP do so (the executable sets it, in-process tests do not).
+    public init(options: CommandLineOptions, environment: DaemonEnvironment, settings: Settings, log: Logger,
+                control: DaemonControl? = nil, handleSignals: Bool = true) {
+        self.options = options
+        self.environment = environment
+        self.settings = settings
+        self.log = log
+        self.control = control
+        self.handleSignals = handleSignals
+    }
+
+    /// Runs until asked to stop; returns after a graceful shutdown.
+    public func run() throws(DaemonError) {
+        let signals: SignalSource?
+        do throws(SystemError) {
+            signals = handleSignals ? try SignalSource() : nil
+        } catch {
+            throw DaemonError("cannot set up signal handling: \(error)")
+        }
+        signal(SIGPIPE, SIG_IGN)
+        // The database, its WAL and the lock file hold the whole state: readable by us alone.
+        umask(0o077)
+        let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
+
+        let (storage, closeStorage, lock) = try openStorage()
+        defer {
+            closeStorage()
+            if lock >= 0 { close(lock) }
+        }
+        let store: Store
+        do throws(ObsError) {
+            store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
+        } catch {
+            throw DaemonError("cannot restore the state from \(settings.databasePath): \(error.message)")
+        }
+        log.info("restored revision \(store.rev)")
+        if let definitions = settings.definitions {
+            log.warn("definitions = \(definitions) is set, but this obsd cannot apply definitions files yet; ignoring it")
+        }
+
+        let listener: Listener
+        do throws(ListenerError) {
+            if let activated = try Listener.activated(environment) {
+                listener = activated
+            } else {
+                listener = try Listener.bind(settings)
+            }
+        } catch {
+            throw DaemonError(error.description)
+        }
+        let loop: EventLoop
+        let server: Server
+        do throws(SystemError) {
+            loop = try EventLoop()
+            server = try Server(loop: loop, listener: listener, store: store, limits: settings.limits,
+                                policy: policy(settings), log: log)
+            if let signals { try loop.add(signals.fd, EventLoop.input) }
+            if let control { try loop.add(control.fd, EventLoop.input) }
+        } catch {
+            listener.removeSocketFile()
+            throw DaemonError("cannot start the event loop: \(error)")
+        }
+        log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(settings.durability == .memory ? "in memory" : settings.databasePath), durability \(settings.durability.rawValue)")
+        notifier.send("READY=1\nSTATUS=listening\nMAINPID=\(getpid())")
+
+        let watchdog = watchdogInterval(environment).map { $0 / 2 }
+        var nextWatchdog = watchdog.map { monotonicSeconds() + $0 }
+        var stopping: Double?
+        var lastListener: Listener?
+
+        while true {
+            var now = monotonicSeconds()
+            var timeout = [store.nextDeadline.map { $0 - now }, nextWatchdog.map { $0 - now },
+                           server.nextExpiry(now: now), stopping.map { $0 - now },
+                           server.hasUnflushedOutput ? 0 : nil].compactMap { $0 }.min()
+            if let value = timeout { timeout = max(0, value) }
+            var stopRequested = false
+            var reloadRequested = false
+            for ready in loop.wait(timeout: timeout) {
+                if ready.fd == signals?.fd {
+                    for action in signals!.drain() {
+                        switch action {
+                        case .stop(let signal):
+                            log.info("received \(signal == SIGINT ? "SIGINT" : "SIGTERM"); shutting down")
+                            stopRequested = true
+                        case .reload: reloadRequested = true
+                        }
+                    }
+                } else if ready.fd == control?.fd {
+                    let requests = control!.take()
+                    stopRequested = stopRequested || requests.stop
+                    reloadRequested = reloadRequested || requests.reload
+                } else if ready.fd == server.listenerFD {
+                    server.acceptAll()
+                } else {
+                    if ready.readable || ready.hangup { server.readable(ready.fd, hangup: ready.hangup) }
+                    if ready.writable { server.writable(ready.fd, now: now) }
+                }
+            }
+            now = monotonicSeconds()
+            if reloadRequested, stopping == nil { reload(server: server, notifier: notifier) }
+            if stopRequested, stopping == nil {
+                notifier.send("STOPPING=1")
+                lastListener = server.stopAccepting()
+                server.sayGoodbye()
+                stopping = now + Self.flushDeadline
+            }
+            if let deadline = store.nextDeadline, deadline <= now { store.tick() }
+            server.expireStalled(now: now)
+            do throws(ObsError) {
+                try storage.syncIfNeeded()
+            } catch {
+                // Acknowledging writes that may not be durable would break strict's promise.
+                log.error("\(error.message); stopping without acknowledging unsynced writes")
+                server.dropAll()
+                (lastListener ?? server.stopAccepting())?.removeSocketFile()
+                throw DaemonError(error.message)
+            }
+            server.flush(now: now)
+            if let interval = watchdog, let due = nextWatchdog, due <= now {
+                notifier.send("WATCHDOG=1")
+                nextWatchdog = now + interval
+            }
+            if let deadline = stopping, server.connections.isEmpty || now >= deadline { break }
+        }
+        server.dropAll()
+        lastListener?.removeSocketFile()
+        log.info("stopped")
+    }
+
+    // MARK: - Start-up pieces
+
+    private func openStorage() throws(DaemonError) -> (GroupCommitStorage, () -> Void, Int32) {
+        guard settings.durability != .memory else {
+            return (GroupCommitStorage(MemoryStorage(), strict: false), {}, -1)
+        }
+        try Self.createDirectory(settings.stateDirectory)
+        // One daemon per state directory: two writers would each believe their own revisions.
+        let lockPath = settings.stateDirectory + "/obsd.lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw DaemonError("cannot open \(lockPath): \(SystemError("open"))") }
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            close(lock)
+            throw DaemonError("another obsd is already using the state directory \(settings.stateDirectory)")
+        }
+        do throws(ObsError) {
+            let database = try SQLiteStorage(path: settings.databasePath)
+            return (GroupCommitStorage(database, strict: settings.durability == .strict), { database.close() }, lock)
+        } catch {
+            close(lock)
+            throw DaemonError(error.message)
+        }
+    }
+
+    /// Creates `path` and missing parents with mode 0700.
+    static func createDirectory(_ path: String) throws(DaemonError) {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFDIR else { throw DaemonError("state directory \(path) is not a directory") }
+            return
+        }
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try createDirectory(String(path[..<slash]))
+        }
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+            throw DaemonError("cannot create state directory \(path): \(SystemError("mkdir"))")
+        }
+    }
+
+    private func policy(_ settings: Settings) -> AccessPolicy {
+        AccessPolicy(settings.allow) { [log] rule in
+            log.warn("allow: no such \(rule.subject.kind) '\(rule.subject.name)'; the rule grants nothing")
+        }
+    }
+
+    // MARK: - Reload
+
+    /// Reads the configuration again. An invalid one is logged and the running one kept. The log
+    /// level, allow, max_connections and client_timeout apply at once; settings that name files or
+    /// sockets in use, and the store's limits (fixed when it is created), at the next start.
+    private func reload(server: Server, notifier: Notifier) {
+        notifier.reloading()
+        defer { notifier.send("READY=1\nSTATUS=listening") }
+        let fresh: Settings
+        do throws(ConfigError) {
+            fresh = try Configuration.resolve(options, environment: environment, readFile: Configuration.readFile)
+        } catch {
+            log.error("reload: \(error); keeping the running configuration")
+            return
+        }
+        for (name, changed) in [("socket", fresh.socket != settings.socket),
+                                ("socket_mode", fresh.socketMode != settings.socketMode),
+                                ("socket_group", fresh.socketGroup != settings.socketGroup),
+                                ("state_dir", fresh.stateDirectory != settings.stateDirectory),
+                                ("durability", fresh.durability != settings.durability),
+                                ("max_json_depth", fresh.limits.maxJSONDepth != settings.limits.maxJSONDepth),
+                                ("max_value_bytes", fresh.limits.maxValueBytes != settings.limits.maxValueBytes),
+                                ("max_expression_bytes", fresh.limits.maxExpressionBytes != settings.limits.maxExpressionBytes),
+                                ("max_watches", fresh.limits.maxWatches != settings.limits.maxWatches),
+                                ("history", fresh.limits.history != settings.limits.history),
+                                ("max_line_bytes", fresh.limits.maxLineBytes != settings.limits.maxLineBytes),
+                                ("output_buffer_bytes", fresh.limits.outputBufferBytes != settings.limits.outputBufferBytes)]
+        where changed {
+            log.warn("reload: a new \(name) takes effect at the next start")
+        }
+        log.level = fresh.logLevel
+        server.policy = policy(fresh)
+        // The store's own limits are fixed when it is created; the daemon's apply now.
+        server.limits.maxConnections = fresh.limits.maxConnections
+        server.limits.clientTimeout = fresh.limits.clientTimeout
+        var kept = fresh
+        kept.limits = server.limits
+        kept.socket = settings.socket
+        kept.socketMode = settings.socketMode
+        kept.socketGroup = settings.socketGroup
+        kept.stateDirectory = settings.stateDirectory
+        kept.durability = settings.durability
+        settings = kept
+        log.info("reloaded the configuration")
+    }
+}
+
+/// The store's share of the settings.
+func storeConfiguration(_ settings: Settings) -> StoreConfiguration {
+    var configuration = StoreConfiguration()
+    configuration.maxValueBytes = settings.limits.maxValueBytes
+    configuration.maxExpressionBytes = settings.limits.maxExpressionBytes
+    configuration.maxWatchesPerConnection = settings.limits.maxWatches
+    configuration.historyRevisions = settings.limits.history
+    configuration.maxOutputBytes = settings.limits.outputBufferBytes
+    configuration.maxJSONDepth = settings.limits.maxJSONDepth
+    configuration.maxLineBytes = settings.limits.maxLineBytes
+    configuration.serverVersion = obsdVersion
+    configuration.durability = settings.durability.rawValue
+    return configuration
+}
+
+extension AllowRule.Subject {
+    var kind: String {
+        switch self {
+        case .user: "user"
+        case .group: "group"
+        }
+    }
+
+    var name: String {
+        switch self {
+        case .user(let name), .group(let name): name
+        }
+    }
+}

@@ -1,0 +1,135 @@
+// One client connection: its socket, its line framer, its session and its output buffer.
+//
+// Output is a queue of EncodedLines. A line's body is shared: an event sent to a thousand watchers
+// is one buffer queued a thousand times, each with its small per-watch head. The queue is written
+// only at the end of a loop turn, with one writev(2) of up to IOV_MAX buffers (a head and a body
+// per line), so a connection costs one system call per turn however many lines it got.
+//
+// Back-pressure: while a connection's unsent output is over the limit, obsd stops reading its
+// requests (so a client that pipelines without reading cannot make obsd buffer without bound) and
+// the session stops queuing events (overflow, model.md). If the client reads nothing at all for
+// client_timeout in that state, it is disconnected.
+import Glibc
+import ObsCore
+
+final class Connection: SessionOutput {
+    let fd: Int32
+    let peer: PeerCredentials
+    var session: Session?
+    var framer: LineFramer
+
+    /// Lines waiting; those before `head` are written (compacted away once they are half the queue).
+    private var queue: [EncodedLine] = []
+    private var head = 0
+    /// Bytes of `queue[head]` (head and body together) already written.
+    private var headOffset = 0
+    private(set) var pendingBytes = 0
+
+    /// The peer closed its side (or we stopped reading): finish writing, then close.
+    var readClosed = false
+    /// Close as soon as the output is written (after too_large, goodbye).
+    var closeAfterFlush = false
+    /// Was over the output limit; the session is told when it drains below.
+    var overLimit = false
+    /// Monotonic time since which the output has been over the limit with no write progress.
+    var stalledSince: Double?
+    /// The epoll interest currently registered.
+    var interest: UInt32 = 0
+    /// Queued in the server's list of connections to flush this turn.
+    var isDirty = false
+    private let markDirty: (Connection) -> Void
+
+    init(fd: Int32, peer: PeerCredentials, maxLineBytes: Int, markDirty: @escaping (Connection) -> Void) {
+        self.fd = fd
+        self.peer = peer
+        framer = LineFramer(maxLineBytes: maxLineBytes)
+        self.markDirty = markDirty
+    }
+
+    func write(_ line: EncodedLine) {
+        guard line.count > 0 else { return }
+        queue.append(line)
+        pendingBytes += line.count
+        if !isDirty {
+            isDirty = true
+            markDirty(self)
+        }
+    }
+
+    enum FlushResult { case done, blocked(progress: Bool), failed }
+
+    /// Writes as much of the queue as the socket takes, with one writev.
+    func flush() -> FlushResult {
+        guard head < queue.count else { return .done }
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(Self.maxVectors)
+        // The arrays are not mutated until writev returns, so their buffers stay where they are.
+        let written: Int = withExtendedLifetime(queue) {
+            var index = head
+            var skip = headOffset
+            while index < queue.count, vectors.count + 2 <= Self.maxVectors {
+                for part in [queue[index].head, queue[index].body] {
+                    if skip >= part.count {
+                        skip -= part.count
+                        continue
+                    }
+                    part.withUnsafeBufferPointer { buffer in
+                        vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip),
+                                             iov_len: buffer.count - skip))
+                    }
+                    skip = 0
+                }
+                index += 1
+            }
+            return vectors.withUnsafeBufferPointer { writev(fd, $0.baseAddress, Int32($0.count)) }
+        }
+        if written < 0 {
+            if errno == EAGAIN || errno == EINTR { return .blocked(progress: false) }
+            return .failed
+        }
+        consume(written)
+        return head == queue.count ? .done : .blocked(progress: written > 0)
+    }
+
+    private func consume(_ bytes: Int) {
+        pendingBytes -= bytes
+        var left = bytes
+        while left > 0 {
+            let available = queue[head].count - headOffset
+            if left >= available {
+                left -= available
+                headOffset = 0
+                queue[head] = Self.sent
+                head += 1
+            } else {
+                headOffset += left
+                left = 0
+            }
+        }
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: queue.count <= 4096)
+            head = 0
+        } else if head > 1024, head * 2 > queue.count {
+            queue.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// IOV_MAX on Linux: the most buffers one writev takes.
+    private static let maxVectors = 1024
+    /// Replaces written lines in the queue so their buffers are freed before compaction.
+    private static let sent = EncodedLine(body: [])
+
+    /// Drops whatever is still queued (the connection is being closed).
+    func discardOutput() {
+        queue.removeAll()
+        head = 0
+        headOffset = 0
+        pendingBytes = 0
+    }
+}
+
+/// A protocol error line not tied to a request (`id` null), as the daemon sends it before closing.
+func errorLine(_ code: ObsError.Code, _ message: String) -> [UInt8] {
+    Array("{\"id\":null,\"ok\":false,\"error\":{\"code\":\"\(code.rawValue)\",\"message\":\(JSONValue.string(message).encoded)}}\n".utf8)
+}

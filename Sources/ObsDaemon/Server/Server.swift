@@ -1,0 +1,272 @@
+// The connections side of the event loop: accepting (connection limit, SO_PEERCRED and the allow
+// policy), reading and framing requests into each connection's Session, flushing each
+// connection's output once per turn, back-pressure and client_timeout. It runs on the daemon's
+// one loop thread, which also owns the store.
+import CLinux
+import Glibc
+import ObsCore
+
+final class Server {
+    private let loop: EventLoop
+    private let store: Store
+    private let log: Logger
+    private(set) var listener: Listener?
+    var limits: Limits
+    var policy: AccessPolicy
+
+    private(set) var connections: [Int32: Connection] = [:]
+    private var dirty: [Connection] = []
+    private var readBuffer = [UInt8](repeating: 0, count: 65536)
+
+    init(loop: EventLoop, listener: Listener, store: Store, limits: Limits, policy: AccessPolicy, log: Logger) throws(SystemError) {
+        self.loop = loop
+        self.listener = listener
+        self.store = store
+        self.limits = limits
+        self.policy = policy
+        self.log = log
+        try loop.add(listener.fd, EventLoop.input)
+    }
+
+    var listenerFD: Int32? { listener?.fd }
+
+    // MARK: - Accepting
+
+    /// Accepts every pending connection.
+    func acceptAll() {
+        guard let listener else { return }
+        while true {
+            let fd = accept4(listener.fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+            if fd < 0 {
+                switch errno {
+                case EAGAIN, EINTR: return
+                case ECONNABORTED, EPROTO: continue
+                default:
+                    // EMFILE and friends: leave the rest in the backlog until descriptors free up.
+                    log.warn("accept: \(SystemError("accept4"))")
+                    return
+                }
+            }
+            admit(fd)
+        }
+    }
+
+    private func admit(_ fd: Int32) {
+        guard connections.count < limits.maxConnections else {
+            log.warn("connection refused: \(limits.maxConnections) connections already open (max_connections)")
+            refuse(fd, errorLine(.limit, "too many connections (max_connections is \(limits.maxConnections))"))
+            return
+        }
+        guard let peer = PeerCredentials.of(fd) else {
+            log.warn("connection refused: \(SystemError("SO_PEERCRED"))")
+            close(fd)
+            return
+        }
+        guard let access = policy.access(for: peer) else {
+            log.info("connection from uid \(peer.uid) (pid \(peer.pid)) refused: not in allow")
+            refuse(fd, errorLine(.permissionDenied, "uid \(peer.uid) may not use this daemon"))
+            return
+        }
+        let connection = Connection(fd: fd, peer: peer, maxLineBytes: limits.maxLineBytes) { [unowned self] in
+            dirty.append($0)
+        }
+        do throws(SystemError) {
+            try loop.add(fd, EventLoop.input)
+        } catch {
+            log.warn("connection refused: \(error)")
+            close(fd)
+            return
+        }
+        connection.interest = EventLoop.input
+        connections[fd] = connection
+        connection.session = Session(store: store, access: access, output: connection)
+        log.debug("connection \(fd) from uid \(peer.uid) (pid \(peer.pid)), \(access.rawValue) access")
+    }
+
+    /// Sends one error line to a connection that is not admitted, then closes it.
+    private func refuse(_ fd: Int32, _ line: [UInt8]) {
+        // The error line is small, and a new socket's buffer is empty, so it goes out whole.
+        _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(fd)
+    }
+
+    // MARK: - Reading
+
+    /// Reads what `fd` has (at most a fair share per turn) and hands complete lines to its session.
+    func readable(_ fd: Int32, hangup: Bool) {
+        guard let connection = connections[fd] else { return }
+        guard !connection.readClosed else {
+            if hangup { drop(connection) }
+            return
+        }
+        // Four buffers per turn: enough for throughput, small enough that one client cannot hold
+        // the loop while others wait (level-triggered epoll reports the rest next turn).
+        for _ in 0..<4 {
+            let count = readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN { break }
+                drop(connection)
+                return
+            }
+            if count == 0 {
+                // EOF: answer what was complete, drop any partial line, close once flushed.
+                connection.readClosed = true
+                connection.closeAfterFlush = true
+                connection.session?.close()
+                connection.session = nil
+                if connection.pendingBytes == 0 { drop(connection) } else { updateInterest(connection) }
+                return
+            }
+            feed(connection, count)
+            if connection.readClosed || connection.pendingBytes > limits.outputBufferBytes { break }
+        }
+        updateInterest(connection)
+    }
+
+    private func feed(_ connection: Connection, _ count: Int) {
+        let tooLong = readBuffer.withUnsafeBytes { raw in
+            do throws(LineTooLong) {
+                try connection.framer.append(UnsafeRawBufferPointer(rebasing: raw[..<count])) { line in
+                    guard let session = connection.session, !connection.closeAfterFlush else { return }
+                    session.receive(line: line)
+                    if session.wantsClose {
+                        connection.readClosed = true
+                        connection.closeAfterFlush = true
+                    }
+                }
+                return false
+            } catch {
+                return true
+            }
+        }
+        if tooLong {
+            log.info("connection \(connection.fd): request line over \(limits.maxLineBytes) bytes; closing")
+            connection.write(EncodedLine(body: errorLine(.tooLarge, "request line longer than \(limits.maxLineBytes) bytes")))
+            connection.readClosed = true
+            connection.closeAfterFlush = true
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Writes every connection that got output this turn, one writev each.
+    func flush(now: Double) {
+        let batch = dirty
+        dirty.removeAll(keepingCapacity: true)
+        for connection in batch {
+            connection.isDirty = false
+            guard connections[connection.fd] === connection else { continue }
+            write(connection, now: now)
+        }
+    }
+
+    /// Connections whose socket became writable again.
+    func writable(_ fd: Int32, now: Double) {
+        guard let connection = connections[fd] else { return }
+        write(connection, now: now)
+    }
+
+    private func write(_ connection: Connection, now: Double) {
+        switch connection.flush() {
+        case .failed:
+            drop(connection)
+            return
+        case .done:
+            connection.stalledSince = nil
+            if connection.closeAfterFlush {
+                drop(connection)
+                return
+            }
+            connection.overLimit = false
+            // Drained: `latest` watches send what they held, an overflowed session resyncs.
+            if let session = connection.session { store.sessionDrained(session) }
+        case .blocked(let progress):
+            if progress || connection.pendingBytes <= limits.outputBufferBytes {
+                connection.stalledSince = nil
+            }
+        }
+        if connection.pendingBytes > limits.outputBufferBytes {
+            connection.overLimit = true
+            if connection.stalledSince == nil { connection.stalledSince = now }
+        } else if connection.overLimit {
+            connection.overLimit = false
+            if let session = connection.session { store.sessionDrained(session) }
+        }
+        updateInterest(connection)
+    }
+
+    private func updateInterest(_ connection: Connection) {
+        guard connections[connection.fd] === connection else { return }
+        var wanted: UInt32 = 0
+        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes { wanted |= EventLoop.input }
+        if connection.pendingBytes > 0 { wanted |= EventLoop.output }
+        guard wanted != connection.interest else { return }
+        do throws(SystemError) {
+            try loop.modify(connection.fd, wanted)
+            connection.interest = wanted
+        } catch {
+            log.warn("connection \(connection.fd): \(error)")
+            drop(connection)
+        }
+    }
+
+    // MARK: - Timeouts and closing
+
+    /// Disconnects clients that have read nothing for client_timeout while over the output limit.
+    func expireStalled(now: Double) {
+        for connection in connections.values {
+            guard let since = connection.stalledSince, now - since >= limits.clientTimeout else { continue }
+            log.info("connection \(connection.fd) (uid \(connection.peer.uid)): read nothing for \(limits.clientTimeout)s over the output limit; disconnecting")
+            drop(connection)
+        }
+    }
+
+    /// Seconds until the next client_timeout check is due.
+    func nextExpiry(now: Double) -> Double? {
+        connections.values.compactMap { $0.stalledSince.map { $0 + limits.clientTimeout - now } }.min()
+    }
+
+    /// Closes a connection now: its session is closed (ephemeral keys go), unsent output is dropped.
+    func drop(_ connection: Connection) {
+        guard connections[connection.fd] === connection else { return }
+        connections[connection.fd] = nil
+        loop.remove(connection.fd)
+        connection.session?.close()
+        connection.session = nil
+        connection.discardOutput()
+        close(connection.fd)
+    }
+
+    /// Shutdown, first step: stop accepting. The socket file stays until the end.
+    func stopAccepting() -> Listener? {
+        guard let listener else { return nil }
+        loop.remove(listener.fd)
+        self.listener = nil
+        return listener
+    }
+
+    /// Shutdown, second step: answer the requests already received, then queue `goodbye` and
+    /// close each connection once its output is written.
+    func sayGoodbye() {
+        for connection in Array(connections.values) where !connection.readClosed {
+            readable(connection.fd, hangup: false)
+        }
+        for connection in Array(connections.values) {
+            connection.readClosed = true
+            connection.closeAfterFlush = true
+            if let session = connection.session {
+                session.goodbye(reason: "shutdown")
+            }
+            updateInterest(connection)
+        }
+    }
+
+    /// Whether some connection got output after this turn's flush (from `sessionDrained`).
+    var hasUnflushedOutput: Bool { !dirty.isEmpty }
+
+    /// Closes every connection that is left.
+    func dropAll() {
+        for connection in Array(connections.values) { drop(connection) }
+    }
+}

@@ -1,0 +1,47 @@
+import Glibc
+import ObsCore
+import XCTest
+@testable import ObsDaemon
+
+/// The output queue against a real socket pair with a small send buffer, so writev stops in the
+/// middle of heads and bodies and the queue must resume at the exact byte.
+final class ConnectionOutputTests: XCTestCase {
+    func test_partialWrites_resumeAtTheExactByte_acrossHeadsAndBodies() {
+        var pair: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        defer { close(pair[0]); close(pair[1]) }
+        var small: Int32 = 4096
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+
+        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024) { _ in }
+        var expected: [UInt8] = []
+        let shared = Array(String(repeating: "b", count: 700).utf8) + [0x0A]
+        for index in 0..<3000 {
+            let head = index % 3 == 0 ? [] : Array("{\"watch\":\(index)".utf8)
+            let body = index % 5 == 0 ? shared : Array("\(index)-body\n".utf8)
+            connection.write(EncodedLine(head: head, body: body))
+            expected += head + body
+        }
+        XCTAssertEqual(connection.pendingBytes, expected.count)
+
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 3000)
+        var flushes = 0
+        while received.count < expected.count {
+            if case .failed = connection.flush() { XCTFail("flush failed"); return }
+            flushes += 1
+            while true {
+                let count = read(pair[1], &buffer, Int.random(in: 1...buffer.count))
+                guard count > 0 else { break }
+                received += buffer[..<count]
+            }
+            XCTAssertEqual(connection.pendingBytes, expected.count - received.count)
+            guard flushes < 100_000 else { break }
+        }
+        XCTAssertEqual(received, expected)
+        XCTAssertGreaterThan(flushes, 10, "the small buffer should have forced many partial writes")
+        if case .done = connection.flush() {} else { XCTFail("nothing should be left") }
+    }
+}
