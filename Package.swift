@@ -10,6 +10,7 @@ let package = Package(
     name: "obsd",
     products: [
         .library(name: "ObsCore", targets: ["ObsCore"]),
+        .library(name: "ObsClient", targets: ["ObsClient"]),
         .executable(name: "obsd", targets: ["obsd"]),
         .executable(name: "obsctl", targets: ["obsctl"]),
         .executable(name: "obsbench", targets: ["obsbench"]),
@@ -22,12 +23,18 @@ let package = Package(
         // that tests can import it; Sources/obsd/main.swift only starts it.
         // Linux headers that Swift's Glibc module leaves out (epoll, signalfd, eventfd).
         .systemLibrary(name: "CLinux"),
-        .target(name: "ObsDaemon", dependencies: ["ObsCore", "CLinux"], swiftSettings: strict),
+        // The client library obsctl is built on: connections, requests, watches that resume, and the
+        // definitions-file format obsd applies too.
+        .target(name: "ObsClient", dependencies: ["ObsCore"], swiftSettings: strict),
+        // obsctl's commands, output, help and completion, a library so that tests can import it.
+        .target(name: "ObsctlCore", dependencies: ["ObsClient", "ObsCore"], swiftSettings: strict),
+        .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
-        .executableTarget(name: "obsctl", dependencies: ["ObsCore"], swiftSettings: strict),
+        .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux"], path: "Benchmarks/obsbench",
                           swiftSettings: strict),
         .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore"], swiftSettings: strict),
+        .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore"], swiftSettings: strict),
     ]
 )

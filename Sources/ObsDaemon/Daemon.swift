@@ -4,8 +4,9 @@
 // Start-up, in order, so that READY=1 means "state restored and listening":
 // 1. open the storage (creating the state directory 0700) and let the store restore from it
 //    (values, definitions re-evaluated, bindings, the revision counter);
-// 2. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
-// 3. sd_notify READY=1.
+// 2. apply the `definitions` file, if set (Definitions.swift);
+// 3. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
+// 4. sd_notify READY=1.
 // Each loop turn: wait (until the next timer: store, watchdog, client_timeout), handle signals,
 // accept, read requests, run due timers, fsync in strict mode (group commit), then flush every
 // connection once.
@@ -69,9 +70,7 @@ public final class Daemon {
             throw DaemonError("cannot restore the state from \(settings.databasePath): \(error.message)")
         }
         log.info("restored revision \(store.rev)")
-        if let definitions = settings.definitions {
-            log.warn("definitions = \(definitions) is set, but this obsd cannot apply definitions files yet; ignoring it")
-        }
+        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log) }
 
         let listener: Listener
         do throws(ListenerError) {
@@ -133,7 +132,7 @@ public final class Daemon {
                 }
             }
             now = monotonicSeconds()
-            if reloadRequested, stopping == nil { reload(server: server, notifier: notifier) }
+            if reloadRequested, stopping == nil { reload(server: server, store: store, notifier: notifier) }
             if stopRequested, stopping == nil {
                 notifier.send("STOPPING=1")
                 lastListener = server.stopAccepting()
@@ -221,10 +220,11 @@ public final class Daemon {
 
     // MARK: - Reload
 
-    /// Reads the configuration again. An invalid one is logged and the running one kept. The log
+    /// Reads the configuration again and applies the definitions file again. An invalid
+    /// configuration is logged and the running one kept. The log
     /// level, allow, max_connections and client_timeout apply at once; settings that name files or
     /// sockets in use, and the store's limits (fixed when it is created), at the next start.
-    private func reload(server: Server, notifier: Notifier) {
+    private func reload(server: Server, store: Store, notifier: Notifier) {
         notifier.reloading()
         defer { notifier.send("READY=1\nSTATUS=listening") }
         let fresh: Settings
@@ -263,6 +263,7 @@ public final class Daemon {
         kept.durability = settings.durability
         settings = kept
         log.info("reloaded the configuration")
+        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log) }
     }
 }
 

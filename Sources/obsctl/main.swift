@@ -1,5 +1,5 @@
-// obsctl is built by its own issue; until then this executable says so and exits non-zero.
+// obsctl: everything is in ObsctlCore, so that tests can reach it.
 import Foundation
+import ObsctlCore
 
-FileHandle.standardError.write(Data("obsctl: not implemented yet\n".utf8))
-exit(1)
+exit(Obsctl.main(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))

@@ -112,14 +112,6 @@ enum LineEncoding {
         return writer.closed()
     }
 
-    static func eventName(_ kind: KeyEvent.Kind) -> String {
-        switch kind {
-        case .change: "change"
-        case .delete: "delete"
-        case .error: "error"
-        }
-    }
-
     /// An object with its members in the given order, without a newline.
     static func orderedObject(_ fields: [(String, JSONValue)]) -> [UInt8] {
         var writer = ObjectWriter()

@@ -19,8 +19,9 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     /// Calls the user's handler with (old, new, isInitial).
     private let deliver: @Sendable (Value, Value, Bool) -> Void
     private let errorHandler: (@Sendable (any Error) -> Void)?
-    /// nil: call handlers directly on the delivering thread.
-    private let scheduler: (any EventScheduler)?
+    /// Whether handlers are called directly on the delivering thread (`ImmediateScheduler`).
+    private let immediate: Bool
+    private let scheduler: any EventScheduler
     private let cancelled = Atomic<Bool>(false)
 
     /// The value the handler last saw (or was given at subscription), once `hasLast`.
@@ -28,8 +29,9 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     @exclusivity(unchecked) private var hasLast = false
     @exclusivity(unchecked) private var lastWasError = false
 
-    /// Undelivered events: their kinds in order, the values of changes in a ring, errors in order.
-    @exclusivity(unchecked) private var kinds = ContiguousArray<Kind>()
+    /// Undelivered events: their kinds in order, the values of changes in a ring (its capacity a
+    /// power of two, so positions wrap with a mask), errors in order.
+    @exclusivity(unchecked) private var kinds = PointerStack<Kind>(capacity: 4)
     @exclusivity(unchecked) private var kindsHead = 0
     @exclusivity(unchecked) private var ring: UnsafeMutablePointer<Value>
     @exclusivity(unchecked) private var ringCapacity = 2
@@ -42,7 +44,8 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         self.target = target
         self.deliver = deliver
         self.errorHandler = errorHandler
-        self.scheduler = scheduler is ImmediateScheduler ? nil : scheduler
+        self.immediate = scheduler is ImmediateScheduler
+        self.scheduler = scheduler
         last = .allocate(capacity: 1)
         ring = .allocate(capacity: 2)
         super.init(flags: .watcher)
@@ -105,8 +108,9 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     private func pushChange(_ kind: Kind, old: Value, new: Value) {
         if ringCount + 2 > ringCapacity { growRing() }
-        (ring + (ringHead + ringCount) % ringCapacity).initialize(to: old)
-        (ring + (ringHead + ringCount + 1) % ringCapacity).initialize(to: new)
+        let mask = ringCapacity - 1
+        (ring + ((ringHead + ringCount) & mask)).initialize(to: old)
+        (ring + ((ringHead + ringCount + 1) & mask)).initialize(to: new)
         ringCount += 2
         kinds.append(kind)
         queueDelivery()
@@ -116,7 +120,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         let capacity = ringCapacity * 2
         let grown = UnsafeMutablePointer<Value>.allocate(capacity: capacity)
         for index in 0..<ringCount {
-            (grown + index).moveInitialize(from: ring + (ringHead + index) % ringCapacity, count: 1)
+            (grown + index).moveInitialize(from: ring + ((ringHead + index) & (ringCapacity - 1)), count: 1)
         }
         ring.deallocate()
         ring = grown
@@ -126,7 +130,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     private func popValue() -> Value {
         let value = (ring + ringHead).move()
-        ringHead = (ringHead + 1) % ringCapacity
+        ringHead = (ringHead + 1) & (ringCapacity - 1)
         ringCount -= 1
         return value
     }
@@ -151,16 +155,16 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         let kind = kinds[kindsHead]
         kindsHead += 1
         if kindsHead == kinds.count {
-            kinds.removeAll(keepingCapacity: true)
+            kinds.removeAll()
             kindsHead = 0
         }
         if kind == .failure {
             let error = errors.removeFirst()
             engine.lock.unlock()
-            if let scheduler {
-                scheduler.schedule { self.callError(error) }
-            } else {
+            if immediate {
                 callError(error)
+            } else {
+                scheduler.schedule { self.callError(error) }
             }
             return
         }
@@ -168,10 +172,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         let new = popValue()
         engine.lock.unlock()
         let isInitial = kind == .initial
-        if let scheduler {
-            scheduler.schedule { self.call(old, new, isInitial) }
-        } else {
+        if immediate {
             call(old, new, isInitial)
+        } else {
+            scheduler.schedule { self.call(old, new, isInitial) }
         }
     }
 

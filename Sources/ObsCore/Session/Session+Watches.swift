@@ -14,6 +14,9 @@ extension Session {
         case "latest": mode = .latest
         default: throw ObsError(.badRequest, "field 'mode' must be \"all\" or \"latest\"")
         }
+        for field in ["throttle_ms", "debounce_ms", "progress_ms"] where request.uint(field) == 0 {
+            throw ObsError(.badRequest, "field '\(field)' must be at least 1")
+        }
         let throttle = request.uint("throttle_ms").map { Double($0) / 1000 }
         let debounce = request.uint("debounce_ms").map { Double($0) / 1000 }
         if throttle != nil && debounce != nil {

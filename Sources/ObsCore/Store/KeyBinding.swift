@@ -44,7 +44,21 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
         super.init(flags: [.watcher, .effect])
     }
 
-    override func runWatcher() { run(write: inputsChanged) }
+    /// Runs in the current transaction, counted: a cycle that only a dynamic branch closes (a
+    /// binding feeding a computed that feeds the binding) is cut after `maxRunsPerTransaction`.
+    private var runSerial: UInt64 = 0
+    private var runs = 0
+    static let maxRunsPerTransaction = 64
+
+    override func runWatcher() {
+        let serial = store.current?.serial ?? 0
+        if serial != runSerial {
+            runSerial = serial
+            runs = 0
+        }
+        runs += 1
+        run(write: runs <= BindingEffect.maxRunsPerTransaction && inputsChanged)
+    }
 
     /// Whether what this effect read differs from the start of the transaction. A key read in the
     /// middle of a batch (by a `define`) can change and change back within it: the engine then

@@ -30,8 +30,6 @@ struct PatternIndex {
         return entry
     }
 
-    func existingEntry(_ text: String) -> PatternEntry? { byText[text] }
-
     mutating func removeIfUnused(_ entry: PatternEntry) {
         guard entry.isUnused, byText[entry.pattern.text] === entry else { return }
         byText[entry.pattern.text] = nil

@@ -90,7 +90,9 @@ extension Store {
         sendHeld(events, to: watch)
     }
 
-    func schedule(_ watch: Watch, at deadline: Double) {
+    func schedule(_ watch: Watch, at requested: Double) {
+        // Never at or before the tick running now: a timer that reschedules itself must wait.
+        let deadline = max(requested, clock.monotonic + 0.000_001)
         if let scheduled = watch.scheduledAt, scheduled <= deadline { return }
         watch.scheduledAt = deadline
         watchTimers.push(deadline, watch)
@@ -136,7 +138,7 @@ extension Store {
             flushLatest(watch)
         }
         if let progress = watch.progress {
-            if now - watch.lastSent >= progress, !watch.session.overflowed {
+            if watch.lastSent + progress <= now, !watch.session.overflowed {
                 watch.session.sendEvent(
                     EncodedLine(head: LineEncoding.head("progress", watch: watch.id), body: LineEncoding.body([("rev", .int(Int64(rev)))])),
                     watch: watch, rev: rev)

@@ -236,7 +236,7 @@ public final class Store {
         }
         if changed.isEmpty && bindingTargets.isEmpty {
             sweep(transaction.touched)
-            return CommitResult(rev: rev, committed: false, persisted: false)
+            return CommitResult(rev: rev, persisted: false)
         }
         let newRev = rev + 1
         let stored = storedTransaction(newRev, changed, bindingTargets)
@@ -279,7 +279,7 @@ public final class Store {
         history.append(rev: newRev, events: events)
         deliver(events, rev: newRev)
         sweep(transaction.touched)
-        return CommitResult(rev: newRev, committed: true, persisted: !stored.isEmpty)
+        return CommitResult(rev: newRev, persisted: !stored.isEmpty)
     }
 
     private func makeEvent(_ node: KeyNode, _ before: KeySnapshot, forced: Bool, reason: String?) -> KeyEvent? {

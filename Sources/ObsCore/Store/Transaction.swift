@@ -57,7 +57,6 @@ final class Transaction {
 struct CommitResult {
     /// The transaction's revision, or the current one when nothing changed.
     var rev: UInt64
-    var committed: Bool
     /// Whether persisted state changed: with strict durability the response waits for a sync.
     var persisted: Bool
 }

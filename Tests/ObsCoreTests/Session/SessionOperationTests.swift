@@ -160,6 +160,10 @@ final class SessionOperationTests: XCTestCase {
         XCTAssertEqual(errorCode(client.request(#"{"op":"unwatch","watch":1}"#)), "not_found")
         XCTAssertEqual(errorCode(client.request(#"{"op":"watch","keys":["a..b"]}"#)), "bad_key")
         XCTAssertEqual(errorCode(client.request(#"{"op":"watch","keys":["a"],"mode":"sometimes"}"#)), "bad_request")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"watch","keys":["a"],"progress_ms":0}"#)), "bad_request")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"watch","keys":["a"],"throttle_ms":5,"debounce_ms":5}"#)), "bad_request")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"watch","keys":[]}"#)), "bad_request")
+        XCTAssertEqual(errorCode(client.request(#"{"op":"watch","keys":[1]}"#)), "bad_request")
     }
 
     func test_list_sortedWithKinds() {

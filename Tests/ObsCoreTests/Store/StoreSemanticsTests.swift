@@ -146,3 +146,19 @@ final class StoreLifetimeTests: XCTestCase {
         XCTAssertNil(weakStore)
     }
 }
+
+final class BindingCycleTests: XCTestCase {
+    ///   a --bind(+1)--> b --read--> c = $flag ? $b : 0 --bind--> a
+    /// Accepted while flag is false (c does not read b); once it is true the cycle closes through
+    /// the branch, and the transaction still ends.
+    func test_cycleThroughABindingAndADynamicBranch_terminates() {
+        let client = Harness().connect()
+        client.request(#"{"op":"set","key":"flag","value":false}"#)
+        client.request(#"{"op":"set","key":"a","value":0}"#)
+        client.request(#"{"op":"bind","from":"a","to":"b","map":"value + 1"}"#)
+        client.request(#"{"op":"define","key":"c","expr":"$flag ? $b : 0"}"#)
+        XCTAssertEqual(client.request(#"{"op":"bind","from":"c","to":"a"}"#)["ok"], true)
+        XCTAssertEqual(client.request(#"{"op":"set","key":"flag","value":true}"#)["ok"], true)
+        XCTAssertEqual(client.request(#"{"op":"ping"}"#)["ok"], true)
+    }
+}

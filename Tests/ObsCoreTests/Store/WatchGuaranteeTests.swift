@@ -282,3 +282,48 @@ final class WatchGuaranteeTests: XCTestCase {
 extension MemoryStorage {
     var state: StoredState { try! load() }
 }
+
+final class WatchDetailTests: XCTestCase {
+    func test_latest_heldWhileOutputBusy_sentByTickOnceItEmpties() {
+        let harness = Harness()
+        let writer = harness.connect()
+        let watcher = harness.connect()
+        watcher.request(#"{"op":"watch","keys":["a"],"mode":"latest","initial":false}"#)
+        watcher.output.pendingBytes = 10
+        writer.request(#"{"op":"set","key":"a","value":1}"#)
+        writer.request(#"{"op":"set","key":"a","value":2}"#)
+        harness.clock.advance(1)
+        harness.store.tick()
+        XCTAssertEqual(watcher.output.take(), [])
+        watcher.output.pendingBytes = 0
+        harness.clock.advance(1)
+        harness.store.tick()
+        XCTAssertEqual(watcher.output.take(), [#"{"event":"change","watch":1,"key":"a","new":2,"rev":2,"created":true}"#])
+    }
+
+    func test_snapshotOfAComputedInError_carriesTheError() {
+        let harness = Harness()
+        let client = harness.connect()
+        client.request(#"{"op":"define","key":"bad","expr":"1 / 0"}"#)
+        let lines = client.send(#"{"id":1,"op":"watch","keys":["bad"]}"#)
+        XCTAssertEqual(lines.count, 3)
+        XCTAssertTrue(lines[1].hasPrefix(#"{"event":"initial","watch":1,"key":"bad","kind":"computed","error":{"code":"eval_error","message":"#), lines[1])
+        XCTAssertTrue(lines[1].hasSuffix(#"},"rev":1}"#), lines[1])
+    }
+
+    func test_goodbye_hasNoWatchField() {
+        let client = Harness().connect()
+        client.session.goodbye(reason: "shutdown")
+        XCTAssertEqual(client.output.take(), [#"{"event":"goodbye","reason":"shutdown"}"#])
+    }
+
+    func test_deleteAndRecreateInOneBatch_isOneChange() {
+        let harness = Harness()
+        let client = harness.connect()
+        client.request(#"{"op":"set","key":"a","value":1}"#)
+        let watcher = harness.connect()
+        watcher.request(#"{"op":"watch","keys":["a"],"initial":false}"#)
+        client.request(#"{"op":"batch","ops":[{"op":"delete","key":"a"},{"op":"set","key":"a","value":2}]}"#)
+        XCTAssertEqual(watcher.output.take(), [#"{"event":"change","watch":1,"key":"a","old":1,"new":2,"rev":2,"created":false}"#])
+    }
+}

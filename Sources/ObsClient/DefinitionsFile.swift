@@ -1,0 +1,104 @@
+import ObsCore
+
+/// A definitions file (cli.md): one write command per line in obsctl's syntax without the
+/// `obsctl` word, shell-like quoting, blank lines and # comments. `obsctl apply` and obsd's
+/// `definitions` setting both read it with this type and apply it with `apply`.
+public struct DefinitionsFile: Sendable {
+    /// One request, and the line it came from (1-based).
+    public struct Entry: Sendable {
+        public let line: Int
+        public let op: String
+        public let fields: [String: JSONValue]
+    }
+
+    /// A line obsctl rejects itself (syntax), or a line the daemon refused.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public let line: Int
+        public let usage: UsageError?
+        public let server: ObsError?
+        public var description: String {
+            "line \(line): " + (usage?.message ?? server.map { "\($0.code.rawValue): \($0.message)" } ?? "")
+        }
+    }
+
+    public let entries: [Entry]
+
+    public init(parsing text: String) throws(Failure) {
+        var entries: [Entry] = []
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            do throws(UsageError) {
+                let words = try ShellWords.split(String(line))
+                guard let name = words.first else { continue }
+                guard let spec = WriteCommands.all.first(where: { $0.name == name }) else {
+                    throw UsageError("unknown command '\(name)' (a definitions file holds set, define, bind, unbind and del)")
+                }
+                let parsed = try spec.parse(Array(words.dropFirst()))
+                if parsed.has("--ephemeral") { throw UsageError("--ephemeral has no meaning in a definitions file") }
+                for request in try WriteCommands.requests(name, parsed) {
+                    entries.append(Entry(line: index + 1, op: request.op, fields: request.fields))
+                }
+            } catch {
+                throw Failure(line: index + 1, usage: error, server: nil)
+            }
+        }
+        self.entries = entries
+    }
+
+    /// What applying did: the revision committed, or nil when the state already matched the file.
+    public struct Outcome: Sendable {
+        public let rev: UInt64?
+        public let operations: Int
+    }
+
+    /// Applies every entry in one `batch`. Definitions and bindings the state already holds exactly
+    /// (seen in a `dump` first) are left out, since redefining or rebinding commits a revision even
+    /// when nothing differs; `unbind` of a binding that is not there is left out, as it would fail.
+    /// So applying a file twice changes nothing the second time. `request` sends one request.
+    public func apply(_ request: (String, [String: JSONValue]) throws(ClientError) -> Response) throws(ClientError) -> Outcome {
+        let state = try request("dump", [:])
+        let needed = entries.filter { !Self.alreadyHolds(state, $0, entries: entries) }
+        guard !needed.isEmpty else { return Outcome(rev: nil, operations: 0) }
+        var ops: [JSONValue] = []
+        for entry in needed {
+            var fields = entry.fields
+            fields["op"] = .string(entry.op)
+            ops.append(.object(fields))
+        }
+        do throws(ClientError) {
+            let response = try request("batch", ["ops": .array(ops)])
+            if response["results"] != nil, response["rev"]?.intValue == state["rev"]?.intValue {
+                return Outcome(rev: nil, operations: needed.count)
+            }
+            return Outcome(rev: response["rev"]?.intValue.map { UInt64($0) }, operations: needed.count)
+        } catch .server(let error) {
+            guard let index = error.details["index"]?.intValue, index >= 0, Int(index) < needed.count else {
+                throw .server(error)
+            }
+            var details = error.details
+            details["line"] = .int(Int64(needed[Int(index)].line))
+            throw .server(ObsError(error.code, error.message, details: details))
+        }
+    }
+
+    private static func alreadyHolds(_ state: Response, _ entry: Entry, entries: [Entry]) -> Bool {
+        let target = entry.fields[entry.op == "define" ? "key" : "to"]
+        // A key that another line also touches may pass through other states within the file.
+        guard entries.filter({ ($0.fields["key"] ?? $0.fields["to"]) == target }).count == 1 else { return false }
+        let keys = state["keys"]?.arrayValue ?? []
+        let bindings = state["bindings"]?.arrayValue ?? []
+        switch entry.op {
+        case "define":
+            return keys.contains { $0["key"] == target && $0["kind"] == "computed" && $0["expr"] == entry.fields["expr"] }
+        case "bind":
+            return bindings.contains { binding in
+                binding["to"] == target && binding["from"] == entry.fields["from"] && binding["map"] == entry.fields["map"]
+                    && binding["unmap"] == entry.fields["unmap"]
+                    && (binding["two_way"]?.boolValue ?? false) == (entry.fields["two_way"]?.boolValue ?? false)
+            }
+        case "unbind":
+            return !bindings.contains { $0["to"] == target }
+        default:
+            return false
+        }
+    }
+}

@@ -1,0 +1,19 @@
+/// Durations as cli.md writes them: `250ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
+public enum DurationText {
+    /// Seconds, or nil when `text` is not a duration (negative and non-finite ones included).
+    public static func seconds(_ text: String) -> Double? {
+        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        var number = Substring(text)
+        var scale = 1.0
+        for unit in units where text.hasSuffix(unit.suffix) {
+            number = text.dropLast(unit.suffix.count)
+            scale = unit.seconds
+            break
+        }
+        // Double() alone would accept "inf", "nan", "0x1p3" and "-1".
+        guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+              number.filter({ $0 == "." }).count <= 1, number != ".",
+              let value = Double(number) else { return nil }
+        return value * scale
+    }
+}

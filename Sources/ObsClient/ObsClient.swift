@@ -1,0 +1,96 @@
+import Foundation
+import Dispatch
+import ObsCore
+import Synchronization
+
+/// The async face of the client library, for Swift programs: requests are awaited, watches are
+/// AsyncSequences. Requests share one connection (opened on first use, reopened after it drops)
+/// and run in order on a private queue; each watch has its own connection.
+///
+/// ```swift
+/// let obs = ObsClient()                        // the default socket, as obsctl finds it
+/// try await obs.set("volume", 0.4)
+/// for try await event in obs.watch(["volume"]) { print(event.value ?? .null) }
+/// ```
+public final class ObsClient: Sendable {
+    public let path: String
+    private let queue = DispatchQueue(label: "obsd.client")
+    private let connection = Mutex<ObsConnection?>(nil)
+
+    public init(socketPath: String? = nil, environment: [String: String] = currentEnvironment()) {
+        path = defaultSocketPath(explicit: socketPath, environment: environment)
+    }
+
+    /// Sends `op` with `fields` and returns the daemon's answer; an error answer throws `.server`.
+    public func request(_ op: String, _ fields: [String: JSONValue] = [:], timeout: Double? = nil) async throws(ClientError) -> Response {
+        let result: Result<Response, ClientError> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(returning: self.requestNow(op, fields, timeout: timeout))
+            }
+        }
+        switch result {
+        case .success(let response): return response
+        case .failure(let error): throw error
+        }
+    }
+
+    private func requestNow(_ op: String, _ fields: [String: JSONValue], timeout: Double?) -> Result<Response, ClientError> {
+        // Only the queue's thread gets here, so the connection is used by one thread at a time.
+        connection.withLock { current in
+            do throws(ClientError) {
+                let open: ObsConnection
+                if let current { open = current } else { open = try ObsConnection(path: path) }
+                current = open
+                return .success(try open.request(op, fields, deadline: timeout.map { monotonicNow() + $0 }))
+            } catch {
+                if case .connectionLost = error { current = nil }
+                return .failure(error)
+            }
+        }
+    }
+
+    /// The value of `key`.
+    public func get(_ key: String) async throws(ClientError) -> JSONValue {
+        try await request("get", ["key": .string(key)])["value"] ?? .null
+    }
+
+    /// Sets `key` to `value`; returns the revision.
+    @discardableResult
+    public func set(_ key: String, _ value: JSONValue) async throws(ClientError) -> UInt64 {
+        UInt64(try await request("set", ["key": .string(key), "value": value])["rev"]?.intValue ?? 0)
+    }
+
+    /// Events of a watch on `keys`, as an AsyncSequence that ends with an error if the connection
+    /// is lost (unless `options.reconnect`). Stopping the iteration ends the watch.
+    public func watch(_ keys: [String], options: WatchOptions? = nil) -> AsyncThrowingStream<WatchEvent, any Error> {
+        var chosen = options ?? WatchOptions(keys: keys)
+        chosen.keys = keys
+        let options = chosen
+        let path = self.path
+        return AsyncThrowingStream { continuation in
+            let stream = Mutex<WatchStream?>(nil)
+            let cancelled = Mutex(false)
+            continuation.onTermination = { _ in
+                cancelled.withLock { $0 = true }
+                stream.withLock { $0?.cancel() }
+            }
+            // A thread of its own: the stream blocks in poll, which must not hold a Swift
+            // concurrency thread.
+            let thread = Thread {
+                do throws(ClientError) {
+                    let watch = try WatchStream(path: path, options: options)
+                    stream.withLock { $0 = watch }
+                    if cancelled.withLock({ $0 }) { watch.cancel() }
+                    while let event = try watch.next() { continuation.yield(event) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: cancelled.withLock { $0 } ? nil : error)
+                }
+            }
+            thread.start()
+        }
+    }
+}
+
+/// The process environment, as a dictionary.
+public func currentEnvironment() -> [String: String] { ProcessInfo.processInfo.environment }

@@ -1,0 +1,103 @@
+import ObsCore
+
+/// A blocking connection to obsd, for one thread at a time: requests with deadlines, and the
+/// events of its watches. Requests may be pipelined (`send` many, then `response` each): the daemon
+/// answers in order. Events that arrive while a response is awaited are kept for `nextEvent`.
+public final class ObsConnection {
+    public let path: String
+    private let socket: LineSocket
+    private var nextID: Int64 = 1
+    private var events: [WatchEvent] = []
+    private var eventsStart = 0
+    /// The daemon's `goodbye` reason, once it said goodbye.
+    public private(set) var goodbye: String?
+
+    public init(path: String) throws(ClientError) {
+        guard let socket = LineSocket(path: path) else { throw .cannotConnect(path: path) }
+        self.path = path
+        self.socket = socket
+    }
+
+    /// Makes a blocked call on another thread return `connectionLost` (used to cancel a watch).
+    public func shutDown() { socket.shutDown() }
+
+    /// Sends a request without waiting for its answer.
+    public func send(_ op: String, _ fields: [String: JSONValue] = [:]) throws(ClientError) {
+        var object = fields
+        object["op"] = .string(op)
+        object["id"] = .int(nextID)
+        nextID += 1
+        guard socket.send(Array(JSONValue.object(object).encoded.utf8)) else { throw lost }
+    }
+
+    /// The next response; an error answer throws `.server`.
+    public func response(deadline: Double? = nil) throws(ClientError) -> Response {
+        while true {
+            let (fields, line) = try readMessage(deadline: deadline)
+            if fields["event"] != nil {
+                events.append(WatchEvent(fields: fields, line: line))
+                continue
+            }
+            if fields["ok"]?.boolValue == true {
+                return Response(fields: fields, line: String(decoding: line, as: UTF8.self))
+            }
+            throw .server(Self.error(fields["error"]))
+        }
+    }
+
+    /// Sends a request and waits for its answer.
+    @discardableResult
+    public func request(_ op: String, _ fields: [String: JSONValue] = [:], deadline: Double? = nil) throws(ClientError) -> Response {
+        try send(op, fields)
+        return try response(deadline: deadline)
+    }
+
+    /// The next watch event, or nil when `deadline` passes first. Responses must all have been read.
+    public func nextEvent(deadline: Double? = nil) throws(ClientError) -> WatchEvent? {
+        if eventsStart < events.count {
+            let event = events[eventsStart]
+            eventsStart += 1
+            if eventsStart == events.count {
+                events.removeAll()
+                eventsStart = 0
+            }
+            return event
+        }
+        do {
+            let (fields, line) = try readMessage(deadline: deadline)
+            // A stray response (a request sent and not awaited) is not an event.
+            if fields["event"] == nil { return try nextEvent(deadline: deadline) }
+            return WatchEvent(fields: fields, line: line)
+        } catch .timedOut {
+            return nil
+        }
+    }
+
+    private var lost: ClientError { .connectionLost(path: path, reason: goodbye) }
+
+    /// The next message that is not a `goodbye` (which is remembered, and the connection then ends).
+    private func readMessage(deadline: Double?) throws(ClientError) -> ([String: JSONValue], [UInt8]) {
+        while true {
+            switch socket.readLine(deadline: deadline) {
+            case .timedOut: throw .timedOut
+            case .closed: throw lost
+            case .line(let line):
+                guard case .object(let fields)? = try? JSONValue.parse(line) else { continue }
+                if fields["event"]?.stringValue == "goodbye" {
+                    goodbye = fields["reason"]?.stringValue ?? "goodbye"
+                    continue
+                }
+                return (fields, line)
+            }
+        }
+    }
+
+    /// The ObsError an error answer carries.
+    public static func error(_ value: JSONValue?) -> ObsError {
+        let fields = value?.objectValue ?? [:]
+        let code = fields["code"]?.stringValue ?? "internal"
+        let message = fields["message"]?.stringValue ?? "the daemon answered an error without a message"
+        return ObsError(ObsError.Code(rawValue: code), message,
+                        details: fields.filter { $0.key != "code" && $0.key != "message" })
+    }
+}

@@ -1,0 +1,30 @@
+import ObsCore
+
+/// What a watch asks the daemon for (protocol.md `watch`), and whether the client resumes it.
+public struct WatchOptions: Sendable {
+    public var keys: [String]
+    public var initial = true
+    public var since: UInt64?
+    public var latest = false
+    public var throttle: Double?
+    public var debounce: Double?
+    public var progress: Double?
+    public var channels = true
+    /// Reconnect with backoff when the connection drops, resuming after the last revision seen.
+    public var reconnect = false
+
+    public init(keys: [String]) { self.keys = keys }
+
+    /// The request fields; `resumeAfter` replaces the snapshot with a replay from that revision.
+    func fields(resumeAfter: UInt64?) -> [String: JSONValue] {
+        var fields: [String: JSONValue] = ["keys": .array(keys.map { .string($0) })]
+        if let since = resumeAfter ?? since { fields["since"] = .int(Int64(since)) }
+        if !initial { fields["initial"] = .bool(false) }
+        if latest { fields["mode"] = .string("latest") }
+        if let throttle { fields["throttle_ms"] = .int(Int64((throttle * 1000).rounded())) }
+        if let debounce { fields["debounce_ms"] = .int(Int64((debounce * 1000).rounded())) }
+        if let progress { fields["progress_ms"] = .int(Int64((progress * 1000).rounded())) }
+        if !channels { fields["channels"] = .bool(false) }
+        return fields
+    }
+}

@@ -1,0 +1,72 @@
+import Glibc
+
+/// Runs `-- COMMAND ARGS` for one event: `input` on its stdin, `environment` added to obsctl's,
+/// stdout and stderr shared with obsctl. Signals obsctl ignores (SIGPIPE) are reset to their
+/// defaults in the child, so a pipeline inside COMMAND behaves as it does in a shell.
+enum ChildProcess {
+    enum Outcome: Equatable {
+        case exited(Int32)
+        case signalled(Int32)
+        case cannotStart(String)
+    }
+
+    static func run(_ arguments: [String], input: String, environment: [String: String]) -> Outcome {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return .cannotStart(String(cString: strerror(errno))) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        var merged: [String: String] = [:]
+        var index = 0
+        while let entry = environ[index] {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                merged[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            index += 1
+        }
+        for (name, value) in environment { merged[name] = value }
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+        close(fds[0])
+        guard spawned == 0 else {
+            close(fds[1])
+            return .cannotStart(String(cString: strerror(spawned)))
+        }
+        // A command that does not read its stdin closes the pipe early: EPIPE, not a signal.
+        let bytes = Array(input.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { break }
+            offset += written
+        }
+        close(fds[1])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        if status & 0x7f == 0 { return .exited((status >> 8) & 0xff) }
+        return .signalled(status & 0x7f)
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import ObsClient
+import ObsCore
+
+/// How `watch` renders events: --values, --format, and the OBS_* variables of `-- COMMAND`.
+public enum EventFormat {
+    /// Control events tell how the stream is going, not what changed: --values, --format and
+    /// `-- COMMAND` skip them (the default JSON output keeps them).
+    static let controlKinds: Set<String> = ["synced", "progress", "overflow", "compacted"]
+
+    /// `--values`: the value a key now holds (snapshot items too), an empty line for a delete, a
+    /// publish's payload; nil (no line) for the rest.
+    public static func valuesLine(_ event: WatchEvent) -> String? {
+        switch event.kind {
+        case "initial", "change": return event.value.map(ValueArgument.render)
+        case "delete": return ""
+        case "publish": return ValueArgument.render(event["payload"] ?? .null)
+        default: return nil
+        }
+    }
+
+    /// `--format FMT`: `{key}` `{new}` `{old}` `{rev}` `{event}` `{channel}` `{payload}` `{time}`,
+    /// `{{` and `}}` for braces; values render as in --values, a field the event lacks as nothing.
+    /// `{new}` of a snapshot item is its value, so a status bar shows it from the start.
+    public static func render(_ format: String, _ event: WatchEvent, now: Date = Date()) -> String {
+        var result = ""
+        var index = format.startIndex
+        while index < format.endIndex {
+            let c = format[index]
+            let next = format.index(after: index)
+            if (c == "{" || c == "}"), next < format.endIndex, format[next] == c {
+                result.append(c)
+                index = format.index(after: next)
+                continue
+            }
+            if c == "{", let close = format[next...].firstIndex(of: "}"),
+               let value = placeholder(String(format[next..<close]), event, now: now) {
+                result += value
+                index = format.index(after: close)
+                continue
+            }
+            result.append(c)
+            index = next
+        }
+        return result
+    }
+
+    private static func placeholder(_ name: String, _ event: WatchEvent, now: Date) -> String? {
+        switch name {
+        case "key", "old", "rev", "channel", "payload": return event[name].map(ValueArgument.render) ?? ""
+        case "new": return event.value.map(ValueArgument.render) ?? ""
+        case "event": return event.kind
+        case "time": return iso8601(now)
+        default: return nil
+        }
+    }
+
+    static func iso8601(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    /// The environment of a `-- COMMAND` run: OBS_EVENT (the event's JSON), OBS_KEY, OBS_VALUE,
+    /// OBS_OLD, OBS_REV, OBS_CHANNEL, each empty when the event lacks it.
+    public static func environment(_ event: WatchEvent) -> [String: String] {
+        [
+            "OBS_EVENT": event.line,
+            "OBS_KEY": event["key"].map(ValueArgument.render) ?? "",
+            "OBS_VALUE": (event.kind == "publish" ? event["payload"] : event.value).map(ValueArgument.render) ?? "",
+            "OBS_OLD": event["old"].map(ValueArgument.render) ?? "",
+            "OBS_REV": event["rev"].map(ValueArgument.render) ?? "",
+            "OBS_CHANNEL": event["channel"].map(ValueArgument.render) ?? "",
+        ]
+    }
+}

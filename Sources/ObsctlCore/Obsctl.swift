@@ -1,0 +1,78 @@
+import Glibc
+import ObsClient
+
+/// obsctl's version, as `--version` prints it.
+public let obsctlVersion = "0.1.0"
+
+/// obsctl's entry point: parses the command line, runs the command, and turns failures into
+/// the exit codes of cli.md: 1 the daemon said no, 2 no daemon, 3 timed out, 64 usage.
+public enum Obsctl {
+    public static func main(_ arguments: [String], environment: [String: String], output: Output = Output()) -> Int32 {
+        // A closed stdout shows up as EPIPE on write (Output exits quietly), not as a signal.
+        signal(SIGPIPE, SIG_IGN)
+        var words = arguments[...]
+        var socket: String?
+        var timeout: Double?
+        do {
+            // Global options before the command name.
+            while let word = words.first, word.hasPrefix("-") {
+                words.removeFirst()
+                switch word {
+                case "-h", "--help":
+                    output.raw(Help.main)
+                    return 0
+                case "--version":
+                    output.line("obsctl \(obsctlVersion)")
+                    return 0
+                case "--socket", "--timeout":
+                    guard let value = words.popFirst() else { throw UsageError("option '\(word)' needs a value") }
+                    if word == "--socket" { socket = value } else { timeout = try duration(value, for: word) }
+                default:
+                    throw UsageError("unknown option '\(word)'")
+                }
+            }
+            guard let name = words.popFirst() else { throw UsageError("missing command") }
+            guard let command = command(named: name) else { throw UsageError("unknown command '\(name)'") }
+            let spec = CommandSpec(command.spec.name, summary: command.spec.summary, arguments: command.spec.arguments,
+                                   options: command.spec.options + globalOptions.filter { command.spec.option(named: $0.key) == nil },
+                                   takesCommand: command.spec.takesCommand)
+            // Help wins over missing arguments: `obsctl set --help` is not a usage error.
+            let beforeCommand = words.prefix { $0 != "--" }
+            if beforeCommand.contains("--help") || beforeCommand.contains("-h") {
+                output.raw(Help.text(for: command.spec))
+                return 0
+            }
+            let parsed = try spec.parse(Array(words))
+            if let value = parsed.value("--socket") { socket = value }
+            if let value = try parsed.duration("--timeout") { timeout = value }
+            let context = Context(socketPath: defaultSocketPath(explicit: socket, environment: environment),
+                                  timeout: timeout, output: output, environment: environment)
+            return try command.run(context, parsed)
+        } catch let error as UsageError {
+            output.error("\(error.message)\nSee 'obsctl --help'.")
+            return 64
+        } catch let error as ClientError {
+            return report(error, output)
+        } catch {
+            output.error("\(error)")
+            return 1
+        }
+    }
+
+    /// Says what went wrong on stderr and returns the exit code for it.
+    static func report(_ error: ClientError, _ output: Output) -> Int32 {
+        output.error(error.description)
+        switch error {
+        case .server: return 1
+        case .cannotConnect, .connectionLost: return 2
+        case .timedOut: return 3
+        }
+    }
+
+    static func duration(_ text: String, for option: String) throws(UsageError) -> Double {
+        guard let seconds = DurationText.seconds(text) else {
+            throw UsageError("invalid duration '\(text)' for \(option) (expected e.g. 250ms, 5s, 2m, 1h or 10)")
+        }
+        return seconds
+    }
+}

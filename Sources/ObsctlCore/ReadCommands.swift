@@ -1,0 +1,143 @@
+import ObsClient
+import ObsCore
+
+/// get, eval, list, describe, graph, stats, dump, ping.
+enum ReadCommands {
+    static func get(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let connection = try context.connect()
+        // Pipelined: every request goes out, then the answers are read in order.
+        for key in parsed.positionals { try connection.send("get", ["key": .string(key)]) }
+        var status: Int32 = 0
+        for _ in parsed.positionals {
+            do throws(ClientError) {
+                let response = try connection.response(deadline: context.deadline)
+                context.output.line(render(response["value"] ?? .null, json: parsed.has("--json")))
+            } catch {
+                // A key that cannot be read (missing, or a computed in error) does not stop the rest.
+                guard case .server(let failure) = error else { throw error }
+                context.output.error("\(failure.code.rawValue): \(failure.message)")
+                status = 1
+            }
+        }
+        return status
+    }
+
+    static func eval(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let response = try context.request("eval", ["expr": .string(parsed.positionals[0])])
+        context.output.line(render(response["value"] ?? .null, json: parsed.has("--json")))
+        return 0
+    }
+
+    static func list(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        var fields: [String: JSONValue] = [:]
+        if let pattern = parsed.positionals.first { fields["pattern"] = .string(pattern) }
+        let response = try context.request("list", fields)
+        if parsed.has("--json") {
+            context.output.line(response.line)
+            return 0
+        }
+        let rows = (response["keys"]?.arrayValue ?? []).map { [$0["key"]?.stringValue ?? "", $0["kind"]?.stringValue ?? ""] }
+        for line in TextTable.lines(rows) { context.output.line(line) }
+        return 0
+    }
+
+    static func describe(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let response = try context.request("describe", ["key": .string(parsed.positionals[0])])
+        if parsed.has("--json") {
+            context.output.line(response.line)
+            return 0
+        }
+        var rows: [[String]] = []
+        func row(_ name: String, _ value: JSONValue?) {
+            guard let value else { return }
+            rows.append([name + ":", Self.describeText(value)])
+        }
+        row("key", response["key"])
+        row("kind", response["kind"])
+        row("expr", response["expr"])
+        row("deps", response["deps"])
+        row("dependents", response["dependents"])
+        if let binding = response["binding"] {
+            var text = binding["from"]?.stringValue ?? ""
+            if binding["two_way"]?.boolValue == true { text += " (two-way)" }
+            if let map = binding["map"]?.stringValue { text += " map \(map)" }
+            if let unmap = binding["unmap"]?.stringValue { text += " unmap \(unmap)" }
+            rows.append(["binding:", text])
+        }
+        row("rev", response["rev"])
+        row("created_rev", response["created_rev"])
+        row("version", response["version"])
+        if let ttl = response["ttl_ms"]?.doubleValue { rows.append(["ttl:", "\(formatSeconds(ttl / 1000)) left"]) }
+        row("ephemeral", response["ephemeral"])
+        for line in TextTable.lines(rows) { context.output.line(line) }
+        return 0
+    }
+
+    /// Lists as comma-separated names ("-" when empty), other values as `get` prints them.
+    static func describeText(_ value: JSONValue) -> String {
+        if let items = value.arrayValue {
+            return items.isEmpty ? "-" : items.map { ValueArgument.render($0) }.joined(separator: ", ")
+        }
+        return ValueArgument.render(value)
+    }
+
+    static func graph(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        var fields: [String: JSONValue] = [:]
+        if let pattern = parsed.positionals.first { fields["pattern"] = .string(pattern) }
+        let response = try context.request("graph", fields)
+        if parsed.has("--json") {
+            context.output.line(response.line)
+            return 0
+        }
+        let nodes = (response["nodes"]?.arrayValue ?? []).map { ($0["key"]?.stringValue ?? "", $0["kind"]?.stringValue ?? "") }
+        let edges = (response["edges"]?.arrayValue ?? []).map {
+            ($0["from"]?.stringValue ?? "", $0["to"]?.stringValue ?? "", $0["type"]?.stringValue ?? "")
+        }
+        for line in parsed.has("--dot") ? GraphText.dot(nodes: nodes, edges: edges) : GraphText.text(nodes: nodes, edges: edges) {
+            context.output.line(line)
+        }
+        return 0
+    }
+
+    static func stats(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let response = try context.request("stats")
+        if parsed.has("--json") {
+            context.output.line(response.line)
+            return 0
+        }
+        let rows = response.fields.filter { $0.key != "id" && $0.key != "ok" }.sorted { $0.key < $1.key }
+            .map { [$0.key, ValueArgument.render($0.value)] }
+        for line in TextTable.lines(rows) { context.output.line(line) }
+        return 0
+    }
+
+    static func dump(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let response = try context.request("dump")
+        let state = response.fields.filter { $0.key != "id" && $0.key != "ok" }
+        context.output.line(JSONValue.object(state).encoded)
+        return 0
+    }
+
+    static func ping(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let connection = try context.connect()
+        let start = monotonicNow()
+        try connection.request("ping", deadline: context.deadline)
+        let elapsed = monotonicNow() - start
+        context.output.line("pong from \(context.socketPath) in \(formatSeconds(elapsed))")
+        return 0
+    }
+
+    /// `get` and `eval` output: strings raw unless `json`, everything else compact JSON.
+    static func render(_ value: JSONValue, json: Bool) -> String {
+        json ? value.encoded : ValueArgument.render(value)
+    }
+
+    /// A short human duration: "0.42 ms", "12.3 s".
+    static func formatSeconds(_ seconds: Double) -> String {
+        if seconds < 1 {
+            let ms = (seconds * 100_000).rounded() / 100
+            return "\(ms) ms"
+        }
+        return "\((seconds * 10).rounded() / 10) s"
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import ObsClient
+import ObsCore
+
+let watchSpec = CommandSpec(
+    "watch", summary: "Stream events of keys and channels.",
+    overview: """
+        Prints one JSON object per event, as the daemon sent it minus the watch field: the current \
+        value of every matching key (initial), then synced, then every change, delete, error and \
+        publish. PATTERN segments: * matches one segment, ** any number.
+        """,
+    arguments: [ArgumentSpec("PATTERN", repeating: true, "Keys, patterns or channels to watch.")],
+    options: [
+        OptionSpec(["--no-initial"], "Skip the current values; only what changes from now."),
+        OptionSpec(["--since"], value: "REV", "Replay every change after revision REV first."),
+        OptionSpec(["--latest"], "Per key, only the latest change when events come faster than they are taken."),
+        OptionSpec(["--throttle"], value: "DURATION", "At most one event per key per DURATION."),
+        OptionSpec(["--debounce"], value: "DURATION", "An event only after a key has been quiet for DURATION."),
+        OptionSpec(["-n"], value: "COUNT", "Exit after COUNT change, delete, error or publish events."),
+        OptionSpec(["--timeout"], value: "DURATION", "Exit 3 if nothing arrives for DURATION (with -n: in all)."),
+        OptionSpec(["--initial-only"], "Print the current values and exit."),
+        OptionSpec(["--reconnect"], "Reconnect when the connection drops and resume where it stopped."),
+        OptionSpec(["--json"], "Print events as JSON (the default)."),
+        OptionSpec(["--values"], "Print only the new value per change (strings raw); deletes print an empty line."),
+        OptionSpec(["--format"], value: "FMT", "Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload} {time}; {{ for a brace."),
+    ],
+    takesCommand: true)
+
+/// `obsctl watch`: prints events, or runs `-- COMMAND` once per event.
+enum WatchCommand {
+    enum Style {
+        case json
+        case values
+        case format(String)
+    }
+
+    static func run(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        guard !parsed.positionals.isEmpty else { throw UsageError("'watch' needs PATTERN") }
+        let styles = [parsed.has("--json"), parsed.has("--values"), parsed.value("--format") != nil].filter { $0 }
+        guard styles.count <= 1 else { throw UsageError("--json, --values and --format exclude each other") }
+        if let command = parsed.command, command.isEmpty { throw UsageError("'--' must be followed by a COMMAND") }
+        var options = WatchOptions(keys: parsed.positionals)
+        options.initial = !parsed.has("--no-initial")
+        options.since = try parsed.count("--since")
+        options.latest = parsed.has("--latest")
+        options.throttle = try parsed.duration("--throttle")
+        options.debounce = try parsed.duration("--debounce")
+        options.reconnect = parsed.has("--reconnect")
+        let limit = try parsed.count("-n")
+        let style: Style = parsed.has("--values") ? .values : parsed.value("--format").map { .format($0) } ?? .json
+
+        // With -n the timeout bounds the whole wait; otherwise the quiet time between events.
+        let overall = limit != nil ? context.deadline : nil
+        func nextDeadline() -> Double? { overall ?? context.deadline }
+
+        let stream = try WatchStream(path: context.socketPath, options: options, deadline: context.deadline)
+        let source: () throws(ClientError) -> WatchEvent?
+        var runner: CommandRunner?
+        if let command = parsed.command {
+            let queue = EventQueue(coalescing: options.latest)
+            queue.start(stream)
+            runner = CommandRunner(arguments: command, output: context.output)
+            source = { () throws(ClientError) in try queue.next(deadline: nextDeadline()) }
+        } else {
+            source = { () throws(ClientError) in try stream.next(deadline: nextDeadline()) }
+        }
+
+        var counted: UInt64 = 0
+        if limit == 0 { return 0 }
+        while true {
+            guard let event = try source() else { throw ClientError.timedOut }
+            if parsed.has("--initial-only"), event.kind == "synced" { return 0 }
+            if let runner {
+                if !EventFormat.controlKinds.contains(event.kind) { runner.run(event) }
+            } else {
+                emit(event, style, context.output)
+            }
+            if ["change", "delete", "error", "publish"].contains(event.kind) {
+                counted += 1
+                if let limit, counted >= limit { return 0 }
+            }
+        }
+    }
+
+    static func emit(_ event: WatchEvent, _ style: Style, _ output: Output) {
+        switch style {
+        case .json:
+            output.line(event.line)
+        case .values:
+            if let line = EventFormat.valuesLine(event) { output.line(line) }
+        case .format(let format):
+            if !EventFormat.controlKinds.contains(event.kind) { output.line(EventFormat.render(format, event)) }
+        }
+    }
+}
+
+/// Runs `-- COMMAND` per event, one run at a time; a failure is reported and the watch goes on.
+final class CommandRunner {
+    let arguments: [String]
+    let output: Output
+
+    init(arguments: [String], output: Output) {
+        self.arguments = arguments
+        self.output = output
+    }
+
+    func run(_ event: WatchEvent) {
+        switch ChildProcess.run(arguments, input: event.line + "\n", environment: EventFormat.environment(event)) {
+        case .exited(0): break
+        case .exited(let status): output.error("\(arguments[0]) exited with status \(status)")
+        case .signalled(let signal): output.error("\(arguments[0]) was killed by signal \(signal)")
+        case .cannotStart(let reason): output.error("cannot run \(arguments[0]): \(reason)")
+        }
+    }
+}

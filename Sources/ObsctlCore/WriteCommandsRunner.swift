@@ -1,0 +1,114 @@
+import Foundation
+import ObsClient
+import ObsCore
+
+/// set, del, incr, define, bind, unbind, publish, restore, apply.
+enum WriteCommandsRunner {
+    /// define, bind, unbind, del: the shared request builder, one request each, pipelined.
+    static func simple(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let name = parsed.commandName
+        let requests = try WriteCommands.requests(name, parsed)
+        let connection = try context.connect()
+        for request in requests { try connection.send(request.op, request.fields) }
+        for _ in requests { _ = try connection.response(deadline: context.deadline) }
+        return 0
+    }
+
+    static func set(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let mode = try WriteCommands.valueMode(parsed)
+        guard parsed.positionals[1] == "-" else {
+            let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(parsed.positionals[1], mode: mode))
+            let connection = try context.connect()
+            try connection.request("set", fields, deadline: context.deadline)
+            if parsed.has("--ephemeral") { holdUntilStdinCloses() }
+            return 0
+        }
+        // `sensor | obsctl set temp -`: each line as it arrives, on one connection.
+        let connection = try context.connect()
+        while let line = readLine() {
+            let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(line, mode: mode))
+            try connection.request("set", fields, deadline: context.deadline)
+        }
+        return 0
+    }
+
+    /// An ephemeral key lives as long as its connection: obsctl stays until stdin closes, and a
+    /// signal's default action ends the process, which closes the connection just the same.
+    private static func holdUntilStdinCloses() {
+        while readLine() != nil {}
+    }
+
+    static func incr(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        var fields: [String: JSONValue] = ["key": .string(parsed.positionals[0])]
+        if parsed.positionals.count > 1 {
+            let text = parsed.positionals[1]
+            guard let by = try? JSONValue.parse(text), by.doubleValue != nil, by.boolValue == nil else {
+                throw UsageError("incr: BY must be a number, not '\(text)'")
+            }
+            fields["by"] = by
+        }
+        let response = try context.request("incr", fields)
+        context.output.line(ReadCommands.render(response["value"] ?? .null, json: parsed.has("--json")))
+        return 0
+    }
+
+    static func publish(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let mode = try WriteCommands.valueMode(parsed)
+        let channel = JSONValue.string(parsed.positionals[0])
+        let connection = try context.connect()
+        guard parsed.positionals.count > 1, parsed.positionals[1] == "-" else {
+            let payload = try parsed.positionals.count > 1 ? WriteCommands.value(parsed.positionals[1], mode: mode) : .null
+            try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
+            return 0
+        }
+        while let line = readLine() {
+            let payload = try WriteCommands.value(line, mode: mode)
+            try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
+        }
+        return 0
+    }
+
+    static func restore(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let input = FileHandle.standardInput.readDataToEndOfFile()
+        guard case .object(var fields)? = try? JSONValue.parse(Array(input)) else {
+            throw UsageError("restore: stdin is not a JSON object (the output of obsctl dump)")
+        }
+        fields["op"] = nil
+        fields["id"] = nil
+        if parsed.has("--replace") { fields["replace"] = .bool(true) }
+        _ = try context.request("restore", fields)
+        return 0
+    }
+
+    static func apply(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
+        let path = parsed.positionals[0]
+        let text: String
+        if path == "-" {
+            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        } else {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw UsageError("apply: cannot read \(path)")
+            }
+            text = String(decoding: data, as: UTF8.self)
+        }
+        let file: DefinitionsFile
+        do throws(DefinitionsFile.Failure) {
+            file = try DefinitionsFile(parsing: text)
+        } catch {
+            throw UsageError("\(path):\(error.line): \(error.usage?.message ?? "")")
+        }
+        let connection = try context.connect()
+        do throws(ClientError) {
+            let outcome = try file.apply { op, fields throws(ClientError) in
+                try connection.request(op, fields, deadline: context.deadline)
+            }
+            context.output.line(outcome.rev.map { "\(path): applied at revision \($0)" } ?? "\(path): unchanged")
+        } catch {
+            guard case .server(let failure) = error else { throw error }
+            let line = failure.details["line"]?.intValue.map { ":\($0)" } ?? ""
+            context.output.error("\(path)\(line): \(failure.code.rawValue): \(failure.message)")
+            return 1
+        }
+        return 0
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import XCTest
+
+/// `obsctl apply` and obsd's `definitions` setting: one format, one transaction, idempotent.
+final class ApplyTests: XCTestCase {
+    static let statusBar = """
+        # status bar
+        set volume 0.4
+        define volume.label 'format("{}%", round($volume * 100))'
+        define battery.low '$battery.percent < 20'
+        set battery.percent 55
+
+        set net.wifi.ssid home   # trailing comment
+        bind net.wifi.ssid bar.wifi --map 'value ?? "offline"'
+        """
+
+    func test_apply_oneTransaction_andTwiceChangesNothing() throws {
+        let daemon = try Daemon()
+        let file = daemon.write(Self.statusBar, to: "bar.obs")
+        XCTAssertEqual(try obsctl(daemon, ["apply", file]), Result(status: 0, stdout: "\(file): applied at revision 1\n", stderr: ""))
+        XCTAssertEqual(try obsctl(daemon, ["get", "volume.label", "battery.low", "bar.wifi"]).stdout, "40%\nfalse\nhome\n")
+        XCTAssertEqual(try obsctl(daemon, ["apply", file]), Result(status: 0, stdout: "\(file): unchanged\n", stderr: ""))
+        XCTAssertEqual(daemon.stat("rev"), 1)
+        XCTAssertEqual(try obsctl(daemon, ["apply", "-"], stdin: "unbind bar.wifi\ndel volume\n").stdout, "-: applied at revision 2\n")
+        XCTAssertEqual(try obsctl(daemon, ["apply", "-"], stdin: "unbind bar.wifi\ndel volume\n").stdout, "-: unchanged\n")
+    }
+
+    func test_apply_failingLine_appliesNothing_andNamesTheLine() throws {
+        let daemon = try Daemon()
+        let file = daemon.write("set a 1\n\n# fine so far\ndefine b '$a +'\n", to: "bad.obs")
+        XCTAssertEqual(try obsctl(daemon, ["apply", file]),
+                       Result(status: 1, stdout: "", stderr: "obsctl: \(file):4: parse_error: expected an expression at 4\n"))
+        XCTAssertEqual(try obsctl(daemon, ["get", "a"]).status, 1)
+        let syntax = daemon.write("set a 1\nset b 'open\n", to: "syntax.obs")
+        XCTAssertEqual(try obsctl(daemon, ["apply", syntax]),
+                       Result(status: 64, stdout: "", stderr: "obsctl: \(syntax):2: unterminated single quote\nSee 'obsctl --help'.\n"))
+        let command = daemon.write("publish a 1\n", to: "command.obs")
+        XCTAssertEqual(try obsctl(daemon, ["apply", command]).stderr,
+                       "obsctl: \(command):1: unknown command 'publish' (a definitions file holds set, define, bind, unbind and del)\nSee 'obsctl --help'.\n")
+        XCTAssertEqual(try obsctl(daemon, ["apply", daemon.root + "/missing.obs"]).status, 64)
+    }
+
+    func test_daemonDefinitionsSetting_appliesAtStart_andOnReload() throws {
+        let probe = try Daemon()
+        let file = probe.write("set greeting hello\ndefine shout 'upper($greeting)'\n", to: "defs.obs")
+        let config = probe.write("definitions = \(file)\n", to: "obsd.conf")
+        let daemon = try Daemon(arguments: ["--config", config])
+        XCTAssertEqual(try obsctl(daemon, ["get", "shout"]).stdout, "HELLO\n")
+        probe.write("set greeting bye\ndefine shout 'upper($greeting)'\n", to: "defs.obs")
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        waitFor("the reload to apply the file") { (try? obsctl(daemon, ["get", "shout"]).stdout) == "BYE\n" }
+        XCTAssertTrue(daemon.log.contains("definitions: \(file) applied at revision 1"), daemon.log)
+    }
+
+    func test_daemonDefinitionsSetting_aFailingLineIsLogged_andAppliesNothing() throws {
+        let probe = try Daemon()
+        let file = probe.write("set a 1\ndefine b '$a +'\n", to: "defs.obs")
+        let config = probe.write("definitions = \(file)\n", to: "obsd.conf")
+        let daemon = try Daemon(arguments: ["--config", config])
+        XCTAssertEqual(try obsctl(daemon, ["get", "a"]).status, 1)
+        XCTAssertTrue(daemon.log.contains("definitions: \(file):2: parse_error: expected an expression at 4; nothing applied"), daemon.log)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import XCTest
+
+/// Help on stdout with status 0, pinned; version; completion scripts.
+final class HelpTests: XCTestCase {
+    func test_help_isPinned_andTheSameFromEveryEntry() throws {
+        let main = try obsctl(nil, ["--help"])
+        XCTAssertEqual(main.status, 0)
+        XCTAssertEqual(main.stdout, Self.mainHelp)
+        XCTAssertEqual(try obsctl(nil, ["-h"]).stdout, Self.mainHelp)
+        XCTAssertEqual(try obsctl(nil, ["help"]).stdout, Self.mainHelp)
+        let set = try obsctl(nil, ["help", "set"])
+        XCTAssertEqual(set, Result(status: 0, stdout: Self.setHelp, stderr: ""))
+        XCTAssertEqual(try obsctl(nil, ["set", "--help"]).stdout, Self.setHelp)
+        XCTAssertEqual(try obsctl(nil, ["set", "-h"]).stdout, Self.setHelp)
+        XCTAssertEqual(try obsctl(nil, ["watch", "--help"]).stdout, Self.watchHelp)
+        XCTAssertEqual(try obsctl(nil, ["help", "nope"]).status, 64)
+        XCTAssertEqual(try obsctl(nil, ["--version"]), Result(status: 0, stdout: "obsctl 0.1.0\n", stderr: ""))
+    }
+
+    func test_everyCommand_hasHelpWithItsSections() throws {
+        for name in ["get", "set", "del", "incr", "define", "bind", "unbind", "publish", "watch", "wait", "eval", "list",
+                     "describe", "graph", "stats", "dump", "restore", "apply", "ping", "completion", "help"] {
+            let help = try obsctl(nil, ["help", name])
+            XCTAssertEqual(help.status, 0, name)
+            XCTAssertTrue(help.stdout.hasPrefix("OVERVIEW: "), name)
+            XCTAssertTrue(help.stdout.contains("\nUSAGE: obsctl \(name)"), name)
+            XCTAssertTrue(help.stdout.contains("\nOPTIONS:\n"), name)
+            XCTAssertTrue(Self.mainHelp.contains("\n  \(name) "), name)
+        }
+    }
+
+    func test_completion_scriptsForBashZshFish() throws {
+        let bash = try obsctl(nil, ["completion", "bash"])
+        XCTAssertEqual(bash.status, 0)
+        XCTAssertTrue(bash.stdout.contains("complete -F _obsctl obsctl"))
+        XCTAssertTrue(bash.stdout.contains("watch) opts=\"--no-initial --since --latest"))
+        XCTAssertTrue(try obsctl(nil, ["completion", "zsh"]).stdout.hasPrefix("#compdef obsctl\n"))
+        XCTAssertTrue(try obsctl(nil, ["completion", "fish"]).stdout.contains("-a watch -d 'Stream events of keys and channels.'"))
+        XCTAssertEqual(try obsctl(nil, ["completion", "tcsh"]).status, 64)
+    }
+
+    func test_bashCompletion_completesCommandsOptionsAndKeysFromTheDaemon() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "sensor.kitchen", "1"])
+        try obsctl(daemon, ["set", "sensor.hall", "2"])
+        let script = daemon.write(try obsctl(nil, ["completion", "bash"]).stdout, to: "completion.bash")
+        func complete(_ words: [String]) throws -> String {
+            let line = words.map { "'\($0)'" }.joined(separator: " ")
+            let run = try Obsctl(daemon, [], shell: """
+                PATH="$(dirname "$OBSCTL"):$PATH"; source \(script)
+                COMP_WORDS=(\(line)); COMP_CWORD=\(words.count - 1); _obsctl; echo "${COMPREPLY[*]}"
+                """)
+            return run.finish().stdout
+        }
+        XCTAssertEqual(try complete(["obsctl", "wa"]), "watch wait\n")
+        XCTAssertEqual(try complete(["obsctl", "watch", "--no"]), "--no-initial\n")
+        XCTAssertEqual(try complete(["obsctl", "get", "sensor."]), "sensor.hall sensor.kitchen\n")
+    }
+
+    static let mainHelp = """
+        OVERVIEW: obsctl, the command-line client of obsd
+
+        Reads and writes keys, streams changes, and manages computed keys and bindings over the
+        daemon's Unix socket. Made for shells and pipelines: every line is flushed at once, and the
+        exit status says what happened (0 success, 1 the daemon answered an error, 2 cannot connect,
+        3 timed out, 64 usage error).
+
+        USAGE: obsctl [--socket PATH] [--timeout DURATION] COMMAND [ARGS]
+
+        OPTIONS:
+          --socket PATH           The daemon's socket (default: $OBSD_SOCKET, then /run/obsd/obsd.sock for
+                                  root, $XDG_RUNTIME_DIR/obsd/obsd.sock or /tmp/obsd-$UID/obsd.sock).
+          --timeout DURATION      Give up after DURATION (250ms, 5s, 2m, 1h, or seconds) and exit 3.
+          -h, --help              Print help and exit.
+          --version               Print the version and exit.
+
+        SUBCOMMANDS:
+          get                     Print each value, one per line.
+          set                     Set a value.
+          del                     Delete keys.
+          incr                    Add to a number; print the new value.
+          define                  Define a computed key.
+          bind                    Bind FROM into TO.
+          unbind                  Remove TO's binding.
+          publish                 Publish an event on a channel.
+          watch                   Stream events of keys and channels.
+          wait                    Exit 0 as soon as EXPR is truthy.
+          eval                    Evaluate an expression once and print the result.
+          list                    List keys with their kind.
+          describe                Show a key's kind, expression, dependencies, dependents, binding,
+                                  revisions and TTL.
+          graph                   Print the dependency graph.
+          stats                   Print the daemon's counters.
+          dump                    Write the whole state as JSON to stdout.
+          restore                 Read a state written by dump from stdin.
+          apply                   Apply a definitions file in one transaction.
+          ping                    Measure a round trip to the daemon; print the time taken.
+          completion              Print a shell completion script.
+          help                    Print help for obsctl or one command.
+
+          See 'obsctl help COMMAND' for a command's arguments and options.
+
+        """
+
+    static let setHelp = """
+        OVERVIEW: Set a value.
+
+        VALUE that parses as JSON is that JSON (42, true, null, "x", [1], {"a":1}); anything else is a
+        string. VALUE - reads stdin and sets each line in turn, as it arrives.
+
+        USAGE: obsctl set KEY VALUE [--string] [--json] [--if-rev N] [--ttl DURATION] [--ephemeral]
+                          [--always]
+
+        ARGUMENTS:
+          KEY                     The key to set.
+          VALUE                   The value, or - to read lines from stdin.
+
+        OPTIONS:
+          --string                Take VALUE as a string, even if it parses as JSON.
+          --json                  Require VALUE to be valid JSON.
+          --if-rev N              Set only if the key's revision is N (0: only if missing).
+          --ttl DURATION          Delete the key after DURATION.
+          --ephemeral             Keep the key only while this obsctl runs (until stdin closes or a signal).
+          --always                Notify watchers even if the value is unchanged.
+          --timeout DURATION      Give up after DURATION (250ms, 5s, 2m, 1h, or seconds) and exit 3.
+          -h, --help              Print this help and exit.
+
+        """
+
+    static let watchHelp = """
+        OVERVIEW: Stream events of keys and channels.
+
+        Prints one JSON object per event, as the daemon sent it minus the watch field: the current value of
+        every matching key (initial), then synced, then every change, delete, error and publish. PATTERN
+        segments: * matches one segment, ** any number.
+
+        USAGE: obsctl watch PATTERN... [--no-initial] [--since REV] [--latest] [--throttle DURATION]
+                            [--debounce DURATION] [-n COUNT] [--timeout DURATION] [--initial-only]
+                            [--reconnect] [--json] [--values] [--format FMT] [-- COMMAND [ARGS...]]
+
+        ARGUMENTS:
+          PATTERN                 Keys, patterns or channels to watch.
+
+        OPTIONS:
+          --no-initial            Skip the current values; only what changes from now.
+          --since REV             Replay every change after revision REV first.
+          --latest                Per key, only the latest change when events come faster than they are
+                                  taken.
+          --throttle DURATION     At most one event per key per DURATION.
+          --debounce DURATION     An event only after a key has been quiet for DURATION.
+          -n COUNT                Exit after COUNT change, delete, error or publish events.
+          --timeout DURATION      Exit 3 if nothing arrives for DURATION (with -n: in all).
+          --initial-only          Print the current values and exit.
+          --reconnect             Reconnect when the connection drops and resume where it stopped.
+          --json                  Print events as JSON (the default).
+          --values                Print only the new value per change (strings raw); deletes print an empty
+                                  line.
+          --format FMT            Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload}
+                                  {time}; {{ for a brace.
+          -h, --help              Print this help and exit.
+
+        """
+}

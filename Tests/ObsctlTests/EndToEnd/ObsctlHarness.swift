@@ -1,0 +1,216 @@
+// Runs a real obsd in a private temporary directory and the real obsctl binary against it, the
+// way the daemon's end-to-end tests do. Every wait is for a condition with a generous deadline.
+import Foundation
+import Glibc
+import XCTest
+
+/// A temporary directory with one obsd (memory or a state directory) on a private socket.
+final class Daemon {
+    let root: String
+    var process: Process?
+    var persistent: Bool
+    var extraArguments: [String]
+
+    init(persistent: Bool = false, arguments: [String] = []) throws {
+        var template = Array((NSTemporaryDirectory() + "obsctl-e2e-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
+        root = String(cString: made)
+        self.persistent = persistent
+        extraArguments = arguments
+        try start()
+    }
+
+    deinit {
+        stop(signal: SIGKILL)
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    var socket: String { root + "/obsd.sock" }
+    var logPath: String { root + "/obsd.log" }
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try executable("obsd"))
+        process.arguments = ["--socket", socket] + (persistent ? ["--state-dir", root + "/state"] : ["--memory"]) + extraArguments
+        var env = ProcessInfo.processInfo.environment
+        for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM", "OBSD_SOCKET"] { env[name] = nil }
+        env["XDG_CONFIG_HOME"] = root + "/xdg-config"
+        process.environment = env
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = FileHandle(forWritingAtPath: logPath)!
+        log.seekToEndOfFile()
+        process.standardError = log
+        try process.run()
+        self.process = process
+        waitFor("obsd to listen; log:\n\(self.log)") {
+            !process.isRunning || Glibc.access(socket, F_OK) == 0 && canConnect(socket)
+        }
+    }
+
+    /// Stops obsd and waits until it is gone.
+    func stop(signal: Int32 = SIGTERM) {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    @discardableResult
+    func write(_ text: String, to name: String) -> String {
+        let path = root + "/" + name
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }
+}
+
+func canConnect(_ path: String) -> Bool {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    } == 0
+}
+
+/// An executable built next to the test bundle (swift build puts every product in one folder).
+func executable(_ name: String) throws -> String {
+    let bundle = Bundle(for: Daemon.self).bundleURL
+    let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent(name).path }
+    guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        // In CI a missing binary is a broken build, never a reason to skip.
+        if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("\(name) is not built at \(candidates[0])") }
+        throw XCTSkip("\(name) is not built at \(candidates[0]); run swift build first")
+    }
+    return path
+}
+
+/// Polls `condition` until it holds or `timeout` seconds pass.
+@discardableResult
+func waitFor(_ what: String, timeout: Double = 30, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    XCTFail("timed out waiting for \(what)")
+    return false
+}
+
+/// What a finished obsctl printed, and its status.
+struct Result: Equatable, CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var description: String { "status \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+}
+
+/// One obsctl process, started with pipes on stdin and stdout (for streaming tests).
+final class Obsctl {
+    let process = Process()
+    let input = Pipe()
+    let output = Pipe()
+    let errorPath: String
+    private var buffer: [UInt8] = []
+
+    init(_ daemon: Daemon?, _ arguments: [String], environment: [String: String] = [:], socket: Bool = true,
+         shell: String? = nil) throws {
+        errorPath = (daemon?.root ?? NSTemporaryDirectory()) + "/obsctl.\(UUID().uuidString.prefix(8)).err"
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        var env = ProcessInfo.processInfo.environment
+        env["OBSD_SOCKET"] = nil
+        if socket, let daemon { env["OBSD_SOCKET"] = daemon.socket }
+        for (name, value) in environment { env[name] = value }
+        let obsctl = try executable("obsctl")
+        if let shell {
+            // A pipeline: OBSCTL in the shell command is the binary under test.
+            env["OBSCTL"] = obsctl
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", shell]
+        } else {
+            process.executableURL = URL(fileURLWithPath: obsctl)
+            process.arguments = arguments
+        }
+        process.environment = env
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: errorPath)
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    var stderr: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+    func closeInput() { try? input.fileHandleForWriting.close() }
+
+    /// The next stdout line, waiting at most `timeout` seconds; nil at EOF or timeout.
+    func readLine(timeout: Double = 30) -> String? {
+        let fd = output.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return nil }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(left * 1000) + 1) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = read(fd, &chunk, chunk.count)
+            guard count > 0 else { return nil }
+            buffer += chunk[..<count]
+        }
+    }
+
+    /// `count` lines.
+    func readLines(_ count: Int, timeout: Double = 30) -> [String] {
+        (0..<count).compactMap { _ in readLine(timeout: timeout) }
+    }
+
+    /// Waits for exit; returns the status and whatever stdout still holds.
+    func finish(timeout: Double = 30) -> Result {
+        closeInput()
+        var rest = ""
+        while let line = readLine(timeout: timeout) { rest += line + "\n" }
+        rest += String(decoding: buffer, as: UTF8.self)
+        waitFor("obsctl to exit", timeout: timeout) { !process.isRunning }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        return Result(status: status, stdout: rest, stderr: stderr)
+    }
+}
+
+/// Runs obsctl to completion with `stdin`, and returns what it printed.
+@discardableResult
+func obsctl(_ daemon: Daemon?, _ arguments: [String], stdin: String = "", environment: [String: String] = [:],
+            socket: Bool = true) throws -> Result {
+    let run = try Obsctl(daemon, arguments, environment: environment, socket: socket)
+    run.send(stdin)
+    return run.finish()
+}
+
+extension Daemon {
+    /// Waits until the daemon counts `count` watches: a watch started in another process is live.
+    func waitForWatches(_ count: Int) {
+        waitFor("\(count) watches") { stat("watches") == count }
+    }
+
+    /// One of the daemon's counters (-1 if it cannot be read).
+    func stat(_ name: String) -> Int {
+        guard let line = try? obsctl(self, ["stats", "--json"]).stdout,
+              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return -1 }
+        return object[name] as? Int ?? -1
+    }
+}
