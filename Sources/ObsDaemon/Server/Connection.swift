@@ -18,12 +18,15 @@ final class Connection: SessionOutput {
     var session: Session?
     var framer: LineFramer
 
+    // The output state is touched for every line (a thousand times per event with a thousand
+    // watchers), only on the daemon's loop thread and never across a call that could reach it
+    // again: dynamic exclusivity checks on it cost more than the queuing itself.
     /// Lines waiting; those before `head` are written (compacted away once they are half the queue).
-    private var queue: [EncodedLine] = []
-    private var head = 0
+    @exclusivity(unchecked) private var queue: [EncodedLine] = []
+    @exclusivity(unchecked) private var head = 0
     /// Bytes of `queue[head]` (head and body together) already written.
-    private var headOffset = 0
-    private(set) var pendingBytes = 0
+    @exclusivity(unchecked) private var headOffset = 0
+    @exclusivity(unchecked) private(set) var pendingBytes = 0
 
     /// The peer closed its side (or we stopped reading): finish writing, then close.
     var readClosed = false
@@ -38,7 +41,7 @@ final class Connection: SessionOutput {
     /// Still in the server's table (false once dropped; its fd number may be reused).
     var isOpen = true
     /// Queued in the server's list of connections to flush this turn.
-    var isDirty = false
+    @exclusivity(unchecked) var isDirty = false
     private let markDirty: (Connection) -> Void
 
     init(fd: Int32, peer: PeerCredentials, maxLineBytes: Int, markDirty: @escaping (Connection) -> Void) {
