@@ -5,9 +5,10 @@
 // every connection, so on two cores the load generator and the server each get about one.
 //
 // Usage: obsbench redis [--runs N] [--seconds S] [--json FILE] [--obsd PATH] [--only GROUPS]
-//                       [--watchers COUNTS]
+//                       [--watchers COUNTS] [--propagation SHAPES]
 // GROUPS is a comma-separated subset of: throughput, fanout, propagation, strict, memory; COUNTS
-// the fan-out rows' watcher counts (default 1,10,100,1000). The subsets are for profiling one row.
+// the fan-out rows' watcher counts (default 1,10,100,1000); SHAPES the propagation rows (computed,
+// chain, fan). The subsets are for profiling one row.
 import Foundation
 
 private struct ComparisonOptions {
@@ -17,6 +18,7 @@ private struct ComparisonOptions {
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     var groups: Set<String> = ["throughput", "fanout", "propagation", "strict", "memory"]
     var watcherCounts = [1, 10, 100, 1000]
+    var propagations = Propagation.allCases
 
     init(_ arguments: ArraySlice<String>) throws(BenchError) {
         var remaining = arguments
@@ -29,6 +31,7 @@ private struct ComparisonOptions {
             case "--obsd": obsdPath = value
             case "--only": groups = Set(value.split(separator: ",").map(String.init))
             case "--watchers": watcherCounts = value.split(separator: ",").compactMap { Int($0) }
+            case "--propagation": propagations = value.split(separator: ",").compactMap { Propagation(rawValue: String($0)) }
             default: throw BenchError("unknown option \(flag)")
             }
         }
@@ -56,7 +59,7 @@ func runRedisComparison() {
                 }
             }
             if options.groups.contains("propagation") {
-                for case let propagation in Propagation.allCases {
+                for propagation in options.propagations {
                     let name = switch propagation {
                     case .computed: "computed, 100 watchers"
                     case .chain: "50-deep chain"
