@@ -44,10 +44,8 @@ final class ServerProcess {
         }
         let deadline = benchNow() + 10
         while benchNow() < deadline {
-            if let probe = try? ClientConnection(path: socketPath, wire: wire) {
-                _ = probe
-                return
-            }
+            // A connection that succeeds (and closes again at once) means it listens.
+            if (try? ClientConnection(path: socketPath, wire: wire)) != nil { return }
             guard process.isRunning else { break }
             usleep(20_000)
         }
