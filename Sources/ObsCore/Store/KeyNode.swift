@@ -68,6 +68,13 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
             return changed
         }
         store.touch(self)
+        if engine.evaluationDepth > 0, !engine.stackGuard.hasRoom() {
+            flags.remove([.dirty, .pending])
+            let result = KeyContent.error(.nestedTooDeeply)
+            if result == content { return false }
+            content = result
+            return true
+        }
         let reader = engine.activeSub
         engine.activeSub = ref
         depsTail = nil
