@@ -83,7 +83,13 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         engine.evaluationDepth += 1
         let result: KeyContent
         do {
-            result = .value(try expression.evaluate(in: StoreContext(store: store)))
+            let value = try expression.evaluate(in: StoreContext(store: store))
+            // Values no client could decode (and that chains could deepen without end) are refused:
+            // a value travels inside a line's object, which takes one level of the limit.
+            let depth = store.configuration.maxJSONDepth - 1
+            result = value.nests(deeperThan: depth)
+                ? .error(ObsError(.evalError, "the result nests deeper than \(depth) levels"))
+                : .value(value)
         } catch {
             result = .error(error.code == .cycle ? error : ObsError(.evalError, error.message))
         }
