@@ -18,7 +18,10 @@ let package = Package(
     targets: [
         // SQLite from Debian's libsqlite3-dev, for SQLiteStorage.
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
-        .target(name: "ObsCore", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "ObsCore", dependencies: [
+            "CSQLite",
+            .target(name: "CLinux", condition: .when(platforms: [.linux])),
+        ], swiftSettings: strict),
         // The daemon's logic (configuration, event loop, sockets, signals, systemd), a library so
         // that tests can import it; Sources/obsd/main.swift only starts it.
         // Linux headers that Swift's Glibc module leaves out (epoll, signalfd, eventfd).

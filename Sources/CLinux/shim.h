@@ -1,4 +1,5 @@
-// Linux interfaces that Swift's Glibc module leaves out: epoll, signalfd, eventfd.
+// Linux interfaces that Swift's Glibc module leaves out: epoll, signalfd, eventfd, and a few GNU
+// extensions.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
@@ -15,3 +16,8 @@ struct obsd_ucred {
 // accept4(2) is declared only under _GNU_SOURCE too; glibc always exports it.
 #include <sys/socket.h>
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
+// pthread_getattr_np(3) is a GNU extension too: the engine reads its thread's stack bounds with it,
+// to refuse an evaluation nested too deep for the stack rather than overflow it.
+#include <pthread.h>
+extern int pthread_getattr_np(pthread_t thread, pthread_attr_t *attr);

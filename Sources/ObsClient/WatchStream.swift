@@ -9,11 +9,17 @@ public final class WatchStream: @unchecked Sendable {
     public let path: String
     public let options: WatchOptions
     private var connection: ObsConnection?
-    /// The last revision seen, where a resumed watch starts (cli.md). The daemon writes a
-    /// transaction's events together and flushes before it says goodbye, so a restart never
-    /// splits one; and after a restart its history starts at the restored revision, so an
-    /// earlier `since` would only get `compacted` and a snapshot.
+    /// The last revision seen, and the keys of that revision already delivered. A connection can
+    /// drop in the middle of a transaction's events (a daemon killed while writing them); so a
+    /// resumed watch asks for that whole revision again (`since` one before it) and drops what it
+    /// already delivered: every change once, none lost, none repeated (cli.md).
     private var lastRevision: UInt64?
+    private var deliveredAtLast = Set<String>()
+    /// Between a reconnection and its `synced`: replayed events are checked against the above.
+    private var resuming = false
+    /// Whether the last connection ended with the daemon's `goodbye`: it flushes every event before
+    /// it, so no transaction was cut and the watch can resume after the last revision itself.
+    private var endedCleanly = true
     private var cancelled = false
     /// Backoff between attempts: it starts small so a quick restart costs little, and doubles.
     static let firstBackoff = 0.05, maxBackoff = 2.0
@@ -27,7 +33,8 @@ public final class WatchStream: @unchecked Sendable {
 
     private func start(deadline: Double?) throws(ClientError) {
         let connection = try ObsConnection(path: path)
-        try connection.request("watch", options.fields(resumeAfter: lastRevision), deadline: deadline)
+        let resumeAfter = lastRevision.map { $0 > 0 && !endedCleanly && !deliveredAtLast.isEmpty ? $0 - 1 : $0 }
+        try connection.request("watch", options.fields(resumeAfter: resumeAfter), deadline: deadline)
         self.connection = connection
     }
 
@@ -43,14 +50,40 @@ public final class WatchStream: @unchecked Sendable {
             do throws(ClientError) {
                 guard let connection else { throw .connectionLost(path: path, reason: nil) }
                 guard let event = try connection.nextEvent(deadline: deadline) else { return nil }
-                if let rev = event.resumeRevision { lastRevision = max(lastRevision ?? 0, rev) }
+                if resuming, isAlreadyDelivered(event) { continue }
+                if event.kind == "synced" { resuming = false }
+                record(event)
                 return event
             } catch .connectionLost(let path, let reason) {
                 guard options.reconnect, !cancelled else { throw .connectionLost(path: path, reason: reason) }
                 connection = nil
+                endedCleanly = reason != nil
                 guard try reconnect(deadline: deadline) else { return nil }
+                resuming = lastRevision != nil
             }
         }
+    }
+
+    /// Notes a delivered event's revision and key.
+    private func record(_ event: WatchEvent) {
+        guard let rev = event.resumeRevision else { return }
+        let key = event["key"]?.stringValue
+        if rev > lastRevision ?? 0 || lastRevision == nil {
+            lastRevision = rev
+            deliveredAtLast = key.map { [$0] } ?? []
+        } else if rev == lastRevision, let key {
+            deliveredAtLast.insert(key)
+        }
+    }
+
+    /// Whether a replayed event (or, after `compacted`, a snapshot item) was delivered before the
+    /// connection dropped: older than the last revision seen, or of that revision and a key
+    /// already delivered.
+    private func isAlreadyDelivered(_ event: WatchEvent) -> Bool {
+        guard let lastRevision, event.kind != "synced", let rev = event["rev"]?.intValue, rev >= 0 else { return false }
+        guard ["change", "delete", "error", "initial"].contains(event.kind) else { return false }
+        if UInt64(rev) < lastRevision { return true }
+        return UInt64(rev) == lastRevision && (event["key"]?.stringValue).map(deliveredAtLast.contains) == true
     }
 
     /// Retries until connected again (true) or `deadline` passes (false).

@@ -36,12 +36,14 @@ public enum Obsd {
         if options.check { return check(options, environment: environment, settings: settings) }
         let log = Logger(level: settings.logLevel, journal: journal)
         let daemon = Daemon(options: options, environment: environment, settings: settings, log: log)
-        do throws(DaemonError) {
-            try daemon.run()
-            return 0
-        } catch {
-            log.error("\(error)")
-            return 1
+        return LargeStack.run {
+            do throws(DaemonError) {
+                try daemon.run()
+                return 0
+            } catch {
+                log.error("\(error)")
+                return 1
+            }
         }
     }
 

@@ -72,6 +72,10 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
 
     override final func update() -> Bool {
         withEngine { engine in
+            if engine.evaluationDepth > 0, !engine.stackGuard.hasRoom() {
+                flags.remove([.dirty, .pending])
+                return fail(with: ObsError.nestedTooDeeply)
+            }
             let outer = engine.beginEvaluation(of: self)
             let newValue: Value
             do {

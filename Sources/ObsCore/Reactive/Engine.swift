@@ -21,6 +21,8 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var outerFailure: (any Error)?
     /// Closures of computeds and binding transforms on the stack: writes now are deferred.
     @exclusivity(unchecked) var evaluationDepth = 0
+    /// Refuses evaluations nested deeper than the stack allows (used under the lock).
+    @exclusivity(unchecked) var stackGuard = StackGuard()
 
     /// Watchers reached in this transaction, in the order reached.
     @exclusivity(unchecked) var pendingEffects = PointerStack<Unmanaged<ReactiveNode>>()

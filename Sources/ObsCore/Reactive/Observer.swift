@@ -21,11 +21,15 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     private let errorHandler: (@Sendable (any Error) -> Void)?
     /// Whether handlers are called directly on the delivering thread (`ImmediateScheduler`).
     private let immediate: Bool
-    private let scheduler: any EventScheduler
+    /// The scheduler of a non-immediate observer (boxed: an existential inline would add 40 bytes
+    /// to every observer, and nearly all are immediate).
+    private let scheduler: SchedulerBox?
     private let cancelled = Atomic<Bool>(false)
 
-    /// The value the handler last saw (or was given at subscription), once `hasLast`.
+    /// The value the handler last saw (or was given at subscription), once `hasLast`: the first
+    /// slot of `storage`, whose other slots hold the ring until it outgrows them.
     private let last: UnsafeMutablePointer<Value>
+    private let storage: UnsafeMutablePointer<Value>
     @exclusivity(unchecked) private var hasLast = false
     @exclusivity(unchecked) private var lastWasError = false
 
@@ -45,17 +49,20 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         self.deliver = deliver
         self.errorHandler = errorHandler
         self.immediate = scheduler is ImmediateScheduler
-        self.scheduler = scheduler
-        last = .allocate(capacity: 1)
-        ring = .allocate(capacity: 2)
+        self.scheduler = immediate ? nil : SchedulerBox(scheduler)
+        // One allocation for the last value and a ring of one change: what nearly every observer
+        // ever needs, in one place in memory.
+        storage = .allocate(capacity: 3)
+        last = storage
+        ring = storage + 1
         super.init(flags: .watcher)
     }
 
     deinit {
         dropPending()
-        ring.deallocate()
+        if ring != storage + 1 { ring.deallocate() }
         if hasLast { last.deinitialize(count: 1) }
-        last.deallocate()
+        storage.deallocate()
     }
 
     /// Subscribes and captures the current value, queueing it for delivery when `initial`.
@@ -122,7 +129,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         for index in 0..<ringCount {
             (grown + index).moveInitialize(from: ring + ((ringHead + index) & (ringCapacity - 1)), count: 1)
         }
-        ring.deallocate()
+        if ring != storage + 1 { ring.deallocate() }
         ring = grown
         ringCapacity = capacity
         ringHead = 0
@@ -164,7 +171,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
             if immediate {
                 callError(error)
             } else {
-                scheduler.schedule { self.callError(error) }
+                scheduler!.scheduler.schedule { self.callError(error) }
             }
             return
         }
@@ -175,7 +182,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         if immediate {
             call(old, new, isInitial)
         } else {
-            scheduler.schedule { self.call(old, new, isInitial) }
+            scheduler!.scheduler.schedule { self.call(old, new, isInitial) }
         }
     }
 
@@ -239,4 +246,10 @@ extension ObservableValue {
             continuation.onTermination = { _ in token.cancel() }
         }
     }
+}
+
+/// A scheduler kept by reference, for the few observers that are not immediate.
+private final class SchedulerBox: Sendable {
+    let scheduler: any EventScheduler
+    init(_ scheduler: any EventScheduler) { self.scheduler = scheduler }
 }

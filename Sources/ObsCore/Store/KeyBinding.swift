@@ -94,6 +94,7 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
             if let transform {
                 engine.evaluationDepth += 1
                 result = try? transform.evaluate(in: StoreContext(store: store), value: value)
+                if let mapped = result, mapped.nests(deeperThan: store.configuration.maxJSONDepth - 1) { result = nil }
                 engine.evaluationDepth -= 1
             } else {
                 result = value

@@ -68,6 +68,13 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
             return changed
         }
         store.touch(self)
+        if engine.evaluationDepth > 0, !engine.stackGuard.hasRoom() {
+            flags.remove([.dirty, .pending])
+            let result = KeyContent.error(.nestedTooDeeply)
+            if result == content { return false }
+            content = result
+            return true
+        }
         let reader = engine.activeSub
         engine.activeSub = ref
         depsTail = nil
@@ -76,7 +83,13 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         engine.evaluationDepth += 1
         let result: KeyContent
         do {
-            result = .value(try expression.evaluate(in: StoreContext(store: store)))
+            let value = try expression.evaluate(in: StoreContext(store: store))
+            // Values no client could decode (and that chains could deepen without end) are refused:
+            // a value travels inside a line's object, which takes one level of the limit.
+            let depth = store.configuration.maxJSONDepth - 1
+            result = value.nests(deeperThan: depth)
+                ? .error(ObsError(.evalError, "the result nests deeper than \(depth) levels"))
+                : .value(value)
         } catch {
             result = .error(error.code == .cycle ? error : ObsError(.evalError, error.message))
         }

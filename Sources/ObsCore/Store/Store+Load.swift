@@ -37,8 +37,40 @@ extension Store {
             let unmap = stored.unmap.flatMap { try? Expression.compile($0, allowValue: true) }
             install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)
         }
-        for definition in state.definitions {
-            if let node = nodes[definition.key], node.expression != nil { engine.refresh(node) }
+        for name in evaluationOrder(state.definitions) {
+            if let node = nodes[name], node.expression != nil { engine.refresh(node) }
         }
+    }
+
+    /// The restored computeds, each after the computeds its expression names (`$key`, as far as
+    /// cycles allow): evaluated in this order, none has to evaluate another inside its own
+    /// evaluation, so a chain of any length restores without deep nesting. (Dependencies through
+    /// `match()` are not named; the engine evaluates those on demand.)
+    private func evaluationOrder(_ definitions: [StoredDefinition]) -> [String] {
+        var names: [String: Set<String>] = [:]
+        for definition in definitions {
+            names[definition.key] = nodes[definition.key]?.expression?.referencedKeys ?? []
+        }
+        var visited = Set<String>()
+        var order: [String] = []
+        order.reserveCapacity(definitions.count)
+        for definition in definitions where !visited.contains(definition.key) {
+            // Depth first with an explicit stack: a name is placed after everything it names.
+            var stack: [(name: String, pending: [String])] = [(definition.key, Array(names[definition.key] ?? []))]
+            visited.insert(definition.key)
+            while let top = stack.last {
+                if let next = top.pending.last {
+                    stack[stack.count - 1].pending.removeLast()
+                    if names[next] != nil, !visited.contains(next) {
+                        visited.insert(next)
+                        stack.append((next, Array(names[next] ?? [])))
+                    }
+                } else {
+                    order.append(top.name)
+                    stack.removeLast()
+                }
+            }
+        }
+        return order
     }
 }

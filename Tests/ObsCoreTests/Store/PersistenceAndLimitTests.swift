@@ -69,6 +69,25 @@ final class PersistenceAndLimitTests: XCTestCase {
         XCTAssertTrue(client.send(#"{"op":"set","key":"a","value":[[[[1]]]]}"#)[0].contains(#""code":"bad_json""#))
     }
 
+    /// ```
+    /// a = 1 <- b = [$a] <- c = [$b] <- d = [$c] <- e = [$d]
+    /// ```
+    /// With a limit of 4 levels per line, a value may nest 3 (the line's object takes one): `e`
+    /// would nest 4, and fails instead of being a value no client can decode.
+    func test_limit_jsonDepth_ofComputedResults() {
+        var configuration = StoreConfiguration()
+        configuration.maxJSONDepth = 4
+        let client = Harness(configuration: configuration).connect()
+        client.request(#"{"op":"set","key":"a","value":1}"#)
+        client.request(#"{"op":"define","key":"b","expr":"[$a]"}"#)
+        client.request(#"{"op":"define","key":"c","expr":"[$b]"}"#)
+        client.request(#"{"op":"define","key":"d","expr":"[$c]"}"#)
+        client.request(#"{"op":"define","key":"e","expr":"[$d]"}"#)
+        XCTAssertTrue(client.send(#"{"op":"get","key":"d"}"#)[0].contains(#""value":[[[1]]]"#))
+        let e = client.send(#"{"op":"get","key":"e"}"#)[0]
+        XCTAssertTrue(e.contains(#""code":"eval_error""#) && e.contains("nests deeper than 3 levels"), e)
+    }
+
     func test_limit_history() {
         var configuration = StoreConfiguration()
         configuration.historyRevisions = 2

@@ -1,0 +1,56 @@
+import Foundation
+import XCTest
+@testable import ObsCore
+
+/// Long chains of computed keys restored from storage: evaluated without nesting, so restoring
+/// them can neither overflow the stack nor fail for lack of it.
+final class DeepChainTests: XCTestCase {
+    /// ```
+    /// k0 (value) <- k1 = $k0 + 1 <- k2 = $k1 + 1 <- ... <- k49999
+    /// ```
+    /// stored in key-name order (k0, k1, k10, k100, ...), as a database returns them: evaluating
+    /// in that order would nest thousands of evaluations deep.
+    func test_load_restoresALongChainInDependencyOrder() throws {
+        let length = 50_000
+        var state = StoredState(rev: UInt64(length))
+        state.keys = [StoredKey(key: "k0", value: 0, rev: 1, createdRev: 1, version: 1)]
+        state.definitions = (1..<length).map { StoredDefinition(key: "k\($0)", expr: "$k\($0 - 1) + 1", createdRev: UInt64($0 + 1)) }
+            .sorted { $0.key < $1.key }
+        let store = try Store(storage: MemoryStorage(state), clock: ManualClock())
+        XCTAssertEqual(store.value(forKey: "k\(length - 1)"), .int(Int64(length - 1)))
+        XCTAssertEqual(store.value(forKey: "k12345"), 12345)
+    }
+}
+
+final class StackGuardTests: XCTestCase {
+    /// A chain never evaluated, read at its far end on a thread with a small stack: the evaluation
+    /// that would overflow the stack fails with eval_error instead, and the process lives on.
+    func test_firstEvaluationTooDeepForTheStack_failsInsteadOfCrashing() {
+        let head = Observable(0)
+        var last = Computed { head.value }
+        // 10,000 links: evaluating them nested needs far more than the thread's 4 MiB, and
+        // releasing them (closures holding closures, one deinit inside the next) still fits the
+        // test thread's stack.
+        for _ in 0..<10_000 {
+            let previous = last
+            last = Computed { try previous.get() + 1 }
+        }
+        let tail = last
+        let outcome = Log<String>()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do {
+                outcome.append("value \(try tail.get())")
+            } catch let error as ObsError {
+                outcome.append(error.code.rawValue)
+            } catch {
+                outcome.append("\(error)")
+            }
+            done.signal()
+        }
+        thread.stackSize = 4 << 20
+        thread.start()
+        done.wait()
+        XCTAssertEqual(outcome.entries, ["eval_error"])
+    }
+}

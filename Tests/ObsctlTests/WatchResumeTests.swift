@@ -1,0 +1,98 @@
+import Foundation
+import Glibc
+import ObsClient
+import ObsCore
+import XCTest
+
+/// `--reconnect` across a connection cut in the middle of a transaction's events: the watch asks
+/// for that revision again and drops what it already delivered. The daemon here is a scripted
+/// one, so the cut falls exactly between two events of one transaction.
+final class WatchResumeTests: XCTestCase {
+    func test_reconnect_afterACutInsideATransaction_losesAndRepeatsNothing() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-resume-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("s.sock").path
+        let server = try ScriptedServer(path: path)
+        let requests = Log<String>()
+        let serving = Thread {
+            // First connection: a snapshot, then revision 5 cut after its first event, no goodbye.
+            server.serve { request in
+                requests.append(request)
+                return [#"{"id":null,"ok":true,"watch":1}"#,
+                        #"{"event":"initial","watch":1,"key":"a","kind":"value","value":1,"rev":4}"#,
+                        #"{"event":"synced","watch":1,"rev":4}"#,
+                        #"{"event":"change","watch":1,"key":"a","old":1,"new":2,"rev":5,"created":false}"#]
+            }
+            // Second: the replay of revision 5 (both keys), then revision 6.
+            server.serve(keepOpen: true) { request in
+                requests.append(request)
+                return [#"{"id":null,"ok":true,"watch":1}"#,
+                        #"{"event":"change","watch":1,"key":"a","old":1,"new":2,"rev":5,"created":false}"#,
+                        #"{"event":"change","watch":1,"key":"b","old":1,"new":3,"rev":5,"created":false}"#,
+                        #"{"event":"synced","watch":1,"rev":5}"#,
+                        #"{"event":"change","watch":1,"key":"c","new":9,"rev":6,"created":true}"#]
+            }
+        }
+        serving.start()
+
+        var options = WatchOptions(keys: ["**"])
+        options.reconnect = true
+        let stream = try WatchStream(path: path, options: options, deadline: monotonicNow() + 30)
+        var changes: [String] = []
+        while changes.count < 3, let event = try stream.next(deadline: monotonicNow() + 30) {
+            if event.kind == "change" { changes.append("\(event["key"]!.stringValue!)@\(event["rev"]!)") }
+        }
+        stream.cancel()
+        server.stop()
+
+        XCTAssertEqual(changes, ["a@5", "b@5", "c@6"])
+        XCTAssertEqual(requests.entries.count, 2)
+        XCTAssertFalse(requests.entries[0].contains("since"))
+        XCTAssertTrue(requests.entries[1].contains(#""since":4"#), requests.entries[1])
+    }
+}
+
+/// A Unix-socket server that answers each connection's first line with a scripted list of lines.
+private final class ScriptedServer: @unchecked Sendable {
+    private let listener: Int32
+    private var open: [Int32] = []
+
+    init(path: String) throws {
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: Array(path.utf8) + [0])
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(listener, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
+    }
+
+    /// Accepts one connection, reads its first line, writes the script's lines; closes it unless
+    /// `keepOpen`.
+    func serve(keepOpen: Bool = false, _ script: (String) -> [String]) {
+        let connection = accept(listener, nil, nil)
+        guard connection >= 0 else { return }
+        var request: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(connection, &byte, 1) == 1, byte != UInt8(ascii: "\n") { request.append(byte) }
+        let reply = script(String(decoding: request, as: UTF8.self)).map { $0 + "\n" }.joined()
+        _ = reply.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
+        if keepOpen { open.append(connection) } else { close(connection) }
+    }
+
+    func stop() {
+        open.forEach { close($0) }
+        close(listener)
+    }
+}
+
+private final class Log<Element: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Element] = []
+    func append(_ element: Element) { lock.lock(); storage.append(element); lock.unlock() }
+    var entries: [Element] { lock.lock(); defer { lock.unlock() }; return storage }
+}
