@@ -67,8 +67,8 @@ final class ObsdProcess {
         self.sandbox = sandbox
         logPath = sandbox.root + "/\(name).\(UUID().uuidString.prefix(8)).log"
         outputPath = logPath + ".out"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: try executable ?? obsdExecutable())
         process.arguments = arguments ?? ["--socket", sandbox.socket, "--state-dir", sandbox.state]
         var env = ProcessInfo.processInfo.environment
