@@ -72,7 +72,7 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
 
     override final func update() -> Bool {
         withEngine { engine in
-            if engine.evaluationDepth > 0, !engine.stackGuard.hasRoom() {
+            if engine.evaluationDepth & 15 == 15, !engine.stackGuard.hasRoom() {
                 flags.remove([.dirty, .pending])
                 return fail(with: ObsError.nestedTooDeeply)
             }

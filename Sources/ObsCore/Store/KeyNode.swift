@@ -68,7 +68,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
             return changed
         }
         store.touch(self)
-        if engine.evaluationDepth > 0, !engine.stackGuard.hasRoom() {
+        if engine.evaluationDepth & 15 == 15, !engine.stackGuard.hasRoom() {
             flags.remove([.dirty, .pending])
             let result = KeyContent.error(.nestedTooDeeply)
             if result == content { return false }
