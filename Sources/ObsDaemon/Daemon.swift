@@ -25,6 +25,8 @@ public struct DaemonError: Error, CustomStringConvertible {
 public final class Daemon {
     /// How long shutdown waits for clients to take their last bytes.
     static let flushDeadline = 3.0
+    /// How often pending strict writes are tried again while the database cannot be written.
+    static let writeRetryInterval = 1.0
 
     private let options: CommandLineOptions
     private let environment: DaemonEnvironment
@@ -88,6 +90,7 @@ public final class Daemon {
             loop = try EventLoop()
             server = try Server(loop: loop, listener: listener, store: store, limits: settings.limits,
                                 policy: policy(settings), log: log)
+            server.holdsUnsynced = settings.durability == .strict
             if let signals { try loop.add(signals.fd, EventLoop.input) }
             if let control { try loop.add(control.fd, EventLoop.input) }
         } catch {
@@ -106,7 +109,8 @@ public final class Daemon {
             var now = monotonicSeconds()
             var timeout = [store.nextDeadline.map { $0 - now }, nextWatchdog.map { $0 - now },
                            server.nextExpiry(now: now), stopping.map { $0 - now },
-                           server.hasUnflushedOutput ? 0 : nil].compactMap { $0 }.min()
+                           server.hasUnflushedOutput ? 0 : nil,
+                           store.writeRefusal != nil ? Self.writeRetryInterval : nil].compactMap { $0 }.min()
             if let value = timeout { timeout = max(0, value) }
             var stopRequested = false
             var reloadRequested = false
@@ -141,10 +145,23 @@ public final class Daemon {
             }
             if let deadline = store.nextDeadline, deadline <= now { store.tick() }
             server.expireStalled(now: now)
-            do throws(ObsError) {
+            do throws(GroupCommitFailure) {
                 try storage.syncIfNeeded()
+                server.releaseHeld()
+                if store.writeRefusal != nil {
+                    store.writeRefusal = nil
+                    log.info("the database can be written again; writes are accepted")
+                }
+            } catch .write(let error) {
+                // A full disk, say: the writes stay pending (their answers held) and are tried
+                // again every turn; meanwhile new writes get a clear error instead of a wait.
+                if store.writeRefusal == nil {
+                    log.error("\(error.message); refusing writes until the database can be written")
+                    store.writeRefusal = ObsError(.internal, "the database cannot be written (\(error.message)); writes are refused until it can be")
+                }
             } catch {
-                // Acknowledging writes that may not be durable would break strict's promise.
+                // After a failed fsync nothing can be promised: acknowledging would break strict's
+                // promise, so obsd stops without acknowledging the unsynced writes.
                 log.error("\(error.message); stopping without acknowledging unsynced writes")
                 server.dropAll()
                 (lastListener ?? server.stopAccepting())?.removeSocketFile()
@@ -183,7 +200,7 @@ public final class Daemon {
             // Writes after the last turn (sessions closing) are written too, like every commit in
             // normal mode; a failure is logged, nobody is waiting for an answer any more.
             let close = { [log] in
-                do throws(ObsError) {
+                do throws(GroupCommitFailure) {
                     try storage.syncIfNeeded()
                 } catch {
                     log.error("\(error.message)")

@@ -5,9 +5,9 @@ import ObsCore
 /// turn are merged as they commit and written at the end of the turn as one database transaction,
 /// then fsynced once, before any response or event is written. Many acknowledged writes share one
 /// write to the WAL (one set of SQLite's file locks) and one fsync, and none is acknowledged before
-/// both. A failure there stops the daemon without acknowledging the turn's writes, as a failed fsync
-/// always did. In `normal` mode each commit is written when the store commits, and
-/// `syncIfNeeded` does nothing.
+/// both. A failed write (a full disk) leaves the merged writes pending, to be tried again; a failed
+/// fsync cannot be tried again (the kernel may have dropped the data), so the daemon stops. In
+/// `normal` mode each commit is written when the store commits, and `syncIfNeeded` does nothing.
 final class GroupCommitStorage: StateStorage {
     private let inner: any StateStorage
     private let strict: Bool
@@ -36,9 +36,34 @@ final class GroupCommitStorage: StateStorage {
     }
 
     /// Writes and fsyncs what was committed since the last sync, if anything.
-    func syncIfNeeded() throws(ObsError) {
-        guard pending != nil else { return }
-        try sync()
+    func syncIfNeeded() throws(GroupCommitFailure) {
+        guard let merged = pending?.transaction else { return }
+        do throws(ObsError) {
+            try inner.commit(merged)
+        } catch {
+            throw .write(error)
+        }
+        pending = nil
+        do throws(ObsError) {
+            try inner.sync()
+        } catch {
+            throw .sync(error)
+        }
+    }
+}
+
+/// Why a group commit failed.
+enum GroupCommitFailure: Error {
+    /// The database write failed and nothing of it is on disk: the writes stay pending, to be
+    /// written by a later turn.
+    case write(ObsError)
+    /// The fsync failed: what the kernel held may be lost, so nothing more can be promised.
+    case sync(ObsError)
+
+    var message: String {
+        switch self {
+        case .write(let error), .sync(let error): return error.message
+        }
     }
 }
 

@@ -15,7 +15,8 @@ final class ConnectionOutputTests: XCTestCase {
         _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
         _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
 
-        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024) { _ in }
+        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024,
+                                    holdsUnsynced: false, markHeld: { _ in }, markDirty: { _ in })
         var expected: [UInt8] = []
         let shared = Array(String(repeating: "b", count: 700).utf8) + [0x0A]
         for index in 0..<3000 {
@@ -43,5 +44,43 @@ final class ConnectionOutputTests: XCTestCase {
         XCTAssertEqual(received, expected)
         XCTAssertGreaterThan(flushes, 10, "the small buffer should have forced many partial writes")
         if case .done = connection.flush() {} else { XCTFail("nothing should be left") }
+    }
+
+    /// Strict durability: a response acknowledging writes, and everything queued after it, waits
+    /// for the group commit; what came before it goes out at once.
+    func test_strict_responsesAcknowledgingWritesWaitForTheGroupCommit() {
+        var pair: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        defer { close(pair[0]); close(pair[1]) }
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+        var held = 0
+        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024,
+                                    holdsUnsynced: true, markHeld: { _ in held += 1 }, markDirty: { _ in })
+        connection.write(EncodedLine(body: Array("event\n".utf8)))
+        connection.write(EncodedLine(body: Array("ack\n".utf8), needsSync: true))
+        connection.write(EncodedLine(body: Array("after\n".utf8)))
+        XCTAssertEqual(held, 1)
+
+        guard case .held = connection.flush() else { return XCTFail("expected the ack to be held") }
+        XCTAssertEqual(readAll(pair[1]), "event\n")
+        XCTAssertFalse(connection.hasSendableOutput)
+        guard case .held = connection.flush() else { return XCTFail("still held") }
+        XCTAssertEqual(readAll(pair[1]), "")
+
+        connection.releaseHeld()
+        XCTAssertTrue(connection.hasSendableOutput)
+        guard case .done = connection.flush() else { return XCTFail("expected everything written") }
+        XCTAssertEqual(readAll(pair[1]), "ack\nafter\n")
+    }
+
+    private func readAll(_ fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { break }
+            bytes += buffer[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

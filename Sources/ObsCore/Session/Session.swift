@@ -86,6 +86,7 @@ public final class Session {
             if operation.access == .write && access == .read {
                 throw ObsError(.permissionDenied, "'\(name)' needs write access")
             }
+            if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
             reply = .success(try operation.handler(self, request))
         } catch {

@@ -34,6 +34,9 @@ public final class Store {
 
     /// Set by the daemon when it starts stopping: every request is then answered `shutting_down`.
     public var isShuttingDown = false
+    /// While set, every write request is answered with this error and changes nothing (the daemon
+    /// sets it while its database cannot be written).
+    public var writeRefusal: ObsError?
 
     /// Counters reported by `stats`. Sessions maintain `connections` themselves.
     public var stats = StoreStats()

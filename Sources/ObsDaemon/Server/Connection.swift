@@ -43,16 +43,29 @@ final class Connection: SessionOutput {
     /// Queued in the server's list of connections to flush this turn.
     @exclusivity(unchecked) var isDirty = false
     private let markDirty: (Connection) -> Void
+    /// Strict durability: responses that acknowledge writes are held until the group commit that
+    /// makes those writes durable has succeeded (`releaseHeld`).
+    private let holdsUnsynced: Bool
+    /// The queue index of the first held line, if any: it and every line after it wait.
+    @exclusivity(unchecked) private var heldFrom: Int?
+    private let markHeld: (Connection) -> Void
 
-    init(fd: Int32, peer: PeerCredentials, maxLineBytes: Int, markDirty: @escaping (Connection) -> Void) {
+    init(fd: Int32, peer: PeerCredentials, maxLineBytes: Int, holdsUnsynced: Bool,
+         markHeld: @escaping (Connection) -> Void, markDirty: @escaping (Connection) -> Void) {
         self.fd = fd
         self.peer = peer
         framer = LineFramer(maxLineBytes: maxLineBytes)
+        self.holdsUnsynced = holdsUnsynced
+        self.markHeld = markHeld
         self.markDirty = markDirty
     }
 
     func write(_ line: EncodedLine) {
         guard line.count > 0 else { return }
+        if holdsUnsynced, line.needsSync, heldFrom == nil {
+            heldFrom = queue.count
+            markHeld(self)
+        }
         queue.append(line)
         pendingBytes += line.count
         if !isDirty {
@@ -61,25 +74,41 @@ final class Connection: SessionOutput {
         }
     }
 
-    enum FlushResult { case done, blocked(progress: Bool), failed }
+    /// Whether some queued output may be written now (held lines may not).
+    var hasSendableOutput: Bool { head < (heldFrom ?? queue.count) }
 
-    /// Writes as much of the queue as the socket takes, with one writev.
+    /// The group commit succeeded: the held lines may go.
+    func releaseHeld() {
+        guard heldFrom != nil else { return }
+        heldFrom = nil
+        if !isDirty {
+            isDirty = true
+            markDirty(self)
+        }
+    }
+
+    /// `held`: everything before the held lines went out; the rest waits for a group commit.
+    enum FlushResult { case done, held, blocked(progress: Bool), failed }
+
+    /// Writes as much of the queue as the socket takes (up to the held lines), with one writev.
     func flush() -> FlushResult {
-        guard head < queue.count else { return .done }
-        let written = writeQueue(queue, from: head, offset: headOffset)
+        let end = heldFrom ?? queue.count
+        guard head < end else { return heldFrom == nil ? .done : .held }
+        let written = writeQueue(queue, from: head, to: end, offset: headOffset)
         if written < 0 {
             if errno == EAGAIN || errno == EINTR { return .blocked(progress: false) }
             return .failed
         }
         consume(written)
-        return head == queue.count ? .done : .blocked(progress: written > 0)
+        if head == queue.count { return .done }
+        return head == end ? .held : .blocked(progress: written > 0)
     }
 
     /// One writev of the lines from `start` (less the `startOffset` bytes already written). The
     /// queue comes as an argument, so the loop reads no property of the class, which would cost a
     /// dynamic exclusivity check per access (per line, with a thousand watchers); its copy is gone
     /// when this returns, before `consume` mutates the queue.
-    private func writeQueue(_ queue: [EncodedLine], from start: Int, offset startOffset: Int) -> Int {
+    private func writeQueue(_ queue: [EncodedLine], from start: Int, to end: Int, offset startOffset: Int) -> Int {
         // The arrays are not mutated until writev returns, so their buffers stay where they are.
         withExtendedLifetime(queue) {
             // 16 KiB of vectors on the stack: no allocation per flush.
@@ -99,7 +128,7 @@ final class Connection: SessionOutput {
                     used += 1
                     skip = 0
                 }
-                while index < queue.count, used + 2 <= Self.maxVectors {
+                while index < end, used + 2 <= Self.maxVectors {
                     add(queue[index].head)
                     add(queue[index].body)
                     index += 1
@@ -134,6 +163,7 @@ final class Connection: SessionOutput {
             head = 0
         } else if head > 1024, head * 2 > queue.count {
             queue.removeFirst(head)
+            if let held = heldFrom { heldFrom = held - head }
             head = 0
         }
     }
@@ -146,6 +176,7 @@ final class Connection: SessionOutput {
     /// Drops whatever is still queued (the connection is being closed).
     func discardOutput() {
         queue.removeAll(keepingCapacity: queue.capacity <= 4096)
+        heldFrom = nil
         head = 0
         headOffset = 0
         pendingBytes = 0

@@ -20,6 +20,10 @@ final class Server {
     /// more than its deliveries).
     private var stalled: [Int32: Connection] = [:]
     private var dirty: [Connection] = []
+    /// Connections with responses held for the next group commit (strict durability).
+    private var holding: [Connection] = []
+    /// Strict durability: responses acknowledging writes wait for the group commit.
+    var holdsUnsynced = false
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
 
     init(loop: EventLoop, listener: Listener, store: Store, limits: Limits, policy: AccessPolicy, log: Logger) throws(SystemError) {
@@ -71,9 +75,9 @@ final class Server {
             refuse(fd, errorLine(.permissionDenied, "uid \(peer.uid) may not use this daemon"))
             return
         }
-        let connection = Connection(fd: fd, peer: peer, maxLineBytes: limits.maxLineBytes) { [unowned self] in
-            dirty.append($0)
-        }
+        let connection = Connection(fd: fd, peer: peer, maxLineBytes: limits.maxLineBytes, holdsUnsynced: holdsUnsynced,
+                                    markHeld: { [unowned self] in holding.append($0) },
+                                    markDirty: { [unowned self] in dirty.append($0) })
         do throws(SystemError) {
             try loop.add(fd, EventLoop.input)
         } catch {
@@ -187,6 +191,9 @@ final class Server {
             connection.overLimit = false
             // Drained: `latest` watches send what they held, an overflowed session resyncs.
             if let session = connection.session { store.sessionDrained(session) }
+        case .held:
+            // What could go went; the rest waits for a group commit, not for the socket.
+            setStalled(connection, since: nil)
         case .blocked(let progress):
             if progress || connection.pendingBytes <= limits.outputBufferBytes {
                 setStalled(connection, since: nil)
@@ -209,7 +216,7 @@ final class Server {
         guard connection.isOpen else { return }
         var wanted: UInt32 = 0
         if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes { wanted |= EventLoop.input }
-        if connection.pendingBytes > 0, !connection.isDirty { wanted |= EventLoop.output }
+        if connection.hasSendableOutput, !connection.isDirty { wanted |= EventLoop.output }
         guard wanted != connection.interest else { return }
         do throws(SystemError) {
             try loop.modify(connection.fd, wanted)
@@ -281,6 +288,12 @@ final class Server {
 
     /// Whether some connection got output after this turn's flush (from `sessionDrained`).
     var hasUnflushedOutput: Bool { !dirty.isEmpty }
+
+    /// The group commit succeeded: every held response may go out with this turn's flush.
+    func releaseHeld() {
+        for connection in holding where connection.isOpen { connection.releaseHeld() }
+        holding.removeAll(keepingCapacity: true)
+    }
 
     /// Closes every connection that is left.
     func dropAll() {

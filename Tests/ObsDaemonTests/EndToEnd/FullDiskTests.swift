@@ -1,0 +1,68 @@
+// A full disk under strict durability: the daemon keeps running, holds the answers to writes it
+// could not make durable, refuses new writes with a clear error, and catches up once there is room.
+// The state lives on a tiny tmpfs the test mounts (root only), so the disk really fills.
+import Foundation
+import Glibc
+import XCTest
+
+final class FullDiskTests: XCTestCase {
+    func test_strict_fullDisk_refusesWritesKeepsRunningAndCatchesUp() throws {
+        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
+        let sandbox = try Sandbox()
+        let disk = sandbox.root + "/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        guard mount("tmpfs", disk, "tmpfs", 0, "size=400k") == 0 else {
+            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
+        }
+        defer { umount2(disk, Int32(MNT_DETACH)) }
+        let state = disk + "/state"
+        let daemon = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", "strict"])
+        defer { daemon.signal(SIGKILL); _ = daemon.waitForExit() }
+        XCTAssertTrue(daemon.waitUntilListening())
+
+        // Fill the disk: 3 KB values until one set gets no answer (held: not durable).
+        let writer = try Client(sandbox.socket, timeout: 5)
+        var acknowledged: [Int] = []
+        var held: Int?
+        for index in 0..<300 {
+            writer.send(#"{"id":\#(index),"op":"set","key":"k\#(index)","value":"\#(String(repeating: "x", count: 3000))"}"# + "\n")
+            guard let line = writer.readLine() else {
+                held = index
+                break
+            }
+            XCTAssertEqual(json(line)["ok"] as? Bool, true, line)
+            acknowledged.append(index)
+        }
+        guard let held else { return XCTFail("the disk never filled") }
+
+        // Meanwhile: new writes are refused at once with a clear error, reads still work, and the
+        // daemon is alive.
+        let other = try Client(sandbox.socket)
+        other.send(#"{"op":"set","key":"other","value":1}"# + "\n")
+        let refused = other.readLine()
+        XCTAssertEqual(errorCode(refused), "internal", refused ?? "no answer")
+        XCTAssertTrue(refused?.contains("writes are refused") == true, refused ?? "")
+        other.send(#"{"op":"get","key":"k0"}"# + "\n")
+        XCTAssertEqual(json(other.readLine())["ok"] as? Bool, true)
+
+        // Room again: the held write is made durable and answered, writes are accepted again.
+        XCTAssertEqual(mount("tmpfs", disk, "tmpfs", UInt(MS_REMOUNT), "size=8m"), 0)
+        XCTAssertEqual(json(writer.readLine())["id"] as? Int, held, "the held write is answered once durable")
+        XCTAssertTrue(waitFor("writes accepted again") {
+            other.send(#"{"op":"set","key":"other","value":2}"# + "\n")
+            return json(other.readLine())["ok"] as? Bool == true
+        })
+
+        // Everything acknowledged survives a restart.
+        daemon.signal(SIGTERM)
+        XCTAssertEqual(daemon.waitForExit(), 0)
+        let restarted = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", "strict"])
+        defer { restarted.signal(SIGKILL); _ = restarted.waitForExit() }
+        XCTAssertTrue(restarted.waitUntilListening())
+        let reader = try Client(sandbox.socket)
+        for index in acknowledged + [held] {
+            reader.send(#"{"op":"get","key":"k\#(index)"}"# + "\n")
+            XCTAssertEqual(json(reader.readLine())["ok"] as? Bool, true, "k\(index) after the restart")
+        }
+    }
+}
