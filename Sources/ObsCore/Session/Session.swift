@@ -58,6 +58,8 @@ public final class Session {
             write(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
             return
         }
+        store.requestLineBytes = bytes.count
+        defer { store.requestLineBytes = nil }
         handle(object)
     }
 

@@ -37,6 +37,8 @@ public final class Store {
     /// While set, every write request is answered with this error and changes nothing (the daemon
     /// sets it while its database cannot be written).
     public var writeRefusal: ObsError?
+    /// The length of the request line being handled, if any: a bound on its values' sizes.
+    var requestLineBytes: Int?
 
     /// Counters reported by `stats`. Sessions maintain `connections` themselves.
     public var stats = StoreStats()
