@@ -1,11 +1,5 @@
 import Synchronization
 
-/// What an observer's next delivery is. (Outside the generic class, so that its queue is a concrete
-/// type: a type nested in a generic class is generic too, and costs run-time lookups.)
-enum DeliveryKind: UInt8 {
-    case change, initial, failure
-}
-
 /// An observer of one value: a watcher node whose only dependency is the value it observes.
 /// It computes its changes under the lock (in the flush) and delivers them after, in order.
 ///
@@ -35,8 +29,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     /// Undelivered events: their kinds in order, the values of changes in a ring (its capacity a
     /// power of two, so positions wrap with a mask), errors in order.
-    @exclusivity(unchecked) private var kinds = PointerStack<Kind>(capacity: 4)
-    @exclusivity(unchecked) private var kindsHead = 0
+    @exclusivity(unchecked) private var kinds = KindQueue()
     @exclusivity(unchecked) private var ring: UnsafeMutablePointer<Value>
     @exclusivity(unchecked) private var ringCapacity = 2
     @exclusivity(unchecked) private var ringHead = 0
@@ -145,7 +138,6 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     private func dropPending() {
         while ringCount > 0 { _ = popValue() }
         kinds.removeAll()
-        kindsHead = 0
         errors.removeAll()
     }
 
@@ -155,16 +147,11 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     private func deliverNext(engine: Engine) {
         engine.lock.lock()
-        guard kindsHead < kinds.count else {
+        guard !kinds.isEmpty else {
             engine.lock.unlock()
             return
         }
-        let kind = kinds[kindsHead]
-        kindsHead += 1
-        if kindsHead == kinds.count {
-            kinds.removeAll()
-            kindsHead = 0
-        }
+        let kind = kinds.removeFirst()
         if kind == .failure {
             let error = errors.removeFirst()
             engine.lock.unlock()
