@@ -10,9 +10,9 @@ public enum DurationText {
             scale = unit.seconds
             break
         }
-        // Double() alone would accept "inf", "nan", "0x1p3" and "-1".
+        // Double() alone would accept "inf", "nan", "0x1p3" and "-1"; a dot needs digits on both sides.
         guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-              number.filter({ $0 == "." }).count <= 1, number != ".",
+              number.filter({ $0 == "." }).count <= 1, number.first != ".", number.last != ".",
               let value = Double(number) else { return nil }
         return value * scale
     }

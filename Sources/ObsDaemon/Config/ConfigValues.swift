@@ -1,21 +1,14 @@
+import ObsClient
 import ObsCore
 
 // Parsers for the value syntaxes shared by the configuration file and the command line. Each
 // returns nil for a bad value; the caller knows the setting and the line, so it writes the message.
 
 enum ConfigValues {
-    /// `250ms`, `5s`, `2m`, `1h`, or a bare number of seconds (fractions allowed: `0.5`), in seconds.
+    /// `250ms`, `5s`, `2m`, `1h`, or a bare number of seconds (fractions allowed: `0.5`), in seconds:
+    /// the same grammar as obsctl's, from the same code.
     static func duration(_ text: String) -> Double? {
-        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
-        var number = Substring(text)
-        var scale = 1.0
-        for unit in units where text.hasSuffix(unit.suffix) {
-            number = text.dropLast(unit.suffix.count)
-            scale = unit.seconds
-            break
-        }
-        guard let digits = decimal(number) else { return nil }
-        return digits * scale
+        DurationText.seconds(text)
     }
 
     /// A byte count: a whole number, optionally with `K`/`KiB`, `M`/`MiB` or `G`/`GiB` (powers of 1024).
@@ -60,13 +53,6 @@ enum ConfigValues {
             }
         }
         return rules
-    }
-
-    /// A non-negative decimal number without sign or exponent.
-    private static func decimal(_ text: Substring) -> Double? {
-        guard !text.isEmpty, text.allSatisfy({ ($0.isASCII && $0.isNumber) || $0 == "." }),
-              text.first != ".", text.last != ".", let value = Double(text) else { return nil }
-        return value
     }
 }
 
