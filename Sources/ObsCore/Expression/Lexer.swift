@@ -68,7 +68,7 @@ struct Lexer {
             guard peek() == "}" else { throw parseError("expected '}'", at: index) }
             let name = text(nameStart, index)
             index += 1
-            guard KeyReferenceName.isValid(name) else {
+            guard KeyName.isValid(name) else {
                 throw parseError("invalid key name \(Printer.quote(name))", at: nameStart)
             }
             return ExpressionToken(kind: .key(name), pos: start)
@@ -87,7 +87,7 @@ struct Lexer {
         }
         guard index > nameStart else { throw parseError("expected key name after '$'", at: index) }
         let name = text(nameStart, index)
-        guard KeyReferenceName.isValid(name) else {
+        guard KeyName.isValid(name) else {
             throw parseError("invalid key name \(Printer.quote(name))", at: nameStart)
         }
         return ExpressionToken(kind: .key(name), pos: start)

@@ -19,7 +19,13 @@ final class EffectNode: ReactiveNode, @unchecked Sendable {
 
     override func runWatcher() { run() }
 
-    func cancel() {
+    func cancel() { dispose() }
+}
+
+extension ReactiveNode {
+    /// Stops a watcher for good: it never runs again (if it is queued in the transaction under way,
+    /// it stays alive until that settles) and its dependencies are unlinked.
+    final func dispose() {
         engine.enter()
         flags.insert(.disposed)
         if flags.contains(.queued) { engine.keepUntilSettled(self) }

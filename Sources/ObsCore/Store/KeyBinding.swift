@@ -109,13 +109,7 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
         lastWrite = targetNode.writeCount
     }
 
-    func cancel() {
-        engine.enter()
-        flags.insert(.disposed)
-        if flags.contains(.queued) { engine.keepUntilSettled(self) }
-        engine.exit()
-        engine.detachDependencies(of: self)
-    }
+    func cancel() { dispose() }
 }
 
 extension Store {

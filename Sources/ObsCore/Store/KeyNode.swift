@@ -160,13 +160,7 @@ final class KeyObserver: ReactiveNode, @unchecked Sendable {
         engine.link(node.ref, ref)
     }
 
-    func cancel() {
-        engine.enter()
-        flags.insert(.disposed)
-        if flags.contains(.queued) { engine.keepUntilSettled(self) }
-        engine.exit()
-        engine.detachDependencies(of: self)
-    }
+    func cancel() { dispose() }
 }
 
 /// The set of keys matching one `match()` pattern, as a source: bumped when a matching key is
