@@ -176,7 +176,7 @@ final class WatchTests: XCTestCase {
         // The five changes arrive while run 1 is still going (synced and six changes sent); they
         // must become one run with 6.
         waitFor("the daemon to send the events") { daemon.stat("events_sent") >= 7 }
-        FileManager.default.createFile(atPath: gate, contents: nil)
+        _ = FileManager.default.createFile(atPath: gate, contents: nil)
         waitFor("the second run") { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("end 6") }
         kill(watch.process.processIdentifier, SIGTERM)
         _ = watch.finish()
