@@ -21,3 +21,7 @@ extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int fl
 // to refuse an evaluation nested too deep for the stack rather than overflow it.
 #include <pthread.h>
 extern int pthread_getattr_np(pthread_t thread, pthread_attr_t *attr);
+
+// A hint that `address` will be read soon: the engine's queue walks issue it for nodes a few
+// places ahead, so that a graph larger than the caches is not walked one cache miss at a time.
+static inline void obs_prefetch(const void *address) { __builtin_prefetch(address, 0, 3); }

@@ -70,6 +70,11 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
         }
     }
 
+    override final func prefetchWork() {
+        deps?.prefetch()
+        prefetch(UnsafeRawPointer(slot))
+    }
+
     override final func update() -> Bool {
         withEngine { engine in
             if engine.evaluationDepth & 15 == 15, !engine.stackGuard.hasRoom() {

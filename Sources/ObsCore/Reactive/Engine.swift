@@ -30,6 +30,8 @@ final class Engine: @unchecked Sendable {
     /// Reusable stacks for the graph walks, so that they allocate nothing once warmed up.
     @exclusivity(unchecked) var linkStack = PointerStack<Unmanaged<Link>>()
     @exclusivity(unchecked) var checkStack = PointerStack<Unmanaged<Link>>()
+    /// Watchers reached by the marking walk, queued a few steps later (Propagation.swift).
+    @exclusivity(unchecked) var reachedWatchers = PointerStack<Unmanaged<ReactiveNode>>()
     /// Nodes whose last link went away, released after the transaction (never recursively).
     @exclusivity(unchecked) var pendingReleases = PointerStack<Unmanaged<ReactiveNode>>()
     /// Links returned to the pool, chained through `nextDep`.
@@ -105,7 +107,11 @@ final class Engine: @unchecked Sendable {
         }
         pendingEffects.removeAll()
         index = 0
-        while index < pendingObservers.count {
+        let count = pendingObservers.count
+        while index < count {
+            if index + 16 < count { pendingObservers[index + 16].prefetch() }
+            if index + 8 < count { pendingObservers[index + 8]._withUnsafeGuaranteedRef { $0.prefetchWork() } }
+            if index + 4 < count { pendingObservers[index + 4]._withUnsafeGuaranteedRef { $0.prefetchDependencies() } }
             let observer = pendingObservers[index]
             index += 1
             runIfChanged(observer)
@@ -168,7 +174,10 @@ final class Engine: @unchecked Sendable {
                 swap(&deliveryQueue, &delivering)
                 lock.unlock()
                 handlerDepth += 1
-                for index in 0..<delivering.count {
+                let count = delivering.count
+                for index in 0..<count {
+                    if index + 16 < count { delivering[index + 16].prefetch() }
+                    if index + 8 < count { delivering[index + 8]._withUnsafeGuaranteedRef { $0.prefetchDelivery() } }
                     let observer = delivering[index]
                     observer._withUnsafeGuaranteedRef { $0.deliverNext() }
                     observer.release()
@@ -204,6 +213,9 @@ final class Engine: @unchecked Sendable {
 class DeliveringObserver: ReactiveNode, @unchecked Sendable {
     /// Delivers the oldest undelivered change, taking the lock only to dequeue it.
     func deliverNext() {}
+
+    /// Prefetches what `deliverNext` will read beyond the observer itself.
+    func prefetchDelivery() {}
 
     /// Queues one delivery; called inside the engine.
     @inline(__always)

@@ -65,6 +65,19 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         observeTarget(starting: true, initial: initial)
     }
 
+    override func prefetchWork() {
+        target.ref.prefetch()
+        prefetch(UnsafeRawPointer(storage))
+    }
+
+    override func prefetchDependencies() {
+        target.prefetchWork()
+    }
+
+    override func prefetchDelivery() {
+        prefetch(UnsafeRawPointer(storage))
+    }
+
     override func runWatcher() {
         observeTarget(starting: false, initial: false)
     }

@@ -66,28 +66,62 @@ extension Engine {
     /// layer). Checking them in that order finds their dependencies already settled, and sweeps
     /// memory roughly in the order the graph was built (measured against depth first: cellx1000
     /// 9.6 -> 8.2 ms, cellx5000 about 1.4x faster, the kairo shapes unchanged).
+    ///
+    /// A graph larger than the caches would cost a cache miss per hop, so the walk prefetches:
+    /// each list when it is queued, each next link as the current one is read, and each watcher
+    /// reached (the link says which subscribers are watchers) is only prefetched then, and marked
+    /// and queued `watcherLag` watchers later, in the same order, when its memory has arrived.
+    /// (cellx5000: 174 -> 44-67 ms with the prefetching of `flush` and delivery.)
     private func markPending(from first: Unmanaged<Link>) {
         let base = linkStack.count
+        let watchersBase = reachedWatchers.count
+        var watcherHead = watchersBase
         var head = base
         linkStack.append(first)
         while head < linkStack.count {
             var next: Unmanaged<Link>? = linkStack[head]
             head += 1
             while let link = next {
+                next = link.nextSub
+                next?.prefetch()
                 let sub = link.sub
+                if link.subIsWatcher {
+                    sub.prefetch()
+                    reachedWatchers.append(sub)
+                    if reachedWatchers.count - watcherHead > Engine.watcherLag {
+                        markWatcher(reachedWatchers[watcherHead])
+                        watcherHead += 1
+                    }
+                    continue
+                }
                 let flags = sub.flags
                 if flags.isDisjoint(with: [.dirty, .pending]) {
                     sub.flags = flags.union(.pending)
-                    if flags.contains(.watcher) {
-                        enqueue(sub, flags)
-                    } else if let below = sub.subs {
+                    if let below = sub.subs {
+                        below.prefetch()
                         linkStack.append(below)
                     }
                 }
-                next = link.nextSub
             }
         }
         linkStack.truncate(to: base)
+        while watcherHead < reachedWatchers.count {
+            markWatcher(reachedWatchers[watcherHead])
+            watcherHead += 1
+        }
+        reachedWatchers.truncate(to: watchersBase)
+    }
+
+    /// How many watchers the marking walk has prefetched but not yet marked.
+    private static var watcherLag: Int { 16 }
+
+    @inline(__always)
+    private func markWatcher(_ watcher: Unmanaged<ReactiveNode>) {
+        let flags = watcher.flags
+        if flags.isDisjoint(with: [.dirty, .pending]) {
+            watcher.flags = flags.union(.pending)
+            enqueue(watcher, flags)
+        }
     }
 
     /// Queues a watcher, once per transaction. The queue does not retain it: a watcher that is

@@ -63,6 +63,14 @@ public class ReactiveNode: @unchecked Sendable {
     /// Runs a watcher that a transaction reached and whose dependencies changed. Called under the lock.
     func runWatcher() {}
 
+    /// Prefetches what running or updating this node will read next beyond the node itself.
+    func prefetchWork() {}
+
+    /// Prefetches the first dependency link: what checking this node reads first.
+    func prefetchDependencies() {
+        deps?.prefetch()
+    }
+
     deinit {
         if deps != nil { engine.detachDependencies(of: self) }
     }
@@ -78,10 +86,14 @@ final class Link {
     @exclusivity(unchecked) var nextDep: Unmanaged<Link>?
     @exclusivity(unchecked) var prevSub: Unmanaged<Link>?
     @exclusivity(unchecked) var nextSub: Unmanaged<Link>?
+    /// Whether `sub` is a watcher (fixed for a node's life): marking queues it without reading it
+    /// at once. (In the padding of the allocation: no bigger.)
+    @exclusivity(unchecked) var subIsWatcher: Bool
 
-    init(dep: Unmanaged<ReactiveNode>, sub: Unmanaged<ReactiveNode>) {
+    init(dep: Unmanaged<ReactiveNode>, sub: Unmanaged<ReactiveNode>, subIsWatcher: Bool) {
         self.dep = dep
         self.sub = sub
+        self.subIsWatcher = subIsWatcher
     }
 }
 
@@ -89,6 +101,7 @@ final class Link {
 extension Unmanaged where Instance == Link {
     @inline(__always) var dep: Unmanaged<ReactiveNode> { _withUnsafeGuaranteedRef { $0.dep } }
     @inline(__always) var sub: Unmanaged<ReactiveNode> { _withUnsafeGuaranteedRef { $0.sub } }
+    @inline(__always) var subIsWatcher: Bool { _withUnsafeGuaranteedRef { $0.subIsWatcher } }
     @inline(__always) var prevDep: Unmanaged<Link>? {
         get { _withUnsafeGuaranteedRef { $0.prevDep } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.prevDep = newValue } }

@@ -85,16 +85,18 @@ extension Engine {
 
     private func makeLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) -> Unmanaged<Link> {
         _ = dep.retain()
+        let subIsWatcher = sub.flags.contains(.watcher)
         if let link = freeLinks {
             freeLinks = link.nextDep
             freeLinkCount -= 1
             link._withUnsafeGuaranteedRef {
                 $0.dep = dep
                 $0.sub = sub
+                $0.subIsWatcher = subIsWatcher
             }
             return link
         }
-        return Unmanaged.passRetained(Link(dep: dep, sub: sub))
+        return Unmanaged.passRetained(Link(dep: dep, sub: sub, subIsWatcher: subIsWatcher))
     }
 
     /// The pool keeps links for reuse up to a bound; past it they are freed. Small: it only has to
