@@ -8,20 +8,21 @@ enum DeliveryKind: UInt8 {
 /// observer nearly always has one pending), more in an array behind them. No allocation, and no
 /// extra cache line to touch per change.
 struct KindQueue {
-    /// Two bits a kind, the oldest in the lowest bits.
-    private var packed: UInt64 = 0
-    private var packedCount = 0
+    // 21 bytes, so that the observer's small fields pack behind it.
     /// Kinds queued while the packed word was full, oldest at `overflowHead`.
     private var overflow: [DeliveryKind] = []
-    private var overflowHead = 0
+    /// Two bits a kind, the oldest in the lowest bits.
+    private var packed: UInt64 = 0
+    private var overflowHead: Int32 = 0
+    private var packedCount: UInt8 = 0
 
-    private static let packedCapacity = 32
+    private static var packedCapacity: UInt8 { 32 }
 
     @inline(__always) var isEmpty: Bool { packedCount == 0 }
 
     @inline(__always)
     mutating func append(_ kind: DeliveryKind) {
-        if packedCount < Self.packedCapacity, overflowHead == overflow.count {
+        if packedCount < Self.packedCapacity, Int(overflowHead) == overflow.count {
             packed |= UInt64(kind.rawValue) << UInt64(2 * packedCount)
             packedCount += 1
         } else {
@@ -35,7 +36,7 @@ struct KindQueue {
         let kind = DeliveryKind(rawValue: UInt8(packed & 3))!
         packed >>= 2
         packedCount -= 1
-        if overflowHead < overflow.count { refill() }
+        if Int(overflowHead) < overflow.count { refill() }
         return kind
     }
 
@@ -48,10 +49,10 @@ struct KindQueue {
 
     @inline(never)
     private mutating func refill() {
-        packed |= UInt64(overflow[overflowHead].rawValue) << UInt64(2 * packedCount)
+        packed |= UInt64(overflow[Int(overflowHead)].rawValue) << UInt64(2 * packedCount)
         packedCount += 1
         overflowHead += 1
-        if overflowHead == overflow.count {
+        if Int(overflowHead) == overflow.count {
             overflow.removeAll(keepingCapacity: true)
             overflowHead = 0
         }

@@ -8,45 +8,42 @@ import Synchronization
 final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendable {
     private typealias Kind = DeliveryKind
 
+    // Field order is memory order: what the flush and delivery read of every observer comes first
+    // and fits in the object's first two cache lines; what few observers use sits behind `extras`.
+    // (240 -> 144 bytes: a graph of many observers is walked with fewer cache misses.)
+
     /// Kept alive by the observer's link to it, for as long as the observer is subscribed.
     unowned(unsafe) let target: ObservableValue<Value>
     /// Calls the user's handler with (old, new, isInitial).
     private let deliver: @Sendable (Value, Value, Bool) -> Void
-    private let errorHandler: (@Sendable (any Error) -> Void)?
-    /// Whether handlers are called directly on the delivering thread (`ImmediateScheduler`).
-    private let immediate: Bool
-    /// The scheduler of a non-immediate observer (boxed: an existential inline would add 40 bytes
-    /// to every observer, and nearly all are immediate).
-    private let scheduler: SchedulerBox?
-    private let cancelled = Atomic<Bool>(false)
-
-    /// The value the handler last saw (or was given at subscription), once `hasLast`: the first
-    /// slot of `storage`, whose other slots hold the ring until it outgrows them.
-    private let last: UnsafeMutablePointer<Value>
+    /// The value the handler last saw (or was given at subscription), once `hasLast`, in the
+    /// first slot; the other slots hold the ring until it outgrows them.
     private let storage: UnsafeMutablePointer<Value>
+    /// Undelivered events: their kinds in order, the values of changes in a ring (its capacity a
+    /// power of two, so positions wrap with a mask), errors in order (in `extras`).
+    @exclusivity(unchecked) private var ring: UnsafeMutablePointer<Value>
+    @exclusivity(unchecked) private var kinds = KindQueue()
     @exclusivity(unchecked) private var hasLast = false
     @exclusivity(unchecked) private var lastWasError = false
+    private let cancelled = Atomic<Bool>(false)
+    @exclusivity(unchecked) private var ringHead: Int32 = 0
+    @exclusivity(unchecked) private var ringCount: Int32 = 0
+    @exclusivity(unchecked) private var ringCapacity: Int32 = 2
+    /// The scheduler of a non-immediate observer and the error handler: nil for nearly all.
+    private let extras: ObserverExtras?
 
-    /// Undelivered events: their kinds in order, the values of changes in a ring (its capacity a
-    /// power of two, so positions wrap with a mask), errors in order.
-    @exclusivity(unchecked) private var kinds = KindQueue()
-    @exclusivity(unchecked) private var ring: UnsafeMutablePointer<Value>
-    @exclusivity(unchecked) private var ringCapacity = 2
-    @exclusivity(unchecked) private var ringHead = 0
-    @exclusivity(unchecked) private var ringCount = 0
-    @exclusivity(unchecked) private var errors = ContiguousArray<any Error>()
+    @inline(__always) private var last: UnsafeMutablePointer<Value> { storage }
 
     init(target: ObservableValue<Value>, scheduler: any EventScheduler,
          errorHandler: (@Sendable (any Error) -> Void)?, deliver: @escaping @Sendable (Value, Value, Bool) -> Void) {
         self.target = target
         self.deliver = deliver
-        self.errorHandler = errorHandler
-        self.immediate = scheduler is ImmediateScheduler
-        self.scheduler = immediate ? nil : SchedulerBox(scheduler)
+        let immediate = scheduler is ImmediateScheduler
+        extras = immediate && errorHandler == nil
+            ? nil : ObserverExtras(scheduler: immediate ? nil : scheduler, errorHandler: errorHandler)
         // One allocation for the last value and a ring of one change: what nearly every observer
         // ever needs, in one place in memory.
         storage = .allocate(capacity: 3)
-        last = storage
         ring = storage + 1
         super.init(flags: .watcher)
     }
@@ -93,9 +90,9 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
             value = try target.read()
         } catch {
             lastWasError = true
-            if errorHandler != nil, !starting || initial {
+            if let extras, extras.errorHandler != nil, !starting || initial {
                 kinds.append(.failure)
-                errors.append(error)
+                extras.errors.append(error)
                 queueDelivery()
             }
             return
@@ -122,8 +119,8 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     private func pushChange(_ kind: Kind, old: Value, new: Value) {
         if ringCount + 2 > ringCapacity { growRing() }
         let mask = ringCapacity - 1
-        (ring + ((ringHead + ringCount) & mask)).initialize(to: old)
-        (ring + ((ringHead + ringCount + 1) & mask)).initialize(to: new)
+        (ring + Int((ringHead + ringCount) & mask)).initialize(to: old)
+        (ring + Int((ringHead + ringCount + 1) & mask)).initialize(to: new)
         ringCount += 2
         kinds.append(kind)
         queueDelivery()
@@ -131,9 +128,9 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     private func growRing() {
         let capacity = ringCapacity * 2
-        let grown = UnsafeMutablePointer<Value>.allocate(capacity: capacity)
+        let grown = UnsafeMutablePointer<Value>.allocate(capacity: Int(capacity))
         for index in 0..<ringCount {
-            (grown + index).moveInitialize(from: ring + ((ringHead + index) & (ringCapacity - 1)), count: 1)
+            (grown + Int(index)).moveInitialize(from: ring + Int((ringHead + index) & (ringCapacity - 1)), count: 1)
         }
         if ring != storage + 1 { ring.deallocate() }
         ring = grown
@@ -142,7 +139,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     }
 
     private func popValue() -> Value {
-        let value = (ring + ringHead).move()
+        let value = (ring + Int(ringHead)).move()
         ringHead = (ringHead + 1) & (ringCapacity - 1)
         ringCount -= 1
         return value
@@ -151,7 +148,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     private func dropPending() {
         while ringCount > 0 { _ = popValue() }
         kinds.removeAll()
-        errors.removeAll()
+        extras?.errors.removeAll()
     }
 
     override func deliverNext() {
@@ -166,12 +163,13 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         }
         let kind = kinds.removeFirst()
         if kind == .failure {
-            let error = errors.removeFirst()
+            let extras = extras!
+            let error = extras.errors.removeFirst()
             engine.lock.unlock()
-            if immediate {
-                callError(error)
+            if let scheduler = extras.scheduler {
+                scheduler.schedule { self.callError(error) }
             } else {
-                scheduler!.scheduler.schedule { self.callError(error) }
+                callError(error)
             }
             return
         }
@@ -179,10 +177,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         let new = popValue()
         engine.lock.unlock()
         let isInitial = kind == .initial
-        if immediate {
-            call(old, new, isInitial)
+        if let scheduler = extras?.scheduler {
+            scheduler.schedule { self.call(old, new, isInitial) }
         } else {
-            scheduler!.scheduler.schedule { self.call(old, new, isInitial) }
+            call(old, new, isInitial)
         }
     }
 
@@ -193,7 +191,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     private func callError(_ error: any Error) {
         if cancelled.load(ordering: .acquiring) { return }
-        errorHandler?(error)
+        extras?.errorHandler?(error)
     }
 
     func cancel() {
@@ -248,8 +246,15 @@ extension ObservableValue {
     }
 }
 
-/// A scheduler kept by reference, for the few observers that are not immediate.
-private final class SchedulerBox: Sendable {
-    let scheduler: any EventScheduler
-    init(_ scheduler: any EventScheduler) { self.scheduler = scheduler }
+/// What an observer keeps only when it has an error handler or a scheduler that is not immediate.
+private final class ObserverExtras: @unchecked Sendable {
+    let scheduler: (any EventScheduler)?
+    let errorHandler: (@Sendable (any Error) -> Void)?
+    /// The errors of undelivered failures, in order (guarded by the engine lock).
+    var errors = ContiguousArray<any Error>()
+
+    init(scheduler: (any EventScheduler)?, errorHandler: (@Sendable (any Error) -> Void)?) {
+        self.scheduler = scheduler
+        self.errorHandler = errorHandler
+    }
 }
