@@ -14,8 +14,11 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     /// Kept alive by the observer's link to it, for as long as the observer is subscribed.
     unowned(unsafe) let target: ObservableValue<Value>
-    /// Calls the user's handler with (old, new, isInitial).
-    private let deliver: @Sendable (Value, Value, Bool) -> Void
+    /// The user's handler, and how to call it with (old, new, isInitial): a closure that captures
+    /// nothing, made in the caller's specialised code, so that it builds the `Change` without
+    /// run-time type lookups and calling it reads no context of its own.
+    private let handler: @Sendable (Change<Value>) -> Void
+    private let deliver: @Sendable (@Sendable (Change<Value>) -> Void, Value, Value, Bool) -> Void
     /// The value the handler last saw (or was given at subscription), once `hasLast`, in the
     /// first slot; the other slots hold the ring until it outgrows them.
     private let storage: UnsafeMutablePointer<Value>
@@ -35,8 +38,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     @inline(__always) private var last: UnsafeMutablePointer<Value> { storage }
 
     init(target: ObservableValue<Value>, scheduler: any EventScheduler,
-         errorHandler: (@Sendable (any Error) -> Void)?, deliver: @escaping @Sendable (Value, Value, Bool) -> Void) {
+         errorHandler: (@Sendable (any Error) -> Void)?, handler: @escaping @Sendable (Change<Value>) -> Void,
+         deliver: @escaping @Sendable (@Sendable (Change<Value>) -> Void, Value, Value, Bool) -> Void) {
         self.target = target
+        self.handler = handler
         self.deliver = deliver
         let immediate = scheduler is ImmediateScheduler
         extras = immediate && errorHandler == nil
@@ -186,7 +191,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     private func call(_ old: Value, _ new: Value, _ isInitial: Bool) {
         if cancelled.load(ordering: .acquiring) { return }
-        deliver(old, new, isInitial)
+        deliver(handler, old, new, isInitial)
     }
 
     private func callError(_ error: any Error) {
@@ -222,15 +227,16 @@ extension ObservableValue {
                         onError: (@Sendable (any Error) -> Void)? = nil,
                         _ handler: @escaping @Sendable (Change<Value>) -> Void) -> ObservationToken {
         // Built here, in the caller's module, so that the Change is made by specialised code.
-        subscribe(initial: initial, scheduler: scheduler, onError: onError) { old, new, isInitial in
+        subscribe(initial: initial, scheduler: scheduler, onError: onError, handler: handler) { handler, old, new, isInitial in
             handler(Change(oldValue: old, newValue: new, isInitial: isInitial))
         }
     }
 
     @usableFromInline
     func subscribe(initial: Bool, scheduler: any EventScheduler, onError: (@Sendable (any Error) -> Void)?,
-                   deliver: @escaping @Sendable (Value, Value, Bool) -> Void) -> ObservationToken {
-        let observer = ObserverNode(target: self, scheduler: scheduler, errorHandler: onError, deliver: deliver)
+                   handler: @escaping @Sendable (Change<Value>) -> Void,
+                   deliver: @escaping @Sendable (@Sendable (Change<Value>) -> Void, Value, Value, Bool) -> Void) -> ObservationToken {
+        let observer = ObserverNode(target: self, scheduler: scheduler, errorHandler: onError, handler: handler, deliver: deliver)
         engine.enter()
         observer.start(initial: initial)
         engine.exit()
