@@ -108,16 +108,24 @@ final class Engine: @unchecked Sendable {
         pendingEffects.removeAll()
         index = 0
         let count = pendingObservers.count
+        // A long queue is run with its memory requested ahead, in three steps: the observer 16
+        // places ahead, what it will read 8 ahead (its target, its pending values), the target's
+        // first dependency 4 ahead. A short one is in the caches already (the prefetching would
+        // only cost: about 5% in the kairo shapes).
+        let ahead = count > Engine.prefetchThreshold ? count : 0
         while index < count {
-            if index + 16 < count { pendingObservers[index + 16].prefetch() }
-            if index + 8 < count { pendingObservers[index + 8]._withUnsafeGuaranteedRef { $0.prefetchWork() } }
-            if index + 4 < count { pendingObservers[index + 4]._withUnsafeGuaranteedRef { $0.prefetchDependencies() } }
+            if index + 16 < ahead { pendingObservers[index + 16].prefetch() }
+            if index + 8 < ahead { pendingObservers[index + 8]._withUnsafeGuaranteedRef { $0.prefetchWork() } }
+            if index + 4 < ahead { pendingObservers[index + 4]._withUnsafeGuaranteedRef { $0.prefetchDependencies() } }
             let observer = pendingObservers[index]
             index += 1
             runIfChanged(observer)
         }
         pendingObservers.removeAll()
     }
+
+    /// The queue length from which the flush and delivery prefetch.
+    static var prefetchThreshold: Int { 256 }
 
     @inline(__always)
     private func runIfChanged(_ watcher: Unmanaged<ReactiveNode>) {
@@ -175,9 +183,10 @@ final class Engine: @unchecked Sendable {
                 lock.unlock()
                 handlerDepth += 1
                 let count = delivering.count
+                let ahead = count > Engine.prefetchThreshold ? count : 0
                 for index in 0..<count {
-                    if index + 16 < count { delivering[index + 16].prefetch() }
-                    if index + 8 < count { delivering[index + 8]._withUnsafeGuaranteedRef { $0.prefetchDelivery() } }
+                    if index + 16 < ahead { delivering[index + 16].prefetch() }
+                    if index + 8 < ahead { delivering[index + 8]._withUnsafeGuaranteedRef { $0.prefetchDelivery() } }
                     let observer = delivering[index]
                     observer._withUnsafeGuaranteedRef { $0.deliverNext() }
                     observer.release()

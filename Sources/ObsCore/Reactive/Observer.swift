@@ -28,6 +28,8 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     @exclusivity(unchecked) private var kinds = KindQueue()
     @exclusivity(unchecked) private var hasLast = false
     @exclusivity(unchecked) private var lastWasError = false
+    /// Whether handlers are called directly on the delivering thread (`ImmediateScheduler`).
+    private let immediate: Bool
     private let cancelled = Atomic<Bool>(false)
     @exclusivity(unchecked) private var ringHead: Int32 = 0
     @exclusivity(unchecked) private var ringCount: Int32 = 0
@@ -43,7 +45,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         self.target = target
         self.handler = handler
         self.deliver = deliver
-        let immediate = scheduler is ImmediateScheduler
+        immediate = scheduler is ImmediateScheduler
         extras = immediate && errorHandler == nil
             ? nil : ObserverExtras(scheduler: immediate ? nil : scheduler, errorHandler: errorHandler)
         // One allocation for the last value and a ring of one change: what nearly every observer
@@ -171,10 +173,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
             let extras = extras!
             let error = extras.errors.removeFirst()
             engine.lock.unlock()
-            if let scheduler = extras.scheduler {
-                scheduler.schedule { self.callError(error) }
-            } else {
+            if immediate {
                 callError(error)
+            } else {
+                extras.scheduler!.schedule { self.callError(error) }
             }
             return
         }
@@ -182,10 +184,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         let new = popValue()
         engine.lock.unlock()
         let isInitial = kind == .initial
-        if let scheduler = extras?.scheduler {
-            scheduler.schedule { self.call(old, new, isInitial) }
-        } else {
+        if immediate {
             call(old, new, isInitial)
+        } else {
+            extras!.scheduler!.schedule { self.call(old, new, isInitial) }
         }
     }
 
