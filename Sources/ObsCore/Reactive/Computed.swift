@@ -45,6 +45,10 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
         return try read()
     }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     override final func read() throws -> Value {
         try withEngine { engine in
             if flags.contains(.running) {
@@ -60,6 +64,10 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
 
     /// `.value` cannot throw: a failed read fails the computed being evaluated (if any) with the same
     /// error and returns the last good value. With no good value ever, it is a programming error.
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     override final func readForValue() -> Value {
         do {
             return try read()
@@ -75,6 +83,10 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
         prefetch(UnsafeRawPointer(slot))
     }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     override final func update() -> Bool {
         withEngine { engine in
             if engine.evaluationDepth & 15 == 15, !engine.stackGuard.hasRoom() {

@@ -67,8 +67,16 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
         }
     }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     override func read() throws -> Value { readForValue() }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     override func readForValue() -> Value {
         if flags.contains(.dirty) { commit() }
         withEngine { engine in
@@ -86,6 +94,10 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
 
     /// Applies a write inside the current transaction; true if it was a change.
     @discardableResult
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     func apply(_ newValue: Value, always: Bool = false) -> Bool {
         if !always, isEqual(storage, newValue) { return false }
         storage = newValue
@@ -103,6 +115,10 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     /// Called by the first subscriber that checks this source after writes: whether the value
     /// differs from the one subscribers last saw. A transaction that writes a value and then writes
     /// the old one back changes nothing downstream.
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     override func update() -> Bool {
         flags.remove(.dirty)
         let changed = forcedChange || !isEqual(committed, storage)

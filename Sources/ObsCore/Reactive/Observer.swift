@@ -88,6 +88,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     /// Reads the target and queues what the handler has not seen yet: at the start only what
     /// `initial` asks for.
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     private func observeTarget(starting: Bool, initial: Bool) {
         let reader = engine.activeSub
         engine.activeSub = nil
@@ -123,6 +127,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         lastWasError = false
     }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     private func pushChange(_ kind: Kind, old: Value, new: Value) {
         if ringCount + 2 > ringCapacity { growRing() }
         let mask = ringCapacity - 1
@@ -145,6 +153,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         ringHead = 0
     }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     private func popValue() -> Value {
         let value = (ring + Int(ringHead)).move()
         ringHead = (ringHead + 1) & (ringCapacity - 1)
@@ -162,6 +174,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         withEngine { deliverNext(engine: $0) }
     }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     private func deliverNext(engine: Engine) {
         engine.lock.lock()
         guard !kinds.isEmpty else {
@@ -191,6 +207,10 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         }
     }
 
+    @_specialize(where Value == Int)
+    @_specialize(where Value == Double)
+    @_specialize(where Value == Bool)
+    @_specialize(where Value == String)
     private func call(_ old: Value, _ new: Value, _ isInitial: Bool) {
         if cancelled.load(ordering: .acquiring) { return }
         deliver(handler, old, new, isInitial)
