@@ -8,9 +8,11 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
     private let compute: @Sendable () throws -> Value
     /// The last value computed successfully, initialised once `hasValue`.
     private let slot: UnsafeMutablePointer<Value>
-    @exclusivity(unchecked) private var hasValue = false
     /// The error of the last run, if it failed (`failed`).
     @exclusivity(unchecked) private(set) var error: (any Error)?
+    // The two flags last and together: the object is 16 bytes smaller than with a flag between
+    // the references (one allocation size class down).
+    @exclusivity(unchecked) private var hasValue = false
     @exclusivity(unchecked) private var failed = false
 
     /// A computed whose equal results are not changes: dependents are not recomputed, observers not called.
