@@ -10,7 +10,8 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     // Field order is memory order: what the flush and delivery read of every observer comes first
     // and fits in the object's first two cache lines; what few observers use sits behind `extras`.
-    // (240 -> 144 bytes: a graph of many observers is walked with fewer cache misses.)
+    // (232 -> 168 bytes: a graph of many observers is walked with fewer cache misses. The ring's
+    // positions are 32-bit: a billion undelivered changes of one observer is out of reach.)
 
     /// Kept alive by the observer's link to it, for as long as the observer is subscribed.
     unowned(unsafe) let target: ObservableValue<Value>
