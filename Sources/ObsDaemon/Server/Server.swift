@@ -205,7 +205,10 @@ final class Server {
         if connection.pendingBytes > limits.outputBufferBytes {
             connection.overLimit = true
             if connection.stalledSince == nil { setStalled(connection, since: now) }
-        } else if connection.overLimit {
+        } else if connection.overLimit || connection.session?.isOverflowing == true {
+            // Back under the limit. A session can also overflow in a turn whose flush takes it
+            // under the limit at once (lines that waited for a batch go out together), without
+            // the connection ever having been seen over it: it resyncs then too.
             connection.overLimit = false
             if let session = connection.session { store.sessionDrained(session) }
         }
