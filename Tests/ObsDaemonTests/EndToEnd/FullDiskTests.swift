@@ -29,6 +29,11 @@ final class FullDiskTests: XCTestCase {
         defer { daemon.signal(SIGKILL); _ = daemon.waitForExit() }
         XCTAssertTrue(daemon.waitUntilListening())
 
+        // A watcher of every key: it gets the change event of a write only once it is written.
+        let watcher = try Client(sandbox.socket, timeout: 2)
+        watcher.send(#"{"id":"w","op":"watch","keys":["**"],"initial":false}"# + "\n")
+        XCTAssertEqual(json(watcher.readLine())["ok"] as? Bool, true)
+
         // Fill the disk: 3 KB values until one set gets no answer (held: not written).
         let writer = try Client(sandbox.socket, timeout: 5)
         var acknowledged: [Int] = []
@@ -43,6 +48,14 @@ final class FullDiskTests: XCTestCase {
             acknowledged.append(index)
         }
         guard let held else { return XCTFail("the disk never filled") }
+        // The watcher has the events of the acknowledged writes, and none for the held one.
+        var lastSeen: String?
+        while lastSeen != "k\(held - 1)", let line = watcher.readLine() {
+            if json(line)["event"] as? String == "change" { lastSeen = json(line)["key"] as? String }
+        }
+        XCTAssertEqual(lastSeen, "k\(held - 1)")
+        let early = watcher.readLine()
+        XCTAssertNil(early, "a line for a write that is not on disk: \(early?.prefix(80) ?? "")")
 
         // Meanwhile: new writes are refused at once with a clear error, reads still work, and the
         // daemon is alive.
@@ -57,7 +70,13 @@ final class FullDiskTests: XCTestCase {
         // Room again: the held write is written (and fsynced) and answered, writes are accepted
         // again.
         XCTAssertEqual(mount("tmpfs", disk, "tmpfs", UInt(MS_REMOUNT), "size=8m"), 0)
-        XCTAssertEqual(json(writer.readLine())["id"] as? Int, held, "the held write is answered once durable")
+        XCTAssertEqual(json(writer.readLine())["id"] as? Int, held, "the held write is answered once written")
+        var event: [String: Any] = [:]
+        waitFor("the held write's change event") {
+            event = json(watcher.readLine())
+            return event["event"] as? String == "change"
+        }
+        XCTAssertEqual(event["key"] as? String, "k\(held)")
         XCTAssertTrue(waitFor("writes accepted again") {
             other.send(#"{"op":"set","key":"other","value":2}"# + "\n")
             return json(other.readLine())["ok"] as? Bool == true
