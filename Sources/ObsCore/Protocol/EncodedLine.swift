@@ -10,8 +10,9 @@ public struct EncodedLine: Sendable {
     public let body: [UInt8]
     /// Durability hook: this line acknowledges a transaction that changed persisted state, or
     /// reports a change (a change event), so it (and every line after it on the same connection)
-    /// must not be sent before the group commit that writes the change (and, in `strict` mode,
-    /// fsyncs it) has succeeded. Other lines (read answers, errors) wait only behind such a line.
+    /// must not be sent before the changes committed so far are written (and, in `strict` mode,
+    /// synced). The daemon writes on another thread, after the commit, and holds such lines until
+    /// then, also while a write has failed (when it lets other lines, read answers, go at once).
     public let needsSync: Bool
 
     public init(head: [UInt8] = [], body: [UInt8], needsSync: Bool = false) {

@@ -1,12 +1,13 @@
-// The group commit of normal and strict modes, end to end: the loop writes each turn's changes as
-// one database transaction before it sends the turn's acknowledgements and change events. The
-// tests read the database file itself with SQLite, so that a line sent before its write is caught.
+// The writer thread: the loop hands each turn's writes to it and goes on serving, so the promises
+// of normal and strict rest on the answers (and change events) waiting for their batch. These tests
+// slow the writer down (OBSD_TEST_WRITE_DELAY) so that a batch is in flight when they look, and
+// read the database file itself with SQLite, so that an answer sent too early is caught.
 import CSQLite
 import Foundation
 import Glibc
 import XCTest
 
-final class GroupCommitEndToEndTests: XCTestCase {
+final class WriterThreadTests: XCTestCase {
     /// The value stored in the database file for `key`, read with a connection of our own (it sees
     /// every committed transaction, fsynced or not).
     private func storedValue(_ sandbox: Sandbox, _ key: String) -> String? {
@@ -22,24 +23,26 @@ final class GroupCommitEndToEndTests: XCTestCase {
         return String(cString: text)
     }
 
-    private func start(_ sandbox: Sandbox, durability: String) throws -> ObsdProcess {
+    private func start(_ sandbox: Sandbox, durability: String, delay: Double) throws -> ObsdProcess {
         let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", sandbox.state,
-                                                        "--durability", durability])
+                                                        "--durability", durability],
+                                   environment: ["OBSD_TEST_WRITE_DELAY": String(delay)])
         XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
         return obsd
     }
 
-    /// The acknowledgement of a set, and the change event a watcher gets for it, arrive only once
-    /// the value is in the database file.
+    /// A writer 0.3 s slow: the acknowledgement of a set, and the change event a watcher gets for
+    /// it, arrive only once the value is in the database file. Were either sent at commit time, as
+    /// the loop goes on, the file would not have it yet.
     private func answersAndEventsWaitForTheirBatch(durability: String) throws {
         let sandbox = try Sandbox()
-        let obsd = try start(sandbox, durability: durability)
+        let obsd = try start(sandbox, durability: durability, delay: 0.3)
         let watcher = try Client(sandbox.socket)
         watcher.send("{\"id\":1,\"op\":\"watch\",\"keys\":[\"k.*\"],\"initial\":false}\n")
         XCTAssertEqual(json(watcher.readLine())["ok"] as? Bool, true)
         let writer = try Client(sandbox.socket)
         for round in 0..<3 {
-            // Three writes pipelined: usually one turn, one batch.
+            // Three writes pipelined: one batch in flight, the others gathering behind it.
             writer.send((0..<3).map { "{\"op\":\"set\",\"key\":\"k.\($0)\",\"value\":\(round * 10 + $0)}\n" }.joined())
             for index in 0..<3 {
                 XCTAssertEqual(json(writer.readLine())["ok"] as? Bool, true)
@@ -69,13 +72,16 @@ final class GroupCommitEndToEndTests: XCTestCase {
         try answersAndEventsWaitForTheirBatch(durability: "strict")
     }
 
-    /// SIGTERM right after 51 pipelined writes: obsd answers every one it received, says goodbye,
-    /// exits 0, and the file has every write.
+    /// SIGTERM while one batch is in flight (the writer takes a second over it) and another is
+    /// gathering: obsd answers both, says goodbye, exits 0, and the file has every write.
     private func sigtermDrains(durability: String) throws {
         let sandbox = try Sandbox()
-        let obsd = try start(sandbox, durability: durability)
+        let obsd = try start(sandbox, durability: durability, delay: 1)
         let client = try Client(sandbox.socket)
         client.send("{\"op\":\"set\",\"key\":\"first\",\"value\":1}\n")
+        // No answer to wait for (it waits for the slow writer); a moment for the loop to hand the
+        // first batch over. Were it not handed over yet, the test would still hold, only weaker.
+        usleep(200_000)
         client.send((0..<50).map { "{\"op\":\"set\",\"key\":\"k.\($0)\",\"value\":\($0)}\n" }.joined())
         obsd.signal(SIGTERM)
         var answers = 0
@@ -96,11 +102,11 @@ final class GroupCommitEndToEndTests: XCTestCase {
         for index in 0..<50 { XCTAssertEqual(storedValue(sandbox, "k.\(index)"), "\(index)") }
     }
 
-    func test_normal_sigterm_writesAndAnswersEveryReceivedWriteBeforeExiting() throws {
+    func test_normal_sigtermWithABatchInFlight_writesAndAnswersItBeforeExiting() throws {
         try sigtermDrains(durability: "normal")
     }
 
-    func test_strict_sigterm_writesAndAnswersEveryReceivedWriteBeforeExiting() throws {
+    func test_strict_sigtermWithABatchInFlight_writesAndAnswersItBeforeExiting() throws {
         try sigtermDrains(durability: "strict")
     }
 
