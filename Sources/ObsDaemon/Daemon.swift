@@ -7,11 +7,13 @@
 // 2. apply the `definitions` file, if set (Definitions.swift);
 // 3. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
 // 4. sd_notify READY=1.
-// Each loop turn: wait (until the next timer: store, watchdog, client_timeout), handle signals,
-// accept, read requests, run due timers, fsync in strict mode (group commit), then flush every
-// connection once.
+// Each loop turn: wait (until the next timer: store, watchdog, client_timeout, a write retry),
+// handle signals, accept, read requests, take the writer thread's outcome, run due timers, hand
+// the turn's writes to the writer thread if it is free (GroupCommitStorage), release the lines that
+// waited for a finished batch, then flush every connection once.
 // Shutdown (SIGTERM, SIGINT): STOPPING=1, stop accepting, answer the requests already received,
-// send goodbye, flush (at most `flushDeadline` seconds), close the database, remove the socket.
+// send goodbye, flush (at most `flushDeadline` seconds; answers still wait for their batch),
+// write what is left and close the database, remove the socket.
 import CLinux
 import Glibc
 import ObsCore
@@ -25,7 +27,7 @@ public struct DaemonError: Error, CustomStringConvertible {
 public final class Daemon {
     /// How long shutdown waits for clients to take their last bytes.
     static let flushDeadline = 3.0
-    /// How often pending strict writes are tried again while the database cannot be written.
+    /// How often pending writes are tried again while the database cannot be written.
     static let writeRetryInterval = 1.0
 
     private let options: CommandLineOptions
@@ -60,9 +62,15 @@ public final class Daemon {
         umask(0o077)
         let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
 
-        let (storage, closeStorage, lock) = try openStorage()
+        let (storage, lock) = try openStorage()
         defer {
-            closeStorage()
+            // Writes after the last turn (sessions closing, a batch still in flight) are written
+            // too; a failure is logged, nobody is waiting for an answer any more.
+            do throws(GroupCommitFailure) {
+                try storage.close()
+            } catch {
+                log.error("\(error.message)")
+            }
             if lock >= 0 { close(lock) }
         }
         let store: Store
@@ -88,9 +96,10 @@ public final class Daemon {
         let server: Server
         do throws(SystemError) {
             loop = try EventLoop()
-            server = try Server(loop: loop, listener: listener, store: store, limits: settings.limits,
+            server = try Server(loop: loop, listener: listener, store: store,
+                                storage: settings.durability == .memory ? nil : storage, limits: settings.limits,
                                 policy: policy(settings), log: log)
-            server.holdsUnsynced = settings.durability == .strict
+            if let completion = storage.completionFD { try loop.add(completion, EventLoop.input) }
             if let signals { try loop.add(signals.fd, EventLoop.input) }
             if let control { try loop.add(control.fd, EventLoop.input) }
         } catch {
@@ -110,12 +119,15 @@ public final class Daemon {
             var timeout = [store.nextDeadline.map { $0 - now }, nextWatchdog.map { $0 - now },
                            server.nextExpiry(now: now), stopping.map { $0 - now },
                            server.hasUnflushedOutput ? 0 : nil,
-                           store.writeRefusal != nil ? Self.writeRetryInterval : nil].compactMap { $0 }.min()
+                           storage.retryAt.map { $0 - now }].compactMap { $0 }.min()
             if let value = timeout { timeout = max(0, value) }
             var stopRequested = false
             var reloadRequested = false
+            var writerFinished = false
             for ready in loop.wait(timeout: timeout) {
-                if ready.fd == signals?.fd {
+                if ready.fd == storage.completionFD {
+                    writerFinished = true
+                } else if ready.fd == signals?.fd {
                     for action in signals!.drain() {
                         switch action {
                         case .stop(let signal):
@@ -146,15 +158,17 @@ public final class Daemon {
             if let deadline = store.nextDeadline, deadline <= now { store.tick() }
             server.expireStalled(now: now)
             do throws(GroupCommitFailure) {
-                try storage.syncIfNeeded()
-                server.releaseHeld()
-                if store.writeRefusal != nil {
+                if writerFinished { try storage.takeOutcome(now: now) }
+                storage.endTurn(now: now)
+                server.releaseHeld(through: storage.written)
+                if store.writeRefusal != nil, !storage.isFailing {
                     store.writeRefusal = nil
                     log.info("the database can be written again; writes are accepted")
                 }
             } catch .write(let error) {
                 // A full disk, say: the writes stay pending (their answers held) and are tried
-                // again every turn; meanwhile new writes get a clear error instead of a wait.
+                // again every `writeRetryInterval`; meanwhile new writes get a clear error instead
+                // of a wait.
                 if store.writeRefusal == nil {
                     log.error("\(error.message); refusing writes until the database can be written")
                     store.writeRefusal = ObsError(.internal, "the database cannot be written (\(error.message)); writes are refused until it can be")
@@ -181,10 +195,8 @@ public final class Daemon {
 
     // MARK: - Start-up pieces
 
-    private func openStorage() throws(DaemonError) -> (GroupCommitStorage, () -> Void, Int32) {
-        guard settings.durability != .memory else {
-            return (GroupCommitStorage(DiscardingStorage(), strict: false), {}, -1)
-        }
+    private func openStorage() throws(DaemonError) -> (GroupCommitStorage, Int32) {
+        guard settings.durability != .memory else { return (GroupCommitStorage(), -1) }
         try Self.createDirectory(settings.stateDirectory)
         // One daemon per state directory: two writers would each believe their own revisions.
         let lockPath = settings.stateDirectory + "/obsd.lock"
@@ -194,23 +206,25 @@ public final class Daemon {
             close(lock)
             throw DaemonError("another obsd is already using the state directory \(settings.stateDirectory)")
         }
-        do throws(ObsError) {
-            let database = try SQLiteStorage(path: settings.databasePath)
-            let storage = GroupCommitStorage(database, strict: settings.durability == .strict)
-            // Writes after the last turn (sessions closing) are written too, like every commit in
-            // normal mode; a failure is logged, nobody is waiting for an answer any more.
-            let close = { [log] in
-                do throws(GroupCommitFailure) {
-                    try storage.syncIfNeeded()
-                } catch {
-                    log.error("\(error.message)")
-                }
-                database.close()
+        do throws(DaemonError) {
+            let database: SQLiteStorage
+            do throws(ObsError) {
+                database = try SQLiteStorage(path: settings.databasePath)
+            } catch {
+                throw DaemonError(error.message)
             }
-            return (storage, close, lock)
+            let delay = environment["OBSD_TEST_WRITE_DELAY"].flatMap(Double.init) ?? 0
+            do throws(SystemError) {
+                let writer = try StorageWriter(database, delay: delay)
+                let storage = try GroupCommitStorage(writer: writer, strict: settings.durability == .strict,
+                                                     retryInterval: Self.writeRetryInterval)
+                return (storage, lock)
+            } catch {
+                throw DaemonError("cannot start the writer thread: \(error)")
+            }
         } catch {
             close(lock)
-            throw DaemonError(error.message)
+            throw error
         }
     }
 

@@ -16,7 +16,7 @@ final class ConnectionOutputTests: XCTestCase {
         _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
 
         let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024,
-                                    holdsUnsynced: false, markHeld: { _ in }, markDirty: { _ in })
+                                    batchToWaitFor: nil, markHeld: { _ in }, markDirty: { _ in })
         var expected: [UInt8] = []
         let shared = Array(String(repeating: "b", count: 700).utf8) + [0x0A]
         for index in 0..<3000 {
@@ -46,31 +46,40 @@ final class ConnectionOutputTests: XCTestCase {
         if case .done = connection.flush() {} else { XCTFail("nothing should be left") }
     }
 
-    /// Strict durability: a response acknowledging writes, and everything queued after it, waits
-    /// for the group commit; what came before it goes out at once.
-    func test_strict_responsesAcknowledgingWritesWaitForTheGroupCommit() {
+    /// A line waits for the batch it was queued under, and so does everything after it; what came
+    /// before goes at once. Two batches in flight: the first one written releases only its lines.
+    ///
+    ///     queue:   before | ack1 read1 | ack2 after
+    ///     batch:     -    |     1      |     2
+    func test_linesWaitForTheBatchTheyWereQueuedUnder_andEachBatchReleasesOnlyItsOwn() {
         var pair: [Int32] = [0, 0]
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
         defer { close(pair[0]); close(pair[1]) }
         _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
         var held = 0
+        var unwritten: UInt64? = nil
         let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024,
-                                    holdsUnsynced: true, markHeld: { _ in held += 1 }, markDirty: { _ in })
-        connection.write(EncodedLine(body: Array("event\n".utf8)))
-        connection.write(EncodedLine(body: Array("ack\n".utf8), needsSync: true))
+                                    batchToWaitFor: { _ in unwritten }, markHeld: { _ in held += 1 }, markDirty: { _ in })
+        connection.write(EncodedLine(body: Array("before\n".utf8)))
+        unwritten = 1
+        connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
+        connection.write(EncodedLine(body: Array("read1\n".utf8)))
+        unwritten = 2
+        connection.write(EncodedLine(body: Array("ack2\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("after\n".utf8)))
-        XCTAssertEqual(held, 1)
+        XCTAssertEqual(held, 1, "the server's list needs the connection once")
 
-        guard case .held = connection.flush() else { return XCTFail("expected the ack to be held") }
-        XCTAssertEqual(readAll(pair[1]), "event\n")
+        guard case .held = connection.flush() else { return XCTFail("expected ack1 to be held") }
+        XCTAssertEqual(readAll(pair[1]), "before\n")
         XCTAssertFalse(connection.hasSendableOutput)
-        guard case .held = connection.flush() else { return XCTFail("still held") }
-        XCTAssertEqual(readAll(pair[1]), "")
 
-        connection.releaseHeld()
-        XCTAssertTrue(connection.hasSendableOutput)
+        XCTAssertTrue(connection.releaseHeld(through: 1), "batch 2 still holds lines")
+        guard case .held = connection.flush() else { return XCTFail("expected ack2 to be held") }
+        XCTAssertEqual(readAll(pair[1]), "ack1\nread1\n")
+
+        XCTAssertFalse(connection.releaseHeld(through: 2))
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }
-        XCTAssertEqual(readAll(pair[1]), "ack\nafter\n")
+        XCTAssertEqual(readAll(pair[1]), "ack2\nafter\n")
     }
 
     private func readAll(_ fd: Int32) -> String {

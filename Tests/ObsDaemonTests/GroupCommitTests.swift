@@ -1,17 +1,26 @@
+import Glibc
 import ObsCore
 import XCTest
 @testable import ObsDaemon
 
-/// Strict mode's group commit: the turn's transactions reach the database as one, written only at
-/// the sync, and that one leaves what applying them in order would.
+/// The pipelined group commit: commits are merged into batches that the writer thread writes in
+/// order, each as one transaction leaving what applying its commits in order would.
 final class GroupCommitTests: XCTestCase {
     private func key(_ name: String, _ value: Int, rev: UInt64) -> StoredKey {
         StoredKey(key: name, value: .int(Int64(value)), rev: rev, createdRev: 1, version: rev)
     }
 
-    func test_strict_writesNothingUntilSync_thenOneTransactionWithTheLastActionPerName() throws {
-        let database = MemoryStorage()
-        let storage = GroupCommitStorage(database, strict: true)
+    /// Waits (without a deadline that could fail on a slow machine: the writer answers or the
+    /// test hangs, and XCTest's own timeout reports it) for the batch in flight.
+    private func waitForWriter(_ storage: GroupCommitStorage) throws {
+        var descriptor = pollfd(fd: storage.completionFD!, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&descriptor, 1, -1), 1)
+        try storage.takeOutcome(now: 0)
+    }
+
+    func test_commitsWriteNothingUntilTheTurnEnds_thenOneTransactionWithTheLastActionPerName() throws {
+        let writer = try StorageWriter(MemoryStorage())
+        let storage = try GroupCommitStorage(writer: writer, strict: true, retryInterval: 1)
         var first = StoredTransaction(rev: 1)
         first.putKeys = [key("a", 1, rev: 1), key("b", 1, rev: 1)]
         first.putDefinitions = [StoredDefinition(key: "c", expr: "$a + 1", createdRev: 1)]
@@ -23,22 +32,62 @@ final class GroupCommitTests: XCTestCase {
         third.putKeys = [key("b", 3, rev: 3)]
         third.deletedDefinitions = ["c"]
         for transaction in [first, second, third] { try storage.commit(transaction) }
-        XCTAssertEqual(try database.load(), StoredState())
+        XCTAssertEqual(try writer.load(), StoredState())
+        XCTAssertEqual(storage.unwritten, 1)
+        XCTAssertEqual(storage.written, 0)
 
-        try storage.syncIfNeeded()
-        let state = try database.load()
+        storage.endTurn(now: 0)
+        try waitForWriter(storage)
+        XCTAssertEqual(storage.written, 1)
+        let state = try writer.load()
         XCTAssertEqual(state.rev, 3)
         XCTAssertEqual(state.keys, [key("a", 2, rev: 2), key("b", 3, rev: 3)])
         XCTAssertEqual(state.definitions, [])
         XCTAssertEqual(state.bindings, [StoredBinding(from: "a", to: "d")])
+        try storage.close()
     }
 
-    func test_normal_writesEachCommitAtOnce() throws {
-        let database = MemoryStorage()
-        let storage = GroupCommitStorage(database, strict: false)
-        var transaction = StoredTransaction(rev: 1)
-        transaction.putKeys = [key("a", 1, rev: 1)]
-        try storage.commit(transaction)
-        XCTAssertEqual(try database.load().keys, [key("a", 1, rev: 1)])
+    /// While a batch is in flight the next turns' commits gather in the next batch, which goes when
+    /// the writer is free; lines queued meanwhile wait for that newer batch.
+    func test_whileABatchIsInFlight_theNextTurnsGatherIntoTheNextBatch() throws {
+        let writer = try StorageWriter(MemoryStorage(), delay: 0.05)
+        let storage = try GroupCommitStorage(writer: writer, strict: false, retryInterval: 1)
+        var first = StoredTransaction(rev: 1)
+        first.putKeys = [key("a", 1, rev: 1)]
+        try storage.commit(first)
+        storage.endTurn(now: 0)
+        XCTAssertEqual(storage.unwritten, 1)
+        for rev in UInt64(2)...4 {
+            var next = StoredTransaction(rev: rev)
+            next.putKeys = [key("a", Int(rev), rev: rev)]
+            try storage.commit(next)
+            // The writer is busy (or its outcome not yet taken): nothing new is handed over.
+            storage.endTurn(now: 0)
+            XCTAssertEqual(storage.unwritten, 2)
+        }
+        try waitForWriter(storage)
+        XCTAssertEqual(storage.written, 1)
+        XCTAssertEqual(try writer.load().rev, 1)
+        storage.endTurn(now: 0)
+        try waitForWriter(storage)
+        XCTAssertEqual(storage.written, 2)
+        XCTAssertEqual(storage.unwritten, 2, "nothing left unwritten")
+        XCTAssertEqual(try writer.load().keys, [key("a", 4, rev: 4)])
+        try storage.close()
+    }
+
+    /// Shutdown writes the batch in flight and the open one.
+    func test_close_writesEverythingCommitted() throws {
+        let writer = try StorageWriter(MemoryStorage(), delay: 0.05)
+        let storage = try GroupCommitStorage(writer: writer, strict: true, retryInterval: 1)
+        var first = StoredTransaction(rev: 1)
+        first.putKeys = [key("a", 1, rev: 1)]
+        try storage.commit(first)
+        storage.endTurn(now: 0)
+        var second = StoredTransaction(rev: 2)
+        second.putKeys = [key("b", 2, rev: 2)]
+        try storage.commit(second)
+        try storage.close()
+        XCTAssertEqual(storage.written, 2)
     }
 }

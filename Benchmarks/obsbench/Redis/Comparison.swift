@@ -1,12 +1,13 @@
 // `obsbench redis`: obsd against redis-server, side by side, on this machine. Both servers run
 // on their Unix sockets, started fresh by this program in temporary directories, with the same
 // durability level per row: obsd --memory against Redis without persistence, obsd --durability
-// strict against Redis with appendonly yes and appendfsync always. One client thread (epoll) drives
+// normal against Redis with appendonly yes and appendfsync no, obsd --durability strict against
+// Redis with appendonly yes and appendfsync always. One client thread (epoll) drives
 // every connection, so on two cores the load generator and the server each get about one.
 //
 // Usage: obsbench redis [--runs N] [--seconds S] [--json FILE] [--obsd PATH] [--only GROUPS]
 //                       [--watchers COUNTS] [--propagation SHAPES]
-// GROUPS is a comma-separated subset of: throughput, fanout, propagation, strict, memory; COUNTS
+// GROUPS is a comma-separated subset of: throughput, fanout, propagation, normal, strict, memory; COUNTS
 // the fan-out rows' watcher counts (default 1,10,100,1000); SHAPES the propagation rows (computed,
 // chain, fan). The subsets are for profiling one row.
 import Foundation
@@ -16,7 +17,7 @@ private struct ComparisonOptions {
     var seconds = 1.0
     var json: String?
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
-    var groups: Set<String> = ["throughput", "fanout", "propagation", "strict", "memory"]
+    var groups: Set<String> = ["throughput", "fanout", "propagation", "normal", "strict", "memory"]
     var watcherCounts = [1, 10, 100, 1000]
     var propagations = Propagation.allCases
 
@@ -69,17 +70,13 @@ func runRedisComparison() {
                 }
             }
         }
-        if options.groups.contains("strict") {
-            let servers = try startBoth(durability: "strict", options)
+        // The durable rows: the same promise on both sides. normal: written before the answer (obsd
+        // normal, Redis appendfsync no: its AOF is written, not fsynced, before replies go out);
+        // strict: fsynced before the answer (Redis appendfsync always).
+        for durability in ["normal", "strict"] where options.groups.contains(durability) {
+            let servers = try startBoth(durability: durability, options)
             defer { servers.forEach { $0.stop() } }
-            var row = ComparisonRow(name: "strict set 50x1", unit: "ops/s", higherIsBetter: true)
-            for _ in 0..<options.runs {
-                for server in servers {
-                    let result = try measureRequests(server, clients: 50, depth: 1, seconds: options.seconds) { setRequest(server.wire, $0) }
-                    record(&row, server.wire, result.opsPerSecond)
-                }
-            }
-            rows.append(row)
+            rows += try durableRows(durability, servers, options)
         }
         if options.groups.contains("memory") { rows += try memoryRows(options) }
         printTable(rows)
@@ -131,6 +128,24 @@ private func throughputRows(_ servers: [ServerProcess], _ options: ComparisonOpt
             }
             rows += [rate, cpu]
         }
+    }
+    return rows
+}
+
+/// Sets with 1 and 16 in flight per client, against servers that persist.
+private func durableRows(_ durability: String, _ servers: [ServerProcess], _ options: ComparisonOptions) throws(BenchError) -> [ComparisonRow] {
+    var rows: [ComparisonRow] = []
+    for depth in [1, 16] {
+        var rate = ComparisonRow(name: "\(durability) set 50x\(depth)", unit: "ops/s", higherIsBetter: true)
+        var cpu = ComparisonRow(name: "\(durability) set 50x\(depth), server CPU", unit: "us/op", higherIsBetter: false)
+        for _ in 0..<options.runs {
+            for server in servers {
+                let result = try measureRequests(server, clients: 50, depth: depth, seconds: options.seconds) { setRequest(server.wire, $0) }
+                record(&rate, server.wire, result.opsPerSecond)
+                record(&cpu, server.wire, result.serverCPU / result.opsPerSecond * 1e6)
+            }
+        }
+        rows += [rate, cpu]
     }
     return rows
 }

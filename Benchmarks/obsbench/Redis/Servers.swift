@@ -9,7 +9,8 @@ final class ServerProcess {
     private let process = Process()
 
     /// Starts obsd (`durability`: "memory", "normal" or "strict") or redis-server (`durability`:
-    /// "memory" is no persistence at all, "strict" is appendonly with appendfsync always).
+    /// "memory" is no persistence at all, "normal" is appendonly with appendfsync no (written before
+    /// the reply, never fsynced by the command), "strict" is appendonly with appendfsync always).
     init(_ wire: Wire, durability: String, obsdPath: String) throws(BenchError) {
         self.wire = wire
         directory = NSTemporaryDirectory() + "obsbench-\(wire.rawValue)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -33,7 +34,11 @@ final class ServerProcess {
             process.executableURL = URL(fileURLWithPath: Self.which("redis-server") ?? "/usr/bin/redis-server")
             var arguments = ["--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700", "--dir", directory,
                              "--save", "", "--maxclients", "4096", "--loglevel", "warning"]
-            arguments += durability == "strict" ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]
+            switch durability {
+            case "strict": arguments += ["--appendonly", "yes", "--appendfsync", "always"]
+            case "normal": arguments += ["--appendonly", "yes", "--appendfsync", "no"]
+            default: arguments += ["--appendonly", "no"]
+            }
             process.arguments = arguments
         }
         process.standardOutput = FileHandle.nullDevice

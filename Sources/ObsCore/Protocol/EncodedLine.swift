@@ -8,9 +8,11 @@ public struct EncodedLine: Sendable {
     public let head: [UInt8]
     /// Bytes shared with the other lines carrying the same event; ends with "\n".
     public let body: [UInt8]
-    /// Durability hook for `strict` mode: this response acknowledges a transaction that changed
-    /// persisted state, so it (and every line after it on the same connection) must not be sent
-    /// before `StateStorage.sync()` has returned. In `normal` mode the commit already happened.
+    /// Durability hook: this line acknowledges a transaction that changed persisted state, or
+    /// reports a change (a change event), so it (and every line after it on the same connection)
+    /// must not be sent before the changes committed so far are written (and, in `strict` mode,
+    /// synced). The daemon writes on another thread, after the commit, and holds such lines until
+    /// then, also while a write has failed (when it lets other lines, read answers, go at once).
     public let needsSync: Bool
 
     public init(head: [UInt8] = [], body: [UInt8], needsSync: Bool = false) {

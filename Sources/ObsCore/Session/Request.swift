@@ -73,6 +73,6 @@ struct Reply {
     var fields: [(String, JSONValue)]
     /// Members already encoded (objects whose member order matters), after `fields`.
     var raw: [(String, [UInt8])] = []
-    /// Strict durability: the response acknowledges persisted changes (see `EncodedLine.needsSync`).
+    /// The response acknowledges persisted changes (see `EncodedLine.needsSync`).
     var needsSync = false
 }

@@ -34,7 +34,7 @@ extension Store {
                     body = LineEncoding.body(events[index])
                     bodies[index] = body
                 }
-                watch.session.sendEvent(EncodedLine(head: watch.head(events[index].kind), body: body), watch: watch, rev: rev)
+                watch.session.sendEvent(EncodedLine(head: watch.head(events[index].kind), body: body, needsSync: true), watch: watch, rev: rev)
             }
         }
     }
@@ -69,7 +69,7 @@ extension Store {
     }
 
     private func send(_ event: KeyEvent, to watch: Watch) {
-        watch.session.sendEvent(EncodedLine(head: watch.head(event.kind), body: LineEncoding.body(event)), watch: watch, rev: event.rev)
+        watch.session.sendEvent(EncodedLine(head: watch.head(event.kind), body: LineEncoding.body(event), needsSync: true), watch: watch, rev: event.rev)
     }
 
     /// Sends held events in revision then key order.
@@ -193,7 +193,7 @@ extension Store {
         }
         for transaction in transactions {
             for event in transaction.events where watch.matches(event.key) {
-                watch.session.sendEvent(EncodedLine(head: watch.head(event.kind), body: LineEncoding.body(event)), watch: watch, rev: event.rev)
+                watch.session.sendEvent(EncodedLine(head: watch.head(event.kind), body: LineEncoding.body(event), needsSync: true), watch: watch, rev: event.rev)
             }
         }
         watch.session.sendControl(watch, "synced", [("rev", .int(Int64(rev)))])

@@ -43,28 +43,33 @@ final class Connection: SessionOutput {
     /// Queued in the server's list of connections to flush this turn.
     @exclusivity(unchecked) var isDirty = false
     private let markDirty: (Connection) -> Void
-    /// Strict durability: responses that acknowledge writes are held until the group commit that
-    /// makes those writes durable has succeeded (`releaseHeld`).
-    private let holdsUnsynced: Bool
-    /// The queue index of the first held line, if any: it and every line after it wait.
-    @exclusivity(unchecked) private var heldFrom: Int?
+    /// The batch a line must wait for before it may be sent, if any (`Server.batchToWaitFor`; nil
+    /// in memory mode, where nothing waits). Its argument is the line's `needsSync`.
+    private let batchToWaitFor: ((Bool) -> UInt64?)?
+    /// Where the queue waits: from `from` on, nothing is sent before batch `batch` is written.
+    /// Ascending in both; usually empty, at most one entry per batch not yet written.
+    private struct Hold {
+        var from: Int
+        var batch: UInt64
+    }
+    @exclusivity(unchecked) private var holds: [Hold] = []
     private let markHeld: (Connection) -> Void
 
-    init(fd: Int32, peer: PeerCredentials, maxLineBytes: Int, holdsUnsynced: Bool,
+    init(fd: Int32, peer: PeerCredentials, maxLineBytes: Int, batchToWaitFor: ((Bool) -> UInt64?)?,
          markHeld: @escaping (Connection) -> Void, markDirty: @escaping (Connection) -> Void) {
         self.fd = fd
         self.peer = peer
         framer = LineFramer(maxLineBytes: maxLineBytes)
-        self.holdsUnsynced = holdsUnsynced
+        self.batchToWaitFor = batchToWaitFor
         self.markHeld = markHeld
         self.markDirty = markDirty
     }
 
     func write(_ line: EncodedLine) {
         guard line.count > 0 else { return }
-        if holdsUnsynced, line.needsSync, heldFrom == nil {
-            heldFrom = queue.count
-            markHeld(self)
+        if let batchToWaitFor, let batch = batchToWaitFor(line.needsSync), batch > (holds.last?.batch ?? 0) {
+            if holds.isEmpty { markHeld(self) }
+            holds.append(Hold(from: queue.count, batch: batch))
         }
         queue.append(line)
         pendingBytes += line.count
@@ -74,17 +79,22 @@ final class Connection: SessionOutput {
         }
     }
 
+    /// The queue index of the first line that waits for a batch, if any.
+    private var heldFrom: Int? { holds.first?.from }
+
     /// Whether some queued output may be written now (held lines may not).
     var hasSendableOutput: Bool { head < (heldFrom ?? queue.count) }
 
-    /// The group commit succeeded: the held lines may go.
-    func releaseHeld() {
-        guard heldFrom != nil else { return }
-        heldFrom = nil
+    /// Every batch up to `written` is written: the lines that waited for them may go. Returns
+    /// whether some lines still wait (for a later batch).
+    func releaseHeld(through written: UInt64) -> Bool {
+        guard let first = holds.first, first.batch <= written else { return !holds.isEmpty }
+        holds.removeFirst(holds.prefix { $0.batch <= written }.count)
         if !isDirty {
             isDirty = true
             markDirty(self)
         }
+        return !holds.isEmpty
     }
 
     /// `held`: everything before the held lines went out; the rest waits for a group commit.
@@ -163,7 +173,7 @@ final class Connection: SessionOutput {
             head = 0
         } else if head > 1024, head * 2 > queue.count {
             queue.removeFirst(head)
-            if let held = heldFrom { heldFrom = held - head }
+            for index in holds.indices { holds[index].from -= head }
             head = 0
         }
     }
@@ -176,7 +186,7 @@ final class Connection: SessionOutput {
     /// Drops whatever is still queued (the connection is being closed).
     func discardOutput() {
         queue.removeAll(keepingCapacity: queue.capacity <= 4096)
-        heldFrom = nil
+        holds.removeAll()
         head = 0
         headOffset = 0
         pendingBytes = 0

@@ -20,14 +20,16 @@ final class Server {
     /// more than its deliveries).
     private var stalled: [Int32: Connection] = [:]
     private var dirty: [Connection] = []
-    /// Connections with responses held for the next group commit (strict durability).
+    /// Connections with lines waiting for a batch to be written.
     private var holding: [Connection] = []
-    /// Strict durability: responses acknowledging writes wait for the group commit.
-    var holdsUnsynced = false
+    /// The batches behind the store (nil in memory mode, where nothing waits).
+    private let storage: GroupCommitStorage?
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
 
-    init(loop: EventLoop, listener: Listener, store: Store, limits: Limits, policy: AccessPolicy, log: Logger) throws(SystemError) {
+    init(loop: EventLoop, listener: Listener, store: Store, storage: GroupCommitStorage?, limits: Limits,
+         policy: AccessPolicy, log: Logger) throws(SystemError) {
         self.loop = loop
+        self.storage = storage
         self.listener = listener
         self.store = store
         self.limits = limits
@@ -75,7 +77,8 @@ final class Server {
             refuse(fd, errorLine(.permissionDenied, "uid \(peer.uid) may not use this daemon"))
             return
         }
-        let connection = Connection(fd: fd, peer: peer, maxLineBytes: limits.maxLineBytes, holdsUnsynced: holdsUnsynced,
+        let connection = Connection(fd: fd, peer: peer, maxLineBytes: limits.maxLineBytes,
+                                    batchToWaitFor: storage == nil ? nil : { [unowned self] in batchToWaitFor(needsSync: $0) },
                                     markHeld: { [unowned self] in holding.append($0) },
                                     markDirty: { [unowned self] in dirty.append($0) })
         do throws(SystemError) {
@@ -202,7 +205,10 @@ final class Server {
         if connection.pendingBytes > limits.outputBufferBytes {
             connection.overLimit = true
             if connection.stalledSince == nil { setStalled(connection, since: now) }
-        } else if connection.overLimit {
+        } else if connection.overLimit || connection.session?.isOverflowing == true {
+            // Back under the limit. A session can also overflow in a turn whose flush takes it
+            // under the limit at once (lines that waited for a batch go out together), without
+            // the connection ever having been seen over it: it resyncs then too.
             connection.overLimit = false
             if let session = connection.session { store.sessionDrained(session) }
         }
@@ -289,10 +295,24 @@ final class Server {
     /// Whether some connection got output after this turn's flush (from `sessionDrained`).
     var hasUnflushedOutput: Bool { !dirty.isEmpty }
 
-    /// The group commit succeeded: every held response may go out with this turn's flush.
-    func releaseHeld() {
-        for connection in holding where connection.isOpen { connection.releaseHeld() }
-        holding.removeAll(keepingCapacity: true)
+    /// Which lines wait, and for which batch: nothing obsd sends may show a change before it is
+    /// written (fsynced, in strict mode). So a line queued while some change is unwritten waits
+    /// for the newest batch holding one: acknowledgements, change events, and read answers too
+    /// (which could show another client's unwritten change). Only while a write has failed (a full
+    /// disk) do lines that are not about a change (`needsSync`: acknowledgements and change
+    /// events) go at once: reads go on while the disk is full, as they did before.
+    private func batchToWaitFor(needsSync: Bool) -> UInt64? {
+        guard let storage else { return nil }
+        let batch = storage.unwritten
+        guard batch > storage.written, needsSync || !storage.isFailing else { return nil }
+        return batch
+    }
+
+    /// Batches up to `written` are written: the lines that waited for them go out with this turn's
+    /// flush.
+    func releaseHeld(through written: UInt64) {
+        guard !holding.isEmpty else { return }
+        holding.removeAll { !$0.isOpen || !$0.releaseHeld(through: written) }
     }
 
     /// Closes every connection that is left.

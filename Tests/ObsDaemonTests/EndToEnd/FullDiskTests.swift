@@ -1,5 +1,6 @@
-// A full disk under strict durability: the daemon keeps running, holds the answers to writes it
-// could not make durable, refuses new writes with a clear error, and catches up once there is room.
+// A full disk, under normal and strict durability: the daemon keeps running, holds the answers to
+// writes it could not write, refuses new writes with a clear error, and catches up once there is
+// room.
 // The state lives on a tiny tmpfs the test mounts (root only), so the disk really fills.
 import Foundation
 import Glibc
@@ -7,6 +8,14 @@ import XCTest
 
 final class FullDiskTests: XCTestCase {
     func test_strict_fullDisk_refusesWritesKeepsRunningAndCatchesUp() throws {
+        try fullDisk(durability: "strict")
+    }
+
+    func test_normal_fullDisk_refusesWritesKeepsRunningAndCatchesUp() throws {
+        try fullDisk(durability: "normal")
+    }
+
+    private func fullDisk(durability: String) throws {
         try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
         let sandbox = try Sandbox()
         let disk = sandbox.root + "/disk"
@@ -16,11 +25,16 @@ final class FullDiskTests: XCTestCase {
         }
         defer { umount2(disk, Int32(MNT_DETACH)) }
         let state = disk + "/state"
-        let daemon = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", "strict"])
+        let daemon = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", durability])
         defer { daemon.signal(SIGKILL); _ = daemon.waitForExit() }
         XCTAssertTrue(daemon.waitUntilListening())
 
-        // Fill the disk: 3 KB values until one set gets no answer (held: not durable).
+        // A watcher of every key: it gets the change event of a write only once it is written.
+        let watcher = try Client(sandbox.socket, timeout: 2)
+        watcher.send(#"{"id":"w","op":"watch","keys":["**"],"initial":false}"# + "\n")
+        XCTAssertEqual(json(watcher.readLine())["ok"] as? Bool, true)
+
+        // Fill the disk: 3 KB values until one set gets no answer (held: not written).
         let writer = try Client(sandbox.socket, timeout: 5)
         var acknowledged: [Int] = []
         var held: Int?
@@ -34,6 +48,14 @@ final class FullDiskTests: XCTestCase {
             acknowledged.append(index)
         }
         guard let held else { return XCTFail("the disk never filled") }
+        // The watcher has the events of the acknowledged writes, and none for the held one.
+        var lastSeen: String?
+        while lastSeen != "k\(held - 1)", let line = watcher.readLine() {
+            if json(line)["event"] as? String == "change" { lastSeen = json(line)["key"] as? String }
+        }
+        XCTAssertEqual(lastSeen, "k\(held - 1)")
+        let early = watcher.readLine()
+        XCTAssertNil(early, "a line for a write that is not on disk: \(early?.prefix(80) ?? "")")
 
         // Meanwhile: new writes are refused at once with a clear error, reads still work, and the
         // daemon is alive.
@@ -45,9 +67,16 @@ final class FullDiskTests: XCTestCase {
         other.send(#"{"op":"get","key":"k0"}"# + "\n")
         XCTAssertEqual(json(other.readLine())["ok"] as? Bool, true)
 
-        // Room again: the held write is made durable and answered, writes are accepted again.
+        // Room again: the held write is written (and fsynced) and answered, writes are accepted
+        // again.
         XCTAssertEqual(mount("tmpfs", disk, "tmpfs", UInt(MS_REMOUNT), "size=8m"), 0)
-        XCTAssertEqual(json(writer.readLine())["id"] as? Int, held, "the held write is answered once durable")
+        XCTAssertEqual(json(writer.readLine())["id"] as? Int, held, "the held write is answered once written")
+        var event: [String: Any] = [:]
+        waitFor("the held write's change event") {
+            event = json(watcher.readLine())
+            return event["event"] as? String == "change"
+        }
+        XCTAssertEqual(event["key"] as? String, "k\(held)")
         XCTAssertTrue(waitFor("writes accepted again") {
             other.send(#"{"op":"set","key":"other","value":2}"# + "\n")
             return json(other.readLine())["ok"] as? Bool == true
@@ -56,7 +85,7 @@ final class FullDiskTests: XCTestCase {
         // Everything acknowledged survives a restart.
         daemon.signal(SIGTERM)
         XCTAssertEqual(daemon.waitForExit(), 0)
-        let restarted = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", "strict"])
+        let restarted = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", durability])
         defer { restarted.signal(SIGKILL); _ = restarted.waitForExit() }
         XCTAssertTrue(restarted.waitUntilListening())
         let reader = try Client(sandbox.socket)

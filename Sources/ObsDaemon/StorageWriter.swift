@@ -1,0 +1,171 @@
+// The daemon's second thread: it owns the database for writing, so that the loop thread (which owns
+// the store) goes on serving while a batch is written and, in strict mode, fsynced.
+//
+// The hand-off, one batch at a time:
+// 1. The loop puts a job in the mailbox and signals `wake` (an eventfd the writer blocks on).
+// 2. The writer takes the job, writes it as one database transaction (then fsyncs, in strict mode),
+//    puts the outcome in the mailbox and signals `done` (an eventfd in the loop's epoll set).
+// 3. The loop takes the outcome and releases the answers that waited for the batch.
+// The mailbox is a Mutex, held only to move a job or an outcome in or out; the database is behind
+// a Mutex of its own that only the writer takes while the thread runs (load before, close after).
+import CLinux
+import Glibc
+import ObsCore
+import Synchronization
+
+/// One batch for the writer: written as one database transaction, then fsynced when `sync`.
+struct WriteJob: Sendable {
+    var transaction: StoredTransaction
+    var sync: Bool
+}
+
+/// What became of a batch.
+enum WriteOutcome: Sendable {
+    case written
+    /// Nothing of the batch is on disk (a full disk, say).
+    case writeFailed(ObsError)
+    /// The batch was written but the fsync failed: what the kernel held may be lost.
+    case syncFailed(ObsError)
+}
+
+final class StorageWriter: Sendable {
+    private struct Mailbox {
+        var job: WriteJob?
+        var outcome: WriteOutcome?
+        var stopping = false
+    }
+
+    /// nil once closed (dropping SQLiteStorage closes it, checkpointing the WAL).
+    private let storage: Synchronization.Mutex<(any StateStorage)?>
+    private let mailbox = Synchronization.Mutex(Mailbox())
+    /// Loop to writer: a job or a stop request is in the mailbox (blocking eventfd).
+    private let wake: Int32
+    /// Writer to loop: an outcome is in the mailbox (non-blocking eventfd, watched by epoll).
+    let done: Int32
+    /// A test hook (OBSD_TEST_WRITE_DELAY): seconds the writer waits before writing each batch, so
+    /// that tests can catch a batch in flight.
+    private let delay: Double
+
+    init(_ storage: sending any StateStorage, delay: Double = 0) throws(SystemError) {
+        self.storage = Synchronization.Mutex(storage)
+        self.delay = delay
+        wake = eventfd(0, Int32(EFD_CLOEXEC))
+        guard wake >= 0 else { throw SystemError("eventfd") }
+        done = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+        guard done >= 0 else {
+            Glibc.close(wake)
+            throw SystemError("eventfd")
+        }
+    }
+
+    deinit {
+        Glibc.close(wake)
+        Glibc.close(done)
+    }
+
+    /// Starts the writer thread; `stop` ends it.
+    func start() throws(SystemError) -> pthread_t {
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { context in
+            Unmanaged<StorageWriter>.fromOpaque(context!).takeRetainedValue().serve()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<StorageWriter>.fromOpaque(context).release()
+            errno = rc
+            throw SystemError("pthread_create")
+        }
+        return thread
+    }
+
+    /// Loop thread, before the thread starts writing: the stored state.
+    func load() throws(ObsError) -> StoredState {
+        try storage.withLock { storage throws(ObsError) -> StoredState in
+            guard let storage else { throw ObsError(.internal, "the database is closed") }
+            return try storage.load()
+        }
+    }
+
+    /// Loop thread: hands a batch to the writer. The caller sends one at a time.
+    func submit(_ job: WriteJob) {
+        mailbox.withLock { $0.job = job }
+        signal(wake)
+    }
+
+    /// Loop thread: the outcome of the batch handed over, if the writer has finished it.
+    func takeOutcome() -> WriteOutcome? {
+        var count: UInt64 = 0
+        _ = read(done, &count, 8)
+        return mailbox.withLock { mailbox in
+            let outcome = mailbox.outcome
+            mailbox.outcome = nil
+            return outcome
+        }
+    }
+
+    /// Loop thread, at shutdown: waits for the outcome of the batch handed over.
+    func waitForOutcome() -> WriteOutcome {
+        while true {
+            if let outcome = takeOutcome() { return outcome }
+            var descriptor = pollfd(fd: done, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, -1)
+        }
+    }
+
+    /// Loop thread: ends the writer thread (after its last batch) and closes the database.
+    func stop(_ thread: pthread_t) {
+        mailbox.withLock { $0.stopping = true }
+        signal(wake)
+        pthread_join(thread, nil)
+        storage.withLock { $0 = nil }
+    }
+
+    // MARK: - The writer thread
+
+    private func serve() {
+        while true {
+            var count: UInt64 = 0
+            if read(wake, &count, 8) < 0 {
+                if errno == EINTR { continue }
+                // An eventfd read fails only on a bad descriptor: nothing more can be written.
+                return
+            }
+            let (job, stopping) = mailbox.withLock { ($0.job, $0.stopping) }
+            if let job {
+                let outcome = write(job)
+                mailbox.withLock { mailbox in
+                    mailbox.job = nil
+                    mailbox.outcome = outcome
+                }
+                signal(done)
+            } else if stopping {
+                return
+            }
+        }
+    }
+
+    private func write(_ job: WriteJob) -> WriteOutcome {
+        if delay > 0 { usleep(UInt32(min(delay, 60) * 1_000_000)) }
+        return storage.withLock { storage -> WriteOutcome in
+            guard let storage else { return .writeFailed(ObsError(.internal, "the database is closed")) }
+            do throws(ObsError) {
+                try storage.commit(job.transaction)
+            } catch {
+                return .writeFailed(error)
+            }
+            guard job.sync else { return .written }
+            do throws(ObsError) {
+                try storage.sync()
+            } catch {
+                return .syncFailed(error)
+            }
+            return .written
+        }
+    }
+
+    private func signal(_ eventfd: Int32) {
+        var one: UInt64 = 1
+        _ = Glibc.write(eventfd, &one, 8)
+    }
+}
