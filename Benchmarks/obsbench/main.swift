@@ -7,6 +7,7 @@ let sections: [(name: String, run: () -> Void)] = [
     ("reactivity", runReactivityBenchmarks),
     ("json", runJSONBenchmark),
     ("alloc", runAllocationProbe),
+    ("cellx-scaling", Cellx.runScaling),
     ("store", runStoreBenchmark),
     ("redis", runRedisComparison),
 ]
@@ -17,9 +18,10 @@ if let requested, !sections.contains(where: { $0.name == requested }) {
     FileHandle.standardError.write(Data("obsbench: unknown section '\(requested)' (sections: \(names))\n".utf8))
     exit(64)
 }
-// `alloc` is a probe for Benchmarks/allocations.sh, not a benchmark, and `redis` starts servers and
-// takes minutes (Benchmarks/compare-redis.sh): they run only when named.
-let onlyWhenNamed: Set = ["alloc", "redis"]
+// `alloc` is a probe for Benchmarks/allocations.sh, not a benchmark, `cellx-scaling` a study of
+// cellx beyond the suite's sizes, and `redis` starts servers and takes minutes
+// (Benchmarks/compare-redis.sh): they run only when named.
+let onlyWhenNamed: Set = ["alloc", "cellx-scaling", "redis"]
 for section in sections where requested == section.name || (requested == nil && !onlyWhenNamed.contains(section.name)) {
     section.run()
 }

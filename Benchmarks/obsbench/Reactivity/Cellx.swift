@@ -72,6 +72,39 @@ enum Cellx {
         }
     }
 
+    /// `obsbench cellx-scaling`: the suite's cellx case at more sizes than its three, to show where
+    /// its cost per layer stops being flat (the graph outgrowing the caches). Not a suite case: the
+    /// sizes between and beyond are ours; the values are checked where the suite gives them.
+    static func runScaling() {
+        let sizes = [500, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 7000, 10000]
+        let known = Dictionary(uniqueKeysWithValues: configs.map { ($0.layers, $0) })
+        print("cellx-scaling: the timed part of 10 fresh graphs per run, median of 5 runs after a warm-up run")
+        print("")
+        print("layers | median ms | us per layer | per layer / cellx1000's")
+        print("------ | --------- | ------------ | -----------------------")
+        var perLayerAt1000: Double?
+        for layers in sizes {
+            var times: [Double] = []
+            for run in 0...timedRuns {
+                var total = 0.0
+                for _ in 0..<graphsPerRun {
+                    let result = runGraph(layers: layers)
+                    if let config = known[layers] {
+                        check(result.before == config.expectedBefore && result.after == config.expectedAfter,
+                              "cellx\(layers): found \(result.before) and \(result.after)")
+                    }
+                    total += result.milliseconds
+                }
+                if run > 0 { times.append(total) }
+            }
+            let ms = median(times)
+            let perLayer = ms * 1000 / Double(layers)
+            if layers == 1000 { perLayerAt1000 = perLayer }
+            let ratio = perLayerAt1000.map { String(format: "%.2f", perLayer / $0) } ?? "-"
+            print(String(format: "%6d | %9.2f | %12.2f | %@", layers, ms, perLayer, ratio))
+        }
+    }
+
     /// Builds one graph, then times the suite's timed part on it; counts are those of that part.
     private static func runGraph(layers: Int) -> GraphResult {
         let computedRuns = Counter(), effectRuns = Counter()
