@@ -28,15 +28,14 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var pendingEffects = PointerStack<Unmanaged<ReactiveNode>>()
     @exclusivity(unchecked) var pendingObservers = PointerStack<Unmanaged<ReactiveNode>>()
     /// Reusable stacks for the graph walks, so that they allocate nothing once warmed up.
-    @exclusivity(unchecked) var linkStack = PointerStack<Unmanaged<Link>>()
-    @exclusivity(unchecked) var checkStack = PointerStack<Unmanaged<Link>>()
+    @exclusivity(unchecked) var linkStack = PointerStack<LinkRef>()
+    @exclusivity(unchecked) var checkStack = PointerStack<LinkRef>()
     /// Watchers reached by the marking walk, queued a few steps later (Propagation.swift).
     @exclusivity(unchecked) var reachedWatchers = PointerStack<Unmanaged<ReactiveNode>>()
     /// Nodes whose last link went away, released after the transaction (never recursively).
     @exclusivity(unchecked) var pendingReleases = PointerStack<Unmanaged<ReactiveNode>>()
-    /// Links returned to the pool, chained through `nextDep`.
-    @exclusivity(unchecked) var freeLinks: Unmanaged<Link>?
-    @exclusivity(unchecked) var freeLinkCount = 0
+    /// The memory of the graph's links.
+    @exclusivity(unchecked) var links = LinkPages()
 
     /// Observers with a change to deliver, in commit order.
     /// Each entry holds a retain on its observer, given back once delivered.

@@ -72,14 +72,14 @@ extension Engine {
     /// reached (the link says which subscribers are watchers) is only prefetched then, and marked
     /// and queued `watcherLag` watchers later, in the same order, when its memory has arrived.
     /// (cellx5000: 174 -> 44-67 ms with the prefetching of `flush` and delivery.)
-    private func markPending(from first: Unmanaged<Link>) {
+    private func markPending(from first: LinkRef) {
         let base = linkStack.count
         let watchersBase = reachedWatchers.count
         var watcherHead = watchersBase
         var head = base
         linkStack.append(first)
         while head < linkStack.count {
-            var next: Unmanaged<Link>? = linkStack[head]
+            var next: LinkRef? = linkStack[head]
             head += 1
             while let link = next {
                 next = link.nextSub
@@ -139,8 +139,8 @@ extension Engine {
 
     /// After `first.dep` was updated and changed: its pending subscribers become dirty.
     @inline(__always)
-    func shallowPropagate(_ first: Unmanaged<Link>) {
-        var next: Unmanaged<Link>? = first
+    func shallowPropagate(_ first: LinkRef) {
+        var next: LinkRef? = first
         while let link = next {
             let sub = link.sub
             let flags = sub.flags

@@ -33,11 +33,11 @@ public class ReactiveNode: @unchecked Sendable {
     // were read; its subscribers are another list threaded through the same links. Links and the
     // nodes they join are kept alive by explicit retains (Tracking.swift), so the edges are
     // `Unmanaged`: walking the graph costs no reference counting.
-    @exclusivity(unchecked) final var deps: Unmanaged<Link>?
+    @exclusivity(unchecked) final var deps: LinkRef?
     /// While the node runs: the last dependency read so far.
-    @exclusivity(unchecked) final var depsTail: Unmanaged<Link>?
-    @exclusivity(unchecked) final var subs: Unmanaged<Link>?
-    @exclusivity(unchecked) final var subsTail: Unmanaged<Link>?
+    @exclusivity(unchecked) final var depsTail: LinkRef?
+    @exclusivity(unchecked) final var subs: LinkRef?
+    @exclusivity(unchecked) final var subsTail: LinkRef?
     @exclusivity(unchecked) final var flags: NodeFlags
     /// The engine, reachable without touching the lazily initialised global on every call:
     /// `withEngine` is how the per-read and per-run paths get it.
@@ -76,68 +76,24 @@ public class ReactiveNode: @unchecked Sendable {
     }
 }
 
-/// One edge: `sub` read `dep`. It sits in two lists at once: `sub`'s dependencies and `dep`'s
-/// subscribers. A link holds a retain on its `dep` (a node is kept alive by whatever reads it) but
-/// not on its `sub` (a node unlinks itself when it goes away).
-final class Link {
-    @exclusivity(unchecked) var dep: Unmanaged<ReactiveNode>
-    @exclusivity(unchecked) var sub: Unmanaged<ReactiveNode>
-    @exclusivity(unchecked) var prevDep: Unmanaged<Link>?
-    @exclusivity(unchecked) var nextDep: Unmanaged<Link>?
-    @exclusivity(unchecked) var prevSub: Unmanaged<Link>?
-    @exclusivity(unchecked) var nextSub: Unmanaged<Link>?
-    /// Whether `sub` is a watcher (fixed for a node's life): marking queues it without reading it
-    /// at once. (In the padding of the allocation: no bigger.)
-    @exclusivity(unchecked) var subIsWatcher: Bool
-
-    init(dep: Unmanaged<ReactiveNode>, sub: Unmanaged<ReactiveNode>, subIsWatcher: Bool) {
-        self.dep = dep
-        self.sub = sub
-        self.subIsWatcher = subIsWatcher
-    }
-}
-
-// Field access through an unmanaged reference without a retain: the graph walks use these.
-extension Unmanaged where Instance == Link {
-    @inline(__always) var dep: Unmanaged<ReactiveNode> { _withUnsafeGuaranteedRef { $0.dep } }
-    @inline(__always) var sub: Unmanaged<ReactiveNode> { _withUnsafeGuaranteedRef { $0.sub } }
-    @inline(__always) var subIsWatcher: Bool { _withUnsafeGuaranteedRef { $0.subIsWatcher } }
-    @inline(__always) var prevDep: Unmanaged<Link>? {
-        get { _withUnsafeGuaranteedRef { $0.prevDep } }
-        nonmutating set { _withUnsafeGuaranteedRef { $0.prevDep = newValue } }
-    }
-    @inline(__always) var nextDep: Unmanaged<Link>? {
-        get { _withUnsafeGuaranteedRef { $0.nextDep } }
-        nonmutating set { _withUnsafeGuaranteedRef { $0.nextDep = newValue } }
-    }
-    @inline(__always) var prevSub: Unmanaged<Link>? {
-        get { _withUnsafeGuaranteedRef { $0.prevSub } }
-        nonmutating set { _withUnsafeGuaranteedRef { $0.prevSub = newValue } }
-    }
-    @inline(__always) var nextSub: Unmanaged<Link>? {
-        get { _withUnsafeGuaranteedRef { $0.nextSub } }
-        nonmutating set { _withUnsafeGuaranteedRef { $0.nextSub = newValue } }
-    }
-}
-
 extension Unmanaged where Instance == ReactiveNode {
     @inline(__always) var flags: NodeFlags {
         get { _withUnsafeGuaranteedRef { $0.flags } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.flags = newValue } }
     }
-    @inline(__always) var deps: Unmanaged<Link>? {
+    @inline(__always) var deps: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.deps } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.deps = newValue } }
     }
-    @inline(__always) var depsTail: Unmanaged<Link>? {
+    @inline(__always) var depsTail: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.depsTail } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.depsTail = newValue } }
     }
-    @inline(__always) var subs: Unmanaged<Link>? {
+    @inline(__always) var subs: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.subs } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.subs = newValue } }
     }
-    @inline(__always) var subsTail: Unmanaged<Link>? {
+    @inline(__always) var subsTail: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.subsTail } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.subsTail = newValue } }
     }
@@ -145,6 +101,3 @@ extension Unmanaged where Instance == ReactiveNode {
     @inline(__always) static func === (a: Self, b: Self) -> Bool { a.toOpaque() == b.toOpaque() }
 }
 
-extension Unmanaged where Instance == Link {
-    @inline(__always) static func === (a: Self, b: Self) -> Bool { a.toOpaque() == b.toOpaque() }
-}

@@ -1,8 +1,9 @@
 /// Dependency tracking: linking a read into the reader's dependency list, dropping dependencies no
-/// longer read, the link pool, and deferred releases (Propagation.swift, step 6).
+/// longer read, and deferred releases (Propagation.swift, step 6).
 ///
-/// Ownership: a link is retained once when made and lives in the pool after use; a link holds one
-/// retain on its `dep`, given back (after the transaction) when the link is removed.
+/// Ownership: a link's record lives in the engine's link pages (Link.swift) from when it is made
+/// until it is removed; a link holds one retain on its `dep`, given back (after the transaction)
+/// when the link is removed.
 extension Engine {
     /// Records that `sub` (running now) read `dep`.
     @inline(__always)
@@ -19,7 +20,7 @@ extension Engine {
 
     @inline(never)
     private func insertLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
-                            after prevDep: Unmanaged<Link>?, before nextDep: Unmanaged<Link>?) {
+                            after prevDep: LinkRef?, before nextDep: LinkRef?) {
         // A node read twice in one run, not consecutively, is linked once.
         if let last = dep.subsTail, last.sub === sub, isTracked(last, by: sub) { return }
         let link = makeLink(dep, sub)
@@ -35,7 +36,7 @@ extension Engine {
     }
 
     /// Whether `link` is among the dependencies `sub` has read so far in this run.
-    private func isTracked(_ link: Unmanaged<Link>, by sub: Unmanaged<ReactiveNode>) -> Bool {
+    private func isTracked(_ link: LinkRef, by sub: Unmanaged<ReactiveNode>) -> Bool {
         guard let tail = sub.depsTail else { return false }
         var next = sub.deps
         while let current = next {
@@ -59,8 +60,8 @@ extension Engine {
         }
     }
 
-    private func purge(from first: Unmanaged<Link>) {
-        var next: Unmanaged<Link>? = first
+    private func purge(from first: LinkRef) {
+        var next: LinkRef? = first
         while let link = next {
             next = link.nextDep
             removeFromSubscribers(link)
@@ -76,46 +77,23 @@ extension Engine {
         exit()
     }
 
-    private func removeFromSubscribers(_ link: Unmanaged<Link>) {
+    private func removeFromSubscribers(_ link: LinkRef) {
         let dep = link.dep
         if let prev = link.prevSub { prev.nextSub = link.nextSub } else { dep.subs = link.nextSub }
         if let next = link.nextSub { next.prevSub = link.prevSub } else { dep.subsTail = link.prevSub }
         pendingReleases.append(dep)
     }
 
-    private func makeLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) -> Unmanaged<Link> {
+    private func makeLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) -> LinkRef {
         _ = dep.retain()
-        let subIsWatcher = sub.flags.contains(.watcher)
-        if let link = freeLinks {
-            freeLinks = link.nextDep
-            freeLinkCount -= 1
-            link._withUnsafeGuaranteedRef {
-                $0.dep = dep
-                $0.sub = sub
-                $0.subIsWatcher = subIsWatcher
-            }
-            return link
-        }
-        return Unmanaged.passRetained(Link(dep: dep, sub: sub, subIsWatcher: subIsWatcher))
+        let record = links.allocate()
+        record.initialize(to: LinkRecord(dep: dep, sub: sub, prevDep: nil, nextDep: nil, prevSub: nil, nextSub: nil,
+                                         subIsWatcher: sub.flags.contains(.watcher)))
+        return LinkRef(record: record)
     }
 
-    /// The pool keeps links for reuse up to a bound; past it they are freed. Small: it only has to
-    /// absorb the churn of dynamic dependencies; recycling a whole torn-down graph's links would
-    /// scatter the next graph's edges over old memory (measured: cellx5000 15% slower at 1 << 16).
-    private static let maxFreeLinks = 1 << 10
-
-    private func recycle(_ link: Unmanaged<Link>) {
-        link.prevDep = nil
-        link.prevSub = nil
-        link.nextSub = nil
-        if freeLinkCount < Engine.maxFreeLinks {
-            link.nextDep = freeLinks
-            freeLinks = link
-            freeLinkCount += 1
-        } else {
-            link.nextDep = nil
-            link.release()
-        }
+    private func recycle(_ link: LinkRef) {
+        links.deallocate(link.record)
     }
 
     /// Keeps a node alive until the current transaction has settled (a watcher cancelled while it

@@ -155,6 +155,36 @@ final class PropagationTests: XCTestCase {
         XCTAssertNil(source.subs)
     }
 
+    /// A graph's links live in the engine's link pages; dropping the graph gives the pages back
+    /// (all but one kept for the next links), and a new graph works on the same memory.
+    func test_droppedGraph_returnsItsLinkMemory() {
+        func pages() -> Int {
+            engine.enter()
+            defer { engine.exit() }
+            return engine.links.pageCount
+        }
+        let before = pages()
+        let source = Observable(0)
+        do {
+            var layer: [Computed<Int>] = [Computed { source.value }]
+            var tokens: [ObservationToken] = []
+            for _ in 0..<2_000 {
+                let previous = layer
+                layer = (0..<4).map { index in Computed { max(previous[index % previous.count].value, previous[0].value) } }
+                tokens.append(contentsOf: layer.map { $0.observe { _ in } })
+            }
+            XCTAssertGreaterThan(pages(), before + 50, "about 22,000 links fill well over 50 pages of 291")
+            source.value = 7
+            XCTAssertEqual(layer.map(\.value), [7, 7, 7, 7])
+            tokens.removeAll()
+        }
+        XCTAssertLessThanOrEqual(pages(), before + 1, "the emptied pages went back, but for one spare")
+        let again = Computed { source.value * 2 }
+        XCTAssertEqual(again.value, 14)
+        source.value = 3
+        XCTAssertEqual(again.value, 6)
+    }
+
     /// ```
     ///   a -> parity (a % 2) -> label  (observed)
     /// ```
