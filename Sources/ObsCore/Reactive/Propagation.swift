@@ -35,7 +35,7 @@
 /// 6. Dynamic dependencies. While a computed runs, each read links the node read into its
 ///    dependency list, reusing the existing link when the read happens in the same position as last
 ///    time (no allocation when the dependencies are stable). Links left over after the run are
-///    dependencies no longer read: they are unlinked and returned to the pool, and the nodes they
+///    dependencies no longer read: they are unlinked and their records freed (Link.swift), and the nodes they
 ///    kept alive are released after the transaction.
 /// 7. Laziness. A computed is only evaluated when read, or when a watcher needs it. Nobody reading
 ///    it means nobody evaluating it; marking it costs a flag.
