@@ -117,35 +117,33 @@ private func throughputRows(_ servers: [ServerProcess], _ options: ComparisonOpt
     }
     for (operation, request) in [("set", setRequest), ("get", getRequest)] {
         for depth in [1, 16] {
-            var rate = ComparisonRow(name: "\(operation) 50x\(depth)", unit: "ops/s", higherIsBetter: true)
-            var cpu = ComparisonRow(name: "\(operation) 50x\(depth), server CPU", unit: "us/op", higherIsBetter: false)
-            for _ in 0..<options.runs {
-                for server in servers {
-                    let result = try measureRequests(server, clients: 50, depth: depth, seconds: options.seconds) { request(server.wire, $0) }
-                    record(&rate, server.wire, result.opsPerSecond)
-                    record(&cpu, server.wire, result.serverCPU / result.opsPerSecond * 1e6)
-                }
-            }
-            rows += [rate, cpu]
+            rows += try requestRows("\(operation) 50x\(depth)", servers, options, depth: depth, request)
         }
     }
     return rows
+}
+
+/// A request row's rate and the server's CPU time per request: 50 clients with `depth` in flight,
+/// `options.runs` times on each server, interleaved.
+private func requestRows(_ name: String, _ servers: [ServerProcess], _ options: ComparisonOptions, depth: Int,
+                         _ request: (Wire, Int) -> [UInt8]) throws(BenchError) -> [ComparisonRow] {
+    var rate = ComparisonRow(name: name, unit: "ops/s", higherIsBetter: true)
+    var cpu = ComparisonRow(name: "\(name), server CPU", unit: "us/op", higherIsBetter: false)
+    for _ in 0..<options.runs {
+        for server in servers {
+            let result = try measureRequests(server, clients: 50, depth: depth, seconds: options.seconds) { request(server.wire, $0) }
+            record(&rate, server.wire, result.opsPerSecond)
+            record(&cpu, server.wire, result.serverCPU / result.opsPerSecond * 1e6)
+        }
+    }
+    return [rate, cpu]
 }
 
 /// Sets with 1 and 16 in flight per client, against servers that persist.
 private func durableRows(_ durability: String, _ servers: [ServerProcess], _ options: ComparisonOptions) throws(BenchError) -> [ComparisonRow] {
     var rows: [ComparisonRow] = []
     for depth in [1, 16] {
-        var rate = ComparisonRow(name: "\(durability) set 50x\(depth)", unit: "ops/s", higherIsBetter: true)
-        var cpu = ComparisonRow(name: "\(durability) set 50x\(depth), server CPU", unit: "us/op", higherIsBetter: false)
-        for _ in 0..<options.runs {
-            for server in servers {
-                let result = try measureRequests(server, clients: 50, depth: depth, seconds: options.seconds) { setRequest(server.wire, $0) }
-                record(&rate, server.wire, result.opsPerSecond)
-                record(&cpu, server.wire, result.serverCPU / result.opsPerSecond * 1e6)
-            }
-        }
-        rows += [rate, cpu]
+        rows += try requestRows("\(durability) set 50x\(depth)", servers, options, depth: depth, setRequest)
     }
     return rows
 }

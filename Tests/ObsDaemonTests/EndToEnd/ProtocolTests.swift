@@ -234,25 +234,8 @@ final class DurabilityTests: XCTestCase {
                 acknowledged.add(index: index, rev: rev)
             }
         }
-        waitFor("some acknowledged writes") { acknowledged.count >= 500 }
-        obsd.signal(SIGKILL)
-        XCTAssertEqual(writing.wait(timeout: .now() + 60), .success)
-        _ = obsd.waitForExit()
-        let (indexes, lastRev) = acknowledged.snapshot
-        XCTAssertGreaterThanOrEqual(indexes.count, 500)
-
-        let restarted = try ObsdProcess(sandbox, arguments: arguments)
-        XCTAssertTrue(restarted.waitUntilListening(), restarted.log)
-        let checker = try Client(sandbox.socket)
-        checker.send(indexes.map { "{\"op\":\"get\",\"key\":\"k.\($0)\"}\n" }.joined())
-        var lost: [Int] = []
-        for index in indexes where json(checker.readLine())["value"] as? Int != index { lost.append(index) }
-        XCTAssertEqual(lost, [], "acknowledged writes lost after kill -9")
-        checker.send("{\"op\":\"set\",\"key\":\"after\",\"value\":1}\n")
-        let rev = json(checker.readLine())["rev"] as? Int ?? 0
-        XCTAssertGreaterThan(rev, lastRev, "revisions continue from the stored counter")
-        restarted.signal(SIGTERM)
-        XCTAssertEqual(restarted.waitForExit(), 0)
+        try killAndCheckAcknowledgedWrites(obsd, sandbox, arguments: arguments, acknowledged: acknowledged,
+                                           minimum: 500, writing: writing)
     }
 
     func test_kill9_normal_losesNoAcknowledgedWrite() throws {
@@ -292,21 +275,4 @@ final class DurabilityTests: XCTestCase {
         obsd.signal(SIGTERM)
         XCTAssertEqual(obsd.waitForExit(), 0)
     }
-}
-
-/// Writes acknowledged by the daemon, recorded by the writer thread.
-final class AcknowledgedWrites: @unchecked Sendable {
-    private let lock = NSLock()
-    private var indexes: [Int] = []
-    private var lastRev = 0
-
-    func add(index: Int, rev: Int) {
-        lock.withLock {
-            indexes.append(index)
-            lastRev = max(lastRev, rev)
-        }
-    }
-
-    var count: Int { lock.withLock { indexes.count } }
-    var snapshot: ([Int], Int) { lock.withLock { (indexes, lastRev) } }
 }

@@ -139,27 +139,8 @@ final class WriterThreadTests: XCTestCase {
                 }
             }
         }
-        waitFor("some acknowledged writes") { acknowledged.count >= 2000 }
-        obsd.signal(SIGKILL)
-        XCTAssertEqual(writing.wait(timeout: .now() + 60), .success)
-        _ = obsd.waitForExit()
-        let (indexes, lastRev) = acknowledged.snapshot
-        XCTAssertGreaterThanOrEqual(indexes.count, 2000)
-
-        let restarted = try ObsdProcess(sandbox, arguments: arguments)
-        XCTAssertTrue(restarted.waitUntilListening(), restarted.log)
-        let checker = try Client(sandbox.socket)
-        var lost: [Int] = []
-        for chunk in stride(from: 0, to: indexes.count, by: 1000) {
-            let part = indexes[chunk..<min(chunk + 1000, indexes.count)]
-            checker.send(part.map { "{\"op\":\"get\",\"key\":\"k.\($0)\"}\n" }.joined())
-            for index in part where json(checker.readLine())["value"] as? Int != index { lost.append(index) }
-        }
-        XCTAssertEqual(lost, [], "acknowledged writes lost after kill -9")
-        checker.send("{\"op\":\"set\",\"key\":\"after\",\"value\":1}\n")
-        XCTAssertGreaterThan(json(checker.readLine())["rev"] as? Int ?? 0, lastRev, "revisions continue from the stored counter")
-        restarted.signal(SIGTERM)
-        XCTAssertEqual(restarted.waitForExit(), 0)
+        try killAndCheckAcknowledgedWrites(obsd, sandbox, arguments: arguments, acknowledged: acknowledged,
+                                           minimum: 2000, writing: writing)
     }
 
     func test_kill9_normal_pipelinedOnManyConnections_losesNoAcknowledgedWrite() throws {
