@@ -105,16 +105,4 @@ struct KeyPattern: Hashable, Sendable {
         }
     }
 
-    /// The prefixes under which patterns that may match `name` are indexed: "", the first segment,
-    /// the first two, ..., the whole name.
-    static func prefixes(of name: String) -> [String] {
-        var result = [""]
-        var index = name.startIndex
-        while let dot = name[index...].firstIndex(of: ".") {
-            result.append(String(name[..<dot]))
-            index = name.index(after: dot)
-        }
-        result.append(name)
-        return result
-    }
 }

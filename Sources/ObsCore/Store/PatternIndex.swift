@@ -37,11 +37,22 @@ struct PatternIndex {
         if byPrefix[entry.pattern.prefix]?.isEmpty == true { byPrefix[entry.pattern.prefix] = nil }
     }
 
-    /// Calls `body` with every entry whose pattern matches `name`.
+    /// Calls `body` with every entry whose pattern matches `name`: those indexed under one of the
+    /// name's prefixes ("", the first segment, the first two, ..., the whole name), visited without
+    /// building a list of them (this runs for every event of every transaction).
     func forEachEntry(matching name: String, _ body: (PatternEntry) -> Void) {
-        for prefix in KeyPattern.prefixes(of: name) {
-            guard let bucket = byPrefix[prefix] else { continue }
+        guard !byPrefix.isEmpty else { return }
+        func visit(_ prefix: String) {
+            guard let bucket = byPrefix[prefix] else { return }
             for entry in bucket where entry.pattern.matches(name) { body(entry) }
         }
+        visit("")
+        let utf8 = name.utf8
+        var index = utf8.startIndex
+        while let dot = utf8[index...].firstIndex(of: UInt8(ascii: ".")) {
+            visit(String(name[..<dot]))
+            index = utf8.index(after: dot)
+        }
+        visit(name)
     }
 }

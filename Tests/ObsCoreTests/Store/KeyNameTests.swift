@@ -36,6 +36,19 @@ final class KeyNameTests: XCTestCase {
         var seen: [String] = []
         index.forEachEntry(matching: "room7.temp") { seen.append($0.pattern.text) }
         XCTAssertEqual(Set(seen), ["**", "room7.*", "room7.temp"])
-        XCTAssertEqual(KeyPattern.prefixes(of: "a.b.c"), ["", "a", "a.b", "a.b.c"])
+    }
+
+    /// The buckets of every prefix of the name are visited: "", "a", "a.b" and "a.b.c".
+    func test_patternIndex_visitsEveryPrefixOfTheName() throws {
+        var index = PatternIndex()
+        for text in ["**", "*.b.c", "a.*", "a.**", "a.b.*", "a.b.c", "a.b.c.*", "a.c.*", "b.**"] {
+            _ = index.entry(for: try KeyPattern(text))
+        }
+        var seen: [String] = []
+        index.forEachEntry(matching: "a.b.c") { seen.append($0.pattern.text) }
+        XCTAssertEqual(seen.sorted(), ["**", "*.b.c", "a.**", "a.b.*", "a.b.c"])
+        seen = []
+        index.forEachEntry(matching: "b") { seen.append($0.pattern.text) }
+        XCTAssertEqual(seen.sorted(), ["**", "b.**"])
     }
 }
