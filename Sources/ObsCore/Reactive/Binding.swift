@@ -16,7 +16,7 @@ public func bind<Value, Target>(_ source: ObservableValue<Value>, to target: Obs
     engine.enter()
     effect.run()
     engine.exit()
-    return ObservationToken { effect.cancel() }
+    return ObservationToken(cancelling: effect)
 }
 
 /// Calls `setter` with `target` and the value of `source`, at once and after every change, while

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Pending changes wait in a ring of values (old, new, old, new, ...) rather than an array of
 /// `Change<Value>`: see ObservableValue on why generic code here avoids composite types.
-final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendable {
+final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @unchecked Sendable {
     private typealias Kind = DeliveryKind
 
     // Field order is memory order: what the flush and delivery read of every observer comes first
@@ -263,7 +263,7 @@ extension ObservableValue {
         engine.enter()
         observer.start(initial: initial)
         engine.exit()
-        return ObservationToken { observer.cancel() }
+        return ObservationToken(cancelling: observer)
     }
 
     /// Every change from now on, as an asynchronous sequence; ending the iteration unsubscribes.
