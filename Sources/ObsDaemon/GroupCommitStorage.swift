@@ -79,6 +79,9 @@ final class GroupCommitStorage: StateStorage {
         open!.merge(transaction)
     }
 
+    /// Memory mode drops every commit.
+    var keepsCommits: Bool { writer != nil }
+
     /// The store never calls this: batches are synced (strict) by the writer.
     func sync() throws(ObsError) {}
 

@@ -98,6 +98,13 @@ public protocol StateStorage: AnyObject {
     func commit(_ transaction: StoredTransaction) throws(ObsError)
     /// Makes every committed transaction durable.
     func sync() throws(ObsError)
+    /// Whether commits are kept at all: a storage that drops them (obsd `--memory`) spares the
+    /// store building them.
+    var keepsCommits: Bool { get }
+}
+
+extension StateStorage {
+    public var keepsCommits: Bool { true }
 }
 
 /// A storage that keeps its state in memory only: for `--memory` and for tests. Commits cost the

@@ -79,30 +79,41 @@ struct KeyPattern: Hashable, Sendable {
         self.prefix = prefixParts.joined(separator: ".")
     }
 
+    /// Whether `name` matches, read in place (this runs for every event and every candidate pattern:
+    /// no array of segments is built).
     func matches(_ name: String) -> Bool {
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        return KeyPattern.match(segments[...], parts[...])
+        var name = name
+        return name.withUTF8 { KeyPattern.match(segments[...], $0, from: 0) }
     }
 
-    private static func match(_ pattern: ArraySlice<Segment>, _ name: ArraySlice<Substring>) -> Bool {
-        guard let first = pattern.first else { return name.isEmpty }
-        switch first {
-        case .literal(let literal):
-            guard let head = name.first, head == literal else { return false }
-            return match(pattern.dropFirst(), name.dropFirst())
-        case .one:
-            guard !name.isEmpty else { return false }
-            return match(pattern.dropFirst(), name.dropFirst())
-        case .any:
-            let rest = pattern.dropFirst()
+    /// Whether `pattern` matches the segments of `name` from the one starting at `start`
+    /// (`start == name.count + 1`: no segment left).
+    private static func match(_ pattern: ArraySlice<Segment>, _ name: UnsafeBufferPointer<UInt8>, from start: Int) -> Bool {
+        guard let first = pattern.first else { return start > name.count }
+        let rest = pattern.dropFirst()
+        if case .any = first {
             if rest.isEmpty { return true }
-            var tail = name
+            var next = start
             while true {
-                if match(rest, tail) { return true }
-                if tail.isEmpty { return false }
-                tail = tail.dropFirst()
+                if match(rest, name, from: next) { return true }
+                if next > name.count { return false }
+                next = segmentEnd(name, from: next) + 1
             }
         }
+        guard start <= name.count else { return false }
+        let end = segmentEnd(name, from: start)
+        if case .literal(let literal) = first,
+           !literal.utf8.elementsEqual(UnsafeBufferPointer(rebasing: name[start..<end])) {
+            return false
+        }
+        return match(rest, name, from: end + 1)
+    }
+
+    /// The end of the segment starting at `start`: the next dot, or the end of the name.
+    private static func segmentEnd(_ name: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var index = start
+        while index < name.count, name[index] != UInt8(ascii: ".") { index += 1 }
+        return index
     }
 
 }

@@ -6,6 +6,8 @@
 public final class Store {
     public let configuration: StoreConfiguration
     let storage: any StateStorage
+    /// `storage.keepsCommits`, read once: when false, no `StoredTransaction` is built.
+    private let keepsCommits: Bool
     let clock: any StoreClock
 
     var nodes: [String: KeyNode] = [:]
@@ -47,6 +49,7 @@ public final class Store {
     public init(configuration: StoreConfiguration = .init(), storage: any StateStorage, clock: any StoreClock) throws(ObsError) {
         self.configuration = configuration
         self.storage = storage
+        keepsCommits = storage.keepsCommits
         self.clock = clock
         let state = try storage.load()
         rev = state.rev
@@ -244,7 +247,7 @@ public final class Store {
             return CommitResult(rev: rev, persisted: false)
         }
         let newRev = rev + 1
-        let stored = storedTransaction(newRev, changed, bindingTargets)
+        let stored = keepsCommits ? storedTransaction(newRev, changed, bindingTargets) : StoredTransaction(rev: newRev)
         if !stored.isEmpty {
             do {
                 try storage.commit(stored)

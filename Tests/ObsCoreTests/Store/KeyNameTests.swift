@@ -18,7 +18,10 @@ final class KeyNameTests: XCTestCase {
             ("sensor.**", "sensor", true), ("sensor.**", "sensor.a", true), ("sensor.**", "sensor.a.b", true),
             ("sensor.**", "sensors", false), ("**", "anything.at.all", true), ("*.temp", "kitchen.temp", true),
             ("*.temp", "a.b.temp", false), ("a.**.z", "a.z", true), ("a.**.z", "a.b.c.z", true), ("a.**.z", "a.b.c", false),
-            ("a.b", "a.b", true), ("a.b", "a.bc", false),
+            ("a.b", "a.b", true), ("a.b", "a.bc", false), ("a.b", "a", false), ("a", "a.b", false),
+            ("**.z", "z", true), ("**.z", "a.b.z", true), ("**.z", "a.b", false), ("**.z", "a.zz", false),
+            ("a.**.b.**", "a.x.b.y.z", true), ("a.**.b.**", "a.b", true), ("a.**.b.**", "a.x.c", false),
+            ("*.*", "a.b", true), ("*.*", "a", false), ("*.*", "a.b.c", false), ("**.**", "a", true),
         ]
         for (pattern, name, expected) in cases {
             XCTAssertEqual(try KeyPattern(pattern).matches(name), expected, "\(pattern) ~ \(name)")

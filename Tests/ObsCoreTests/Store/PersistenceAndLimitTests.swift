@@ -26,6 +26,23 @@ final class PersistenceAndLimitTests: XCTestCase {
         XCTAssertEqual(storage.transactions.count, 1, "ephemeral keys are not persisted")
     }
 
+    /// A storage that keeps nothing (obsd `--memory`) is handed nothing, and no answer waits.
+    func test_storageThatKeepsNoCommits_isHandedNone() {
+        let storage = RecordingStorage()
+        storage.keepsCommits = false
+        let store = try! Store(storage: storage, clock: ManualClock())
+        let output = CaptureOutput()
+        let session = Session(store: store, access: .write, output: output)
+        session.receive(#"{"id":1,"op":"batch","ops":[{"op":"set","key":"a","value":1},{"op":"define","key":"b","expr":"$a"}]}"#)
+        XCTAssertEqual(storage.transactions.count, 0)
+        XCTAssertFalse(output.lines[0].needsSync)
+        _ = output.take()
+        session.receive(#"{"id":2,"op":"get","key":"b"}"#)
+        let answer = output.take()
+        XCTAssertEqual(answer.count, 1)
+        XCTAssertTrue(answer[0].contains(#""value":1"#), answer[0])
+    }
+
     func test_restart_restoresKeysDefinitionsBindingsAndRevision() {
         let storage = MemoryStorage()
         let first = Harness(storage: storage).connect()
@@ -120,6 +137,7 @@ final class PersistenceAndLimitTests: XCTestCase {
 
 final class RecordingStorage: StateStorage {
     var transactions: [StoredTransaction] = []
+    var keepsCommits = true
     var onCommit: (() -> Void)?
     func load() throws(ObsError) -> StoredState { StoredState() }
     func commit(_ transaction: StoredTransaction) throws(ObsError) {
