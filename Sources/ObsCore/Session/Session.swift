@@ -163,6 +163,9 @@ public final class Session {
         ephemeralKeys.removeAll()
     }
 
+    /// A session dropped without `close()` still stops its watches (they refer back to it).
+    deinit { close() }
+
     func removeWatch(_ watch: Watch) {
         watch.active = false
         watch.pending.removeAll()

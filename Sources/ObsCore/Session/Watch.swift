@@ -7,14 +7,16 @@ final class Watch {
     }
 
     let id: Int
-    unowned let session: Session
+    /// The session outlives its watches: `Session.close` (also run by its `deinit`) removes them
+    /// from the store. So the reference costs no reference counting on the delivery path.
+    unowned(unsafe) let session: Session
     let entries: [PatternEntry]
     let mode: Mode
     let throttle: Double?
     let debounce: Double?
     let progress: Double?
     let channels: Bool
-    var active = true
+    @exclusivity(unchecked) var active = true
 
     /// Events held back per key (latest, throttle, debounce), merged.
     var pending: [String: KeyEvent] = [:]
@@ -26,9 +28,11 @@ final class Watch {
     var scheduledAt: Double?
 
     /// The transaction being delivered and the indexes of its events this watch receives.
-    var collectRev: UInt64 = 0
-    var collected: [Int] = []
-    var publishStamp: UInt64 = 0
+    // (Delivery state, touched for every event: the store is used by one thread at a time, so
+    // no dynamic exclusivity checks.)
+    @exclusivity(unchecked) var collectRev: UInt64 = 0
+    @exclusivity(unchecked) var collected: [Int] = []
+    @exclusivity(unchecked) var publishStamp: UInt64 = 0
     let heads: [[UInt8]]
 
     init(id: Int, session: Session, entries: [PatternEntry], mode: Mode, throttle: Double?, debounce: Double?,

@@ -216,17 +216,35 @@ final class SessionOperationTests: XCTestCase {
     func test_stats_countsKeysAndConnections() {
         let harness = Harness()
         let client = harness.connect()
-        _ = harness.connect()
+        let other = harness.connect()
         client.request(#"{"op":"set","key":"a","value":1}"#)
         client.request(#"{"op":"define","key":"b","expr":"$a"}"#)
         client.request(#"{"op":"watch","keys":["a"]}"#)
-        let stats = client.request(#"{"op":"stats"}"#)
+        let stats = withExtendedLifetime(other) { client.request(#"{"op":"stats"}"#) }
         XCTAssertEqual(stats["keys"], 2)
         XCTAssertEqual(stats["computed"], 1)
         XCTAssertEqual(stats["connections"], 2)
         XCTAssertEqual(stats["watches"], 1)
         XCTAssertEqual(stats["bindings"], 0)
         for field in ["rev", "uptime_s", "events_sent", "overflows", "durability"] { XCTAssertNotNil(stats[field], field) }
+    }
+
+    /// A session dropped without `close()` is closed all the same: its watches stop, its ephemeral
+    /// keys go, and it no longer counts as a connection.
+    func test_droppedSession_isClosed() {
+        let harness = Harness()
+        let client = harness.connect()
+        do {
+            let dropped = harness.connect()
+            dropped.request(#"{"op":"watch","keys":["a"]}"#)
+            dropped.request(#"{"op":"set","key":"e","value":1,"ephemeral":true}"#)
+            XCTAssertEqual(client.request(#"{"op":"stats"}"#)["watches"], 1)
+        }
+        let stats = client.request(#"{"op":"stats"}"#)
+        XCTAssertEqual(stats["connections"], 1)
+        XCTAssertEqual(stats["watches"], 0)
+        XCTAssertEqual(errorCode(client.request(#"{"op":"get","key":"e"}"#)), "not_found")
+        client.request(#"{"op":"set","key":"a","value":2}"#)
     }
 
     func test_dumpAndRestore_roundTripAsOneTransaction() {
