@@ -4,6 +4,7 @@
 // The state lives on a tiny tmpfs the test mounts (root only), so the disk really fills.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 final class FullDiskTests: XCTestCase {

@@ -1,6 +1,7 @@
 // The real obsd, started and stopped as an operator or systemd would.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 final class LifecycleTests: XCTestCase {

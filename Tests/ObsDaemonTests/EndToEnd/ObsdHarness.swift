@@ -2,6 +2,7 @@
 // socket. Every wait is for a condition with a generous deadline, never a fixed sleep.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 /// A temporary directory for one test: socket, state, config, logs. Removed at the end.
@@ -27,33 +28,6 @@ final class Sandbox {
     }
 }
 
-/// The obsd executable next to the test bundle (swift build puts every product in one folder).
-func obsdExecutable() throws -> String {
-    // On Linux the bundle URL is the build folder itself; elsewhere it is the .xctest inside it.
-    let bundle = Bundle(for: Sandbox.self).bundleURL
-    let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("obsd").path }
-    guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        // In CI a missing binary is a broken build, never a reason to skip the daemon's tests.
-        if ProcessInfo.processInfo.environment["CI"] != nil {
-            XCTFail("obsd is not built at \(candidates[0])")
-        }
-        throw XCTSkip("obsd is not built at \(candidates[0]); run swift build first")
-    }
-    return path
-}
-
-/// Polls `condition` until it holds or `timeout` seconds pass.
-@discardableResult
-func waitFor(_ what: String, timeout: Double = 30, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    XCTFail("timed out waiting for \(what)")
-    return false
-}
-
 /// One running obsd process.
 final class ObsdProcess {
     let process = Process()
@@ -69,7 +43,7 @@ final class ObsdProcess {
         outputPath = logPath + ".out"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: try executable ?? obsdExecutable())
+        process.executableURL = URL(fileURLWithPath: try executable ?? builtExecutable("obsd"))
         process.arguments = arguments ?? ["--socket", sandbox.socket, "--state-dir", sandbox.state]
         var env = ProcessInfo.processInfo.environment
         for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM", "WATCHDOG_USEC", "OBSD_SOCKET",

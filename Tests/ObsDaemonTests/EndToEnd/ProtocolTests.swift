@@ -1,6 +1,7 @@
 // Requests over the real socket: framing, limits, many clients, slow clients, durability.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 final class ProtocolTests: XCTestCase {

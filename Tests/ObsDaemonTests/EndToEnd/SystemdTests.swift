@@ -2,6 +2,7 @@
 // socket activation through systemd-socket-activate.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 final class SystemdTests: XCTestCase {
@@ -87,7 +88,7 @@ final class SystemdTests: XCTestCase {
         // listening socket as fd 3 and LISTEN_FDS/LISTEN_PID set.
         let obsd = try ObsdProcess(sandbox, arguments: [
             "--listen=\(sandbox.socket)", "-E", "NOTIFY_SOCKET=\(notify.path)",
-            try obsdExecutable(), "--socket", sandbox.root + "/unused/obsd.sock", "--state-dir", sandbox.state,
+            try builtExecutable("obsd"), "--socket", sandbox.root + "/unused/obsd.sock", "--state-dir", sandbox.state,
         ], executable: activate, name: "activate")
         XCTAssertTrue(waitFor("the activation socket") { FileManager.default.fileExists(atPath: sandbox.socket) })
         let client = try Client(sandbox.socket)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// `obsctl apply` and obsd's `definitions` setting: one format, one transaction, idempotent.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// Every command against a real obsd, output byte for byte, with its exit status.

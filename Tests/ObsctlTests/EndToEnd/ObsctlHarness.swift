@@ -2,6 +2,7 @@
 // way the daemon's end-to-end tests do. Every wait is for a condition with a generous deadline.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 /// A temporary directory with one obsd (memory or a state directory) on a private socket.
@@ -31,7 +32,7 @@ final class Daemon {
 
     func start() throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable("obsd"))
+        process.executableURL = URL(fileURLWithPath: try builtExecutable("obsd"))
         process.arguments = ["--socket", socket] + (persistent ? ["--state-dir", root + "/state"] : ["--memory"]) + extraArguments
         var env = ProcessInfo.processInfo.environment
         for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM", "OBSD_SOCKET"] { env[name] = nil }
@@ -75,30 +76,6 @@ func canConnect(_ path: String) -> Bool {
     } == 0
 }
 
-/// An executable built next to the test bundle (swift build puts every product in one folder).
-func executable(_ name: String) throws -> String {
-    let bundle = Bundle(for: Daemon.self).bundleURL
-    let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent(name).path }
-    guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        // In CI a missing binary is a broken build, never a reason to skip.
-        if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("\(name) is not built at \(candidates[0])") }
-        throw XCTSkip("\(name) is not built at \(candidates[0]); run swift build first")
-    }
-    return path
-}
-
-/// Polls `condition` until it holds or `timeout` seconds pass.
-@discardableResult
-func waitFor(_ what: String, timeout: Double = 30, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    XCTFail("timed out waiting for \(what)")
-    return false
-}
-
 /// What a finished obsctl printed, and its status.
 struct Result: Equatable, CustomStringConvertible {
     var status: Int32
@@ -123,7 +100,7 @@ final class Obsctl {
         env["OBSD_SOCKET"] = nil
         if socket, let daemon { env["OBSD_SOCKET"] = daemon.socket }
         for (name, value) in environment { env[name] = value }
-        let obsctl = try executable("obsctl")
+        let obsctl = try builtExecutable("obsctl")
         if let shell {
             // A pipeline: OBSCTL in the shell command is the binary under test.
             env["OBSCTL"] = obsctl
