@@ -30,8 +30,8 @@ final class Engine: @unchecked Sendable {
     /// Reusable stacks for the graph walks, so that they allocate nothing once warmed up.
     @exclusivity(unchecked) var linkStack = PointerStack<LinkRef>()
     @exclusivity(unchecked) var checkStack = PointerStack<LinkRef>()
-    /// Watchers reached by the marking walk, queued a few steps later (Propagation.swift).
-    @exclusivity(unchecked) var reachedWatchers = PointerStack<Unmanaged<ReactiveNode>>()
+    /// Subscribers reached by the marking walk, marked a few steps later (Propagation.swift).
+    let markRing = UnsafeMutablePointer<Unmanaged<ReactiveNode>>.allocate(capacity: Engine.markRingCapacity)
     /// Nodes whose last link went away, released after the transaction (never recursively).
     @exclusivity(unchecked) var pendingReleases = PointerStack<Unmanaged<ReactiveNode>>()
     /// The memory of the graph's links.

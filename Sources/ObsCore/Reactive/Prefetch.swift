@@ -11,7 +11,25 @@ func prefetch(_ address: UnsafeRawPointer) {
     #endif
 }
 
+/// Asks the CPU to start loading the one cache line at `address`.
+@inline(__always)
+func prefetchLine(_ address: UnsafeRawPointer) {
+    #if canImport(CLinux)
+    obs_prefetch(address)
+    #endif
+}
+
 extension Unmanaged {
     @inline(__always)
     func prefetch() { ObsCore.prefetch(UnsafeRawPointer(toOpaque())) }
+}
+
+/// Where a node's `flags` and `subs` are: the 16 bytes after the object header (ReactiveNode).
+let nodeHeadOffset = 16
+
+extension Unmanaged where Instance == ReactiveNode {
+    /// Prefetches the line holding the node's flags and subscriber list: all the marking walk
+    /// reads of it.
+    @inline(__always)
+    func prefetchHead() { prefetchLine(UnsafeRawPointer(toOpaque()) + nodeHeadOffset) }
 }

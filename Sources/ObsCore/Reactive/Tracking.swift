@@ -87,8 +87,7 @@ extension Engine {
     private func makeLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) -> LinkRef {
         _ = dep.retain()
         let record = links.allocate()
-        record.initialize(to: LinkRecord(dep: dep, sub: sub, prevDep: nil, nextDep: nil, prevSub: nil, nextSub: nil,
-                                         subIsWatcher: sub.flags.contains(.watcher)))
+        record.initialize(to: LinkRecord(dep: dep, sub: sub, prevDep: nil, nextDep: nil, prevSub: nil, nextSub: nil))
         return LinkRef(record: record)
     }
 

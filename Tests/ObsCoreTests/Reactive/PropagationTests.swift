@@ -173,7 +173,7 @@ final class PropagationTests: XCTestCase {
                 layer = (0..<4).map { index in Computed { max(previous[index % previous.count].value, previous[0].value) } }
                 tokens.append(contentsOf: layer.map { $0.observe { _ in } })
             }
-            XCTAssertGreaterThan(pages(), before + 50, "about 22,000 links fill well over 50 pages of 291")
+            XCTAssertGreaterThan(pages(), before + 50, "about 22,000 links fill well over 50 pages of 340")
             source.value = 7
             XCTAssertEqual(layer.map(\.value), [7, 7, 7, 7])
             tokens.removeAll()
@@ -183,6 +183,44 @@ final class PropagationTests: XCTestCase {
         XCTAssertEqual(again.value, 14)
         source.value = 3
         XCTAssertEqual(again.value, 6)
+    }
+
+    /// The marking walk prefetches a subscriber and marks it some steps later, through a small ring
+    /// (Propagation.swift). That must not change what it queues or in which order: breadth first,
+    /// each list in subscription order, here with lists far longer than the ring.
+    /// ```
+    ///   s -> 100 observers (0...99), then c
+    ///   c -> 50 observers (100...149), then d
+    ///   d -> 50 observers (150...199)
+    /// ```
+    func test_marking_queuesWatchersBreadthFirstInSubscriptionOrder() {
+        let s = Observable(0)
+        let c = Computed { s.value + 1 }
+        let d = Computed { c.value + 1 }
+        let order = Log<Int>()
+        var tokens: [ObservationToken] = []
+        for id in 0..<100 { tokens.append(s.observe { _ in order.append(id) }) }
+        for id in 100..<150 { tokens.append(c.observe { _ in order.append(id) }) }
+        for id in 150..<200 { tokens.append(d.observe { _ in order.append(id) }) }
+        s.value = 1
+        XCTAssertEqual(order.entries, Array(0..<200))
+        batch { s.value = 2 }
+        XCTAssertEqual(order.entries, Array(0..<200) + Array(0..<200))
+        tokens.removeAll()
+    }
+
+    /// The marking walk prefetches one cache line per node: the one `nodeHeadOffset` points into,
+    /// which must hold the node's flags and subscriber list, whatever the object's alignment.
+    func test_nodeHead_holdsFlagsAndSubscribers() {
+        let node = Computed { 1 }
+        let base = UInt(bitPattern: Unmanaged.passUnretained(node).toOpaque())
+        let flags = withUnsafeMutablePointer(to: &node.flags) { UInt(bitPattern: $0) }
+        let subs = withUnsafeMutablePointer(to: &node.subs) { UInt(bitPattern: $0) }
+        let head = base + UInt(nodeHeadOffset)
+        XCTAssertEqual(head % 16, 0, "the head starts 16-byte aligned, so 16 bytes never cross a line")
+        XCTAssertTrue((head..<head + 16).contains(flags), "flags at \(flags - base)")
+        XCTAssertTrue((head..<head + 16).contains(subs), "subs at \(subs - base)")
+        XCTAssertLessThanOrEqual(subs + UInt(MemoryLayout<LinkRef?>.size), head + 16)
     }
 
     /// ```
