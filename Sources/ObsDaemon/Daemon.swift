@@ -213,7 +213,13 @@ public final class Daemon {
             } catch {
                 throw DaemonError(error.message)
             }
+            // A test hook, compiled into debug builds only (the tests run those): a release obsd
+            // never reads it, so no operator can slow the writer down by accident.
+            #if DEBUG
             let delay = environment["OBSD_TEST_WRITE_DELAY"].flatMap(Double.init) ?? 0
+            #else
+            let delay = 0.0
+            #endif
             do throws(SystemError) {
                 let writer = try StorageWriter(database, delay: delay)
                 let storage = try GroupCommitStorage(writer: writer, strict: settings.durability == .strict,

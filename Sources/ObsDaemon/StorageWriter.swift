@@ -42,8 +42,8 @@ final class StorageWriter: Sendable {
     private let wake: Int32
     /// Writer to loop: an outcome is in the mailbox (non-blocking eventfd, watched by epoll).
     let done: Int32
-    /// A test hook (OBSD_TEST_WRITE_DELAY): seconds the writer waits before writing each batch, so
-    /// that tests can catch a batch in flight.
+    /// A test hook (OBSD_TEST_WRITE_DELAY, read by debug builds only): seconds the writer waits
+    /// before writing each batch, so that tests can catch a batch in flight.
     private let delay: Double
 
     init(_ storage: sending any StateStorage, delay: Double = 0) throws(SystemError) {
