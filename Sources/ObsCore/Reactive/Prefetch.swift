@@ -24,8 +24,8 @@ extension Unmanaged {
     func prefetch() { ObsCore.prefetch(UnsafeRawPointer(toOpaque())) }
 }
 
-/// Where a node's `flags` and `subs` are: the 16 bytes after the object header (ReactiveNode).
-let nodeHeadOffset = 16
+/// Where a node's `flags` and `subs` are: right after the object header, two words (ReactiveNode).
+var nodeHeadOffset: Int { 2 * MemoryLayout<UnsafeRawPointer>.size }
 
 extension Unmanaged where Instance == ReactiveNode {
     /// Prefetches the line holding the node's flags and subscriber list: all the marking walk
