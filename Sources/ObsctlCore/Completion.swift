@@ -16,8 +16,18 @@ enum Completion {
         return 0
     }
 
+    /// A command's options and the global ones it does not define itself, as obsctl parses them.
     static func options(_ command: Command) -> [String] {
-        (command.spec.options + globalOptions).flatMap(\.names).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+        (command.spec.options + globalOptions.filter { command.spec.option(named: $0.key) == nil }).flatMap(\.names)
+    }
+
+    /// The options before a command name.
+    static var topLevelOptions: [String] { globalOptions.flatMap(\.names) + ["--version"] }
+
+    /// Options whose value is not a file: nothing is completed after them (after --socket, files are).
+    static var valueOptions: [String] {
+        (globalOptions + commandTable.flatMap(\.spec.options)).filter { $0.value != nil && $0.key != "--socket" }.flatMap(\.names)
+            .reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
     }
 
     static var bash: String {
@@ -31,20 +41,22 @@ enum Completion {
                 local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
                 local commands="\(commandTable.map(\.name).joined(separator: " "))"
                 local command="" i socket=()
+                # The command is the first word that is not an option; --socket may come before or after it.
                 for ((i = 1; i < COMP_CWORD; i++)); do
                     case ${COMP_WORDS[i]} in
+                        --) break ;;
                         --socket) socket=(--socket "${COMP_WORDS[i+1]}"); ((i++)) ;;
                         --timeout) ((i++)) ;;
                         -*) ;;
-                        *) command=${COMP_WORDS[i]}; break ;;
+                        *) [[ -z $command ]] && command=${COMP_WORDS[i]} ;;
                     esac
                 done
                 case $prev in
                     --socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                    --timeout|--throttle|--debounce|--ttl|--since|--if-rev|-n|--format|--map|--unmap) return ;;
+                    \(valueOptions.joined(separator: "|"))) return ;;
                 esac
                 if [[ -z $command ]]; then
-                    COMPREPLY=($(compgen -W "$commands --socket --timeout --help --version" -- "$cur"))
+                    COMPREPLY=($(compgen -W "$commands \(topLevelOptions.joined(separator: " "))" -- "$cur"))
                     return
                 fi
                 local opts="" keys=0
@@ -77,20 +89,31 @@ enum Completion {
             #compdef obsctl
             # obsctl completion for zsh: obsctl completion zsh > "${fpath[1]}/_obsctl"
             _obsctl() {
-                local -a commands opts keys keycommands
+                local -a commands opts keys keycommands socket
                 commands=(\(described.joined(separator: " ")))
                 keycommands=(\(keyCommands.sorted().joined(separator: " ")))
+                # The command is the first word that is not an option; --socket may come before or after it.
                 local command= i=2
                 while (( i < CURRENT )); do
                     case ${words[i]} in
-                        --socket|--timeout) (( i++ )) ;;
+                        --) break ;;
+                        --socket) socket=(--socket ${(Q)words[i+1]}); (( i++ )) ;;
+                        --timeout) (( i++ )) ;;
                         -*) ;;
-                        *) command=${words[i]}; break ;;
+                        *) [[ -z $command ]] && command=${words[i]} ;;
                     esac
                     (( i++ ))
                 done
+                case ${words[CURRENT-1]} in
+                    --socket) _files; return ;;
+                    \(valueOptions.joined(separator: "|"))) return ;;
+                esac
                 if [[ -z $command ]]; then
-                    _describe 'command' commands
+                    if [[ ${words[CURRENT]} == -* ]]; then
+                        compadd -- \(topLevelOptions.joined(separator: " "))
+                    else
+                        _describe 'command' commands
+                    fi
                     return
                 fi
                 case $command in
@@ -104,7 +127,7 @@ enum Completion {
                 elif [[ $command == apply ]]; then
                     _files
                 elif (( ${keycommands[(I)$command]} )); then
-                    keys=(${(f)"$(obsctl --timeout 2s list 2>/dev/null | cut -d' ' -f1)"})
+                    keys=(${(f)"$(obsctl $socket --timeout 2s list 2>/dev/null | cut -d' ' -f1)"})
                     compadd -- $keys
                 fi
             }
@@ -114,26 +137,85 @@ enum Completion {
     }
 
     static var fish: String {
-        var lines = """
+        var lines = #"""
             # obsctl completion for fish: obsctl completion fish > ~/.config/fish/completions/obsctl.fish
-            complete -c obsctl -f
-            complete -c obsctl -n '__fish_use_subcommand' -l socket -r -d 'The daemon socket'
-            complete -c obsctl -n '__fish_use_subcommand' -l timeout -x -d 'Give up after DURATION'
-            complete -c obsctl -n '__fish_use_subcommand' -l version -d 'Print the version'
 
-            """
+            # The command is the first word that is not an option (--socket and --timeout take a value).
+            function __obsctl_command
+                set -l words (commandline -opc)
+                set -l i 2
+                while test $i -le (count $words)
+                    switch $words[$i]
+                        case --socket --timeout
+                            set i (math $i + 1)
+                        case '-*'
+                        case '*'
+                            echo $words[$i]
+                            return 0
+                    end
+                    set i (math $i + 1)
+                end
+                return 1
+            end
+
+            function __obsctl_needs_command
+                not __obsctl_command >/dev/null
+            end
+
+            function __obsctl_using
+                set -l command (__obsctl_command); and contains -- $command $argv
+            end
+
+            # Key names from the daemon the line talks to: the line's --socket, before or after the command.
+            function __obsctl_keys
+                set -l words (commandline -opc)
+                set -l socket
+                set -l i 2
+                while test $i -lt (count $words)
+                    switch $words[$i]
+                        case --
+                            break
+                        case --socket
+                            set socket --socket $words[(math $i + 1)]
+                    end
+                    set i (math $i + 1)
+                end
+                obsctl $socket --timeout 2s list 2>/dev/null | string split -f1 ' '
+            end
+
+            complete -c obsctl -f
+
+            """#
+        // A global option is offered before the command, and after it unless the command has its own.
+        for option in globalOptions {
+            let owners = commandTable.filter { $0.spec.option(named: option.key) != nil }.map(\.name)
+            let condition = owners.isEmpty ? "" : " -n 'not __obsctl_using \(owners.joined(separator: " "))'"
+            let value = option.key == "--socket" ? " -r -F" : option.value == nil ? "" : " -x"
+            lines += "complete -c obsctl\(condition) \(fishNames(option))\(value) -d \(fishQuoted(option.help))\n"
+        }
+        lines += "complete -c obsctl -n __obsctl_needs_command -l version -d 'Print the version and exit.'\n"
         for command in commandTable {
-            lines += "complete -c obsctl -n '__fish_use_subcommand' -a \(command.name) -d '\(command.spec.summary.replacingOccurrences(of: "'", with: "\\'"))'\n"
+            lines += "complete -c obsctl -n '__obsctl_needs_command; or __obsctl_using help' -a \(command.name) -d \(fishQuoted(command.spec.summary))\n"
         }
         for command in commandTable {
             for option in command.spec.options {
-                let names = option.names.map { $0.hasPrefix("--") ? "-l \($0.dropFirst(2))" : "-s \($0.dropFirst())" }.joined(separator: " ")
-                lines += "complete -c obsctl -n '__fish_seen_subcommand_from \(command.name)' \(names)\(option.value == nil ? "" : " -x") -d '\(option.help.replacingOccurrences(of: "'", with: "\\'"))'\n"
-            }
-            if keyCommands.contains(command.name) {
-                lines += "complete -c obsctl -n '__fish_seen_subcommand_from \(command.name)' -a '(obsctl --timeout 2s list 2>/dev/null | string split -f1 \" \")'\n"
+                lines += "complete -c obsctl -n '__obsctl_using \(command.name)' \(fishNames(option))\(option.value == nil ? "" : " -x") -d \(fishQuoted(option.help))\n"
             }
         }
+        lines += """
+            complete -c obsctl -n '__obsctl_using \(keyCommands.sorted().joined(separator: " "))' -a '(__obsctl_keys)'
+            complete -c obsctl -n '__obsctl_using completion' -a 'bash zsh fish'
+            complete -c obsctl -n '__obsctl_using apply' -F
+
+            """
         return lines
+    }
+
+    static func fishNames(_ option: OptionSpec) -> String {
+        option.names.map { $0.hasPrefix("--") ? "-l \($0.dropFirst(2))" : "-s \($0.dropFirst())" }.joined(separator: " ")
+    }
+
+    static func fishQuoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
     }
 }

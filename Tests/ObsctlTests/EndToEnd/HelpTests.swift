@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// Help on stdout with status 0, pinned; version; completion scripts.
+/// Help on stdout with status 0, pinned; version.
 final class HelpTests: XCTestCase {
     func test_help_isPinned_andTheSameFromEveryEntry() throws {
         let main = try obsctl(nil, ["--help"])
@@ -28,34 +28,6 @@ final class HelpTests: XCTestCase {
             XCTAssertTrue(help.stdout.contains("\nOPTIONS:\n"), name)
             XCTAssertTrue(Self.mainHelp.contains("\n  \(name) "), name)
         }
-    }
-
-    func test_completion_scriptsForBashZshFish() throws {
-        let bash = try obsctl(nil, ["completion", "bash"])
-        XCTAssertEqual(bash.status, 0)
-        XCTAssertTrue(bash.stdout.contains("complete -F _obsctl obsctl"))
-        XCTAssertTrue(bash.stdout.contains("watch) opts=\"--no-initial --since --latest"))
-        XCTAssertTrue(try obsctl(nil, ["completion", "zsh"]).stdout.hasPrefix("#compdef obsctl\n"))
-        XCTAssertTrue(try obsctl(nil, ["completion", "fish"]).stdout.contains("-a watch -d 'Stream events of keys and channels.'"))
-        XCTAssertEqual(try obsctl(nil, ["completion", "tcsh"]).status, 64)
-    }
-
-    func test_bashCompletion_completesCommandsOptionsAndKeysFromTheDaemon() throws {
-        let daemon = try Daemon()
-        try obsctl(daemon, ["set", "sensor.kitchen", "1"])
-        try obsctl(daemon, ["set", "sensor.hall", "2"])
-        let script = daemon.write(try obsctl(nil, ["completion", "bash"]).stdout, to: "completion.bash")
-        func complete(_ words: [String]) throws -> String {
-            let line = words.map { "'\($0)'" }.joined(separator: " ")
-            let run = try Obsctl(daemon, [], shell: """
-                PATH="$(dirname "$OBSCTL"):$PATH"; source \(script)
-                COMP_WORDS=(\(line)); COMP_CWORD=\(words.count - 1); _obsctl; echo "${COMPREPLY[*]}"
-                """)
-            return run.finish().stdout
-        }
-        XCTAssertEqual(try complete(["obsctl", "wa"]), "watch wait\n")
-        XCTAssertEqual(try complete(["obsctl", "watch", "--no"]), "--no-initial\n")
-        XCTAssertEqual(try complete(["obsctl", "get", "sensor."]), "sensor.hall sensor.kitchen\n")
     }
 
     static let mainHelp = """
