@@ -199,4 +199,3 @@ struct LinkPages {
         UnsafeMutableRawPointer(record).storeBytes(of: next, as: UnsafeMutablePointer<LinkRecord>?.self)
     }
 }
-
