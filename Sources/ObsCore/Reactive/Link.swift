@@ -6,15 +6,16 @@ import Darwin
 
 /// One edge of the graph: `sub` read `dep`. It sits in two lists at once: `sub`'s dependencies and
 /// `dep`'s subscribers. A link holds a retain on its `dep` (a node is kept alive by whatever reads
-/// it) but not on its `sub` (a node unlinks itself when it goes away).
+/// it) but not on its `sub` (a node unlinks itself when it goes away). The dependency list is
+/// singly linked: it is only walked forward and cut after `depsTail` (Tracking.swift); the
+/// subscriber list is doubly linked, so that one link can leave it from anywhere.
 ///
-/// Links are plain records in pages the engine manages (`LinkPages`), not objects: 48 bytes with no
+/// Links are plain records in pages the engine manages (`LinkPages`), not objects: 40 bytes with no
 /// object header or allocator overhead (an object was 80), made one after the other in the order
 /// the graph reads them, so a walk of a large graph reads them roughly in sequence.
 struct LinkRecord {
     var dep: Unmanaged<ReactiveNode>
     var sub: Unmanaged<ReactiveNode>
-    var prevDep: LinkRef?
     var nextDep: LinkRef?
     var prevSub: LinkRef?
     var nextSub: LinkRef?
@@ -26,10 +27,6 @@ struct LinkRef {
 
     @inline(__always) var dep: Unmanaged<ReactiveNode> { record.pointee.dep }
     @inline(__always) var sub: Unmanaged<ReactiveNode> { record.pointee.sub }
-    @inline(__always) var prevDep: LinkRef? {
-        get { record.pointee.prevDep }
-        nonmutating set { record.pointee.prevDep = newValue }
-    }
     @inline(__always) var nextDep: LinkRef? {
         get { record.pointee.nextDep }
         nonmutating set { record.pointee.nextDep = newValue }

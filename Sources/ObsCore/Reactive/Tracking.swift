@@ -24,9 +24,7 @@ extension Engine {
         // A node read twice in one run, not consecutively, is linked once.
         if let last = dep.subsTail, last.sub === sub, isTracked(last, by: sub) { return }
         let link = makeLink(dep, sub)
-        link.prevDep = prevDep
         link.nextDep = nextDep
-        if let nextDep { nextDep.prevDep = link }
         if let prevDep { prevDep.nextDep = link } else { sub.deps = link }
         sub.depsTail = link
         link.prevSub = dep.subsTail
@@ -87,7 +85,7 @@ extension Engine {
     private func makeLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) -> LinkRef {
         _ = dep.retain()
         let record = links.allocate()
-        record.initialize(to: LinkRecord(dep: dep, sub: sub, prevDep: nil, nextDep: nil, prevSub: nil, nextSub: nil))
+        record.initialize(to: LinkRecord(dep: dep, sub: sub, nextDep: nil, prevSub: nil, nextSub: nil))
         return LinkRef(record: record)
     }
 

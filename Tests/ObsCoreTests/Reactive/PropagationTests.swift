@@ -173,7 +173,7 @@ final class PropagationTests: XCTestCase {
                 layer = (0..<4).map { index in Computed { max(previous[index % previous.count].value, previous[0].value) } }
                 tokens.append(contentsOf: layer.map { $0.observe { _ in } })
             }
-            XCTAssertGreaterThan(pages(), before + 50, "about 22,000 links fill well over 50 pages of 340")
+            XCTAssertGreaterThan(pages(), before + 40, "about 22,000 links fill well over 40 pages of 408")
             source.value = 7
             XCTAssertEqual(layer.map(\.value), [7, 7, 7, 7])
             tokens.removeAll()
