@@ -84,9 +84,9 @@ enum LineEncoding {
     }
 
     /// `{"event":NAME,"watch":ID`: the per-watch part of an event line.
-    static func head(_ event: String, watch: Int) -> [UInt8] {
+    static func head(_ event: EventName, watch: Int) -> [UInt8] {
         var writer = ObjectWriter()
-        writer.field("event", event)
+        writer.field("event", event.rawValue)
         writer.field("watch", JSONValue.int(Int64(watch)))
         return writer.bytes
     }

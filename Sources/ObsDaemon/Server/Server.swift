@@ -193,7 +193,7 @@ final class Server {
             }
             connection.overLimit = false
             // Drained: `latest` watches send what they held, an overflowed session resyncs.
-            if let session = connection.session { store.sessionDrained(session) }
+            connection.session?.outputDrained()
         case .held:
             // What could go went; the rest waits for a group commit, not for the socket.
             setStalled(connection, since: nil)
@@ -210,7 +210,7 @@ final class Server {
             // under the limit at once (lines that waited for a batch go out together), without
             // the connection ever having been seen over it: it resyncs then too.
             connection.overLimit = false
-            if let session = connection.session { store.sessionDrained(session) }
+            connection.session?.outputDrained()
         }
         updateInterest(connection)
     }
@@ -292,7 +292,7 @@ final class Server {
         }
     }
 
-    /// Whether some connection got output after this turn's flush (from `sessionDrained`).
+    /// Whether some connection got output after this turn's flush (from `Session.outputDrained`).
     var hasUnflushedOutput: Bool { !dirty.isEmpty }
 
     /// Which lines wait, and for which batch: nothing obsd sends may show a change before it is
