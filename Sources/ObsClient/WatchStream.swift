@@ -51,7 +51,7 @@ public final class WatchStream: @unchecked Sendable {
                 guard let connection else { throw .connectionLost(path: path, reason: nil) }
                 guard let event = try connection.nextEvent(deadline: deadline) else { return nil }
                 if resuming, isAlreadyDelivered(event) { continue }
-                if event.kind == "synced" { resuming = false }
+                if event.name == .synced { resuming = false }
                 record(event)
                 return event
             } catch .connectionLost(let path, let reason) {
@@ -80,8 +80,11 @@ public final class WatchStream: @unchecked Sendable {
     /// connection dropped: older than the last revision seen, or of that revision and a key
     /// already delivered.
     private func isAlreadyDelivered(_ event: WatchEvent) -> Bool {
-        guard let lastRevision, event.kind != "synced", let rev = event["rev"]?.intValue, rev >= 0 else { return false }
-        guard ["change", "delete", "error", "initial"].contains(event.kind) else { return false }
+        guard let lastRevision, let rev = event["rev"]?.intValue, rev >= 0 else { return false }
+        switch event.name {
+        case .change, .delete, .error, .initial: break
+        default: return false
+        }
         if UInt64(rev) < lastRevision { return true }
         return UInt64(rev) == lastRevision && (event["key"]?.stringValue).map(deliveredAtLast.contains) == true
     }

@@ -237,7 +237,7 @@ final class CommandLineTests: XCTestCase {
             _ = try CommandLineOptions.parse(arguments)
             return nil
         } catch {
-            return error.description
+            return String(usageMessage(error).dropLast())
         }
     }
 

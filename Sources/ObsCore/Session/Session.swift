@@ -1,7 +1,7 @@
 import Foundation
 
-/// One connection's state machine, with no I/O: request lines in (`receive`), response and event
-/// lines out (to its `SessionOutput`). Responses are written in request order; the events a
+/// One connection's state machine, with no I/O: the bytes the client sent in (`receive`), response
+/// and event lines out (to its `SessionOutput`). Responses are written in request order; the events a
 /// request causes for this session's own watches follow its response.
 public final class Session {
     /// The owner of the ephemeral keys this session sets.
@@ -9,11 +9,14 @@ public final class Session {
     let store: Store
     public let access: Access
     let lines: SessionLines
+    /// Splits what the client sends into request lines, and enforces the line limit.
+    private var framer: LineFramer
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
     var ephemeralKeys: Set<String> = []
-    /// Set when the session must be closed after its output is flushed (a line over the limit).
+    /// Set when the session must be closed after its output is flushed (a line over the limit):
+    /// nothing it receives after that is read.
     public private(set) var wantsClose = false
     public private(set) var isClosed = false
     /// Whether the output passed its limit and events are being dropped until `outputDrained()`:
@@ -24,25 +27,40 @@ public final class Session {
         self.store = store
         self.access = access
         lines = SessionLines(output: output)
+        framer = LineFramer(maxLineBytes: store.configuration.maxLineBytes)
         watchClient = store.watches.register(lines)
         id = store.nextOwnerID
         store.nextOwnerID += 1
     }
 
-    /// Handles one request line (without its newline; a trailing "\r" is ignored).
-    public func receive(line: UnsafeRawBufferPointer) {
+    /// Handles the bytes a client sent: every complete request line among them, in order (a line
+    /// cut short waits for the rest). A line over the limit is answered `too_large`, and the
+    /// session then wants to be closed (`wantsClose`) and reads nothing more.
+    public func receive(bytes: UnsafeRawBufferPointer) {
         guard !isClosed, !wantsClose else { return }
-        var bytes = line
-        if let last = bytes.last, last == UInt8(ascii: "\r") { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast()) }
-        if bytes.count > store.configuration.maxLineBytes {
-            lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line of \(bytes.count) bytes is over the limit of \(store.configuration.maxLineBytes)")))
+        do throws(LineTooLong) {
+            try framer.append(bytes) { line in
+                guard !isClosed else { return }
+                handle(line: line)
+            }
+        } catch {
+            lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")))
             wantsClose = true
-            return
         }
-        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+    }
+
+    /// Handles request text: lines ended by "\n" (a last line without one is taken as ended).
+    public func receive(_ text: String) {
+        var text = text
+        if !text.hasSuffix("\n") { text += "\n" }
+        text.withUTF8 { receive(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// One framed request line (without its newline).
+    private func handle(line: UnsafeRawBufferPointer) {
         let request: JSONValue
         do {
-            request = try JSONValue.parse(bytes, maxDepth: store.configuration.maxJSONDepth)
+            request = try JSONValue.parse(line, maxDepth: store.configuration.maxJSONDepth)
         } catch {
             lines.send(LineEncoding.error(id: .null, error.obsError))
             return
@@ -51,15 +69,9 @@ public final class Session {
             lines.send(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
             return
         }
-        store.requestLineBytes = bytes.count
+        store.requestLineBytes = line.count
         defer { store.requestLineBytes = nil }
         lines.answer { handle(object) }
-    }
-
-    /// Handles one request line given as text.
-    public func receive(_ line: String) {
-        var line = line
-        line.withUTF8 { receive(line: UnsafeRawBufferPointer($0)) }
     }
 
     /// Runs one request through the operation table; its answer line.
