@@ -11,6 +11,10 @@ public final class Session {
     let lines: SessionLines
     /// Splits what the client sends into request lines, and enforces the line limit.
     private var framer: LineFramer
+    /// Lines received while an answer is pending, handled in order once it is given. (The daemon
+    /// reads nothing more from a waiting session's connection, so these are at most what one read
+    /// brought.)
+    private var waitingLines: [[UInt8]] = []
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
@@ -41,7 +45,11 @@ public final class Session {
         do throws(LineTooLong) {
             try framer.append(bytes) { line in
                 guard !isClosed else { return }
-                handle(line: line)
+                if isWaiting || !waitingLines.isEmpty {
+                    waitingLines.append(Array(line))
+                } else {
+                    handle(line: line)
+                }
             }
         } catch {
             lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")))
@@ -74,8 +82,9 @@ public final class Session {
         lines.answer { handle(object) }
     }
 
-    /// Runs one request through the operation table; its answer line.
-    private func handle(_ object: [String: JSONValue]) -> EncodedLine {
+    /// Runs one request through the operation table; its answer line, or nil when the answer comes
+    /// later (`answerLater`).
+    private func handle(_ object: [String: JSONValue]) -> EncodedLine? {
         var id = object["id"] ?? .null
         do throws(ObsError) {
             switch id {
@@ -94,10 +103,33 @@ public final class Session {
             }
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
-            let reply = try perform(operation, request)
-            return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            switch try perform(operation, request) {
+            case .now(let reply): return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            case .later: return nil
+            }
         } catch {
             return LineEncoding.error(id: id, error)
+        }
+    }
+
+    // MARK: Answers that come later (cluster mode)
+
+    /// Whether an answer is pending: the session handles nothing more (what arrives waits, in
+    /// order) until it is given, and the daemon stops reading the connection meanwhile.
+    public var isWaiting: Bool { lines.isWaiting }
+
+    /// Gives the pending answer to request `id`, then handles the lines that waited for it.
+    func answerLater(id: JSONValue, _ outcome: Result<Reply, ObsError>) {
+        guard !isClosed else { return }
+        switch outcome {
+        case .success(let reply): lines.resolve(LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
+        case .failure(let error): lines.resolve(LineEncoding.error(id: id, error))
+        }
+        // Decided while its own request was being handled: whoever handles lines goes on.
+        guard !lines.isHandling else { return }
+        while !isWaiting, !isClosed, !waitingLines.isEmpty {
+            let line = waitingLines.removeFirst()
+            line.withUnsafeBytes { handle(line: $0) }
         }
     }
 

@@ -57,7 +57,8 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
             runs = 0
         }
         runs += 1
-        run(write: runs <= BindingEffect.maxRunsPerTransaction && inputsChanged)
+        // Applying a shared log's transaction: what the binding wrote is part of it already.
+        run(write: runs <= BindingEffect.maxRunsPerTransaction && inputsChanged && !store.isApplyingReplicated)
     }
 
     /// Whether what this effect read differs from the start of the transaction. A key read in the
