@@ -16,6 +16,8 @@ SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 
 SWIFT ?= swift
 CONFIGURATION ?= release
+# The Swift standard library and Foundation linked in: the binaries need only libsqlite3.
+SWIFTFLAGS ?= --static-swift-stdlib
 BUILDDIR ?= .build/$(CONFIGURATION)
 
 INSTALL ?= install
@@ -30,9 +32,9 @@ UNIT_PATHS = -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/usr/local/share/doc/obsd
 all: build
 
 build:
-	$(SWIFT) build -c $(CONFIGURATION) --product obsd
-	$(SWIFT) build -c $(CONFIGURATION) --product obsctl
-	$(SWIFT) build -c $(CONFIGURATION) --product mangen
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFTFLAGS) --product obsd
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFTFLAGS) --product obsctl
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFTFLAGS) --product mangen
 
 install: build
 	$(MAKE) --no-print-directory install-files

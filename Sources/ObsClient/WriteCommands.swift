@@ -53,7 +53,7 @@ public enum WriteCommands {
     }
 
     /// The warning for a VALUE that was taken as a string although it looks like JSON (`{a:1}`),
-    /// or nil: a typo in JSON should not pass unnoticed, but cli.md makes such a VALUE a string.
+    /// or nil: a typo in JSON should not pass unnoticed, but docs/cli.md makes such a VALUE a string.
     public static func stringWarning(_ text: String, mode: ValueMode) -> String? {
         guard mode == .auto, ValueArgument.looksLikeJSON(text) else { return nil }
         do {

@@ -102,6 +102,16 @@ final class InstallTests: XCTestCase {
         XCTAssertEqual(bash.output, "complete -F _obsctl obsctl\n")
         XCTAssertEqual(try run("zsh", ["-n", stage + "/usr/share/zsh/site-functions/_obsctl"]).status, 0)
         XCTAssertEqual(try run("fish", ["--no-execute", stage + "/usr/share/fish/vendor_completions.d/obsctl.fish"]).status, 0)
+        // ... and are where the shells look: fish's vendor directory under each of XDG_DATA_DIRS,
+        // zsh's site-functions on fpath (Debian's zsh has /usr/local/share/zsh/site-functions there).
+        let home = stage + "/home"
+        mkdir(home, 0o700)
+        let path = "\(stage)/usr/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let fish = try run("fish", ["-c", "complete -C'obsctl wat'"], environment: ["XDG_DATA_DIRS": stage + "/usr/share", "PATH": path, "HOME": home])
+        XCTAssertEqual(fish.output, "watch\tStream events of keys and channels.\n")
+        let zsh = try run("zsh", ["-f", "-c", "fpath=(\(stage)/usr/share/zsh/site-functions $fpath); autoload -U compinit; compinit -u -D; print $_comps[obsctl]"],
+                          environment: ["HOME": home])
+        XCTAssertEqual(zsh.output, "_obsctl\n")
 
         try run("make", ["--no-print-directory", "-C", repository, "uninstall", "DESTDIR=\(stage)", "PREFIX=/usr"])
         XCTAssertEqual(files(under: stage), [], "uninstall removes every file install wrote")
