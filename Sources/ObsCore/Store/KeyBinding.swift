@@ -79,15 +79,22 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
     }
 
     /// Reads the source (recording it and whatever the transform reads as dependencies) and, with
-    /// `write`, writes the result into the target. A missing source, a source in the error state and
-    /// a failing transform write nothing.
+    /// `write`, writes the result into the target. A missing source reads as null, as a key read by
+    /// an expression does (so `value ?? "offline"` maps a deleted source); a source in the error
+    /// state and a failing transform write nothing, and the target keeps its value.
     func run(write: Bool) {
         let result = try? engine.track(self) { () throws(ObsError) -> JSONValue? in
             let node = store.node(source, create: true)!
             node.settle()
             engine.recordRead(of: node)
             let echo = partner.map { node.writeCount == $0.lastWrite && $0.lastWrite != 0 } ?? false
-            guard !echo, case .value(let value) = node.content else { return nil }
+            guard !echo else { return nil }
+            let value: JSONValue
+            switch node.content {
+            case .value(let current): value = current
+            case .missing: value = .null
+            case .error: return nil
+            }
             guard let transform else { return value }
             let mapped = try transform.evaluate(in: StoreContext(store: store), value: value)
             return mapped.nests(deeperThan: store.configuration.maxJSONDepth - 1) ? nil : mapped
