@@ -56,6 +56,10 @@ enum ReadCommands {
         }
         row("key", response["key"])
         row("kind", response["kind"])
+        row("value", response["value"])
+        if let error = response["error"] {
+            rows.append(["error:", "\(error["code"]?.stringValue ?? ""): \(error["message"]?.stringValue ?? "")"])
+        }
         row("expr", response["expr"])
         row("deps", response["deps"])
         row("dependents", response["dependents"])
@@ -66,6 +70,7 @@ enum ReadCommands {
             if let unmap = binding["unmap"]?.stringValue { text += " unmap \(unmap)" }
             rows.append(["binding:", text])
         }
+        row("bound to", response["bound_to"])
         row("rev", response["rev"])
         row("created_rev", response["created_rev"])
         row("version", response["version"])

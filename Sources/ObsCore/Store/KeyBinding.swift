@@ -150,6 +150,22 @@ extension Store {
         binding.backward = nil
     }
 
+    /// The keys that list, graph and describe show for `pattern`: the existing keys matching it and
+    /// the keys of bindings matching it that do not exist (yet), sorted.
+    func shownKeyNames(matching pattern: KeyPattern) -> [String] {
+        var names = Set(keyNames(matching: pattern))
+        for binding in bindings.values {
+            for name in [binding.from, binding.to] where pattern.matches(name) && existing(name) == nil { names.insert(name) }
+        }
+        return names.sorted(by: JSONValue.utf8Precedes)
+    }
+
+    /// The keys that `name`'s value is bound into (a two-way partner included).
+    func boundTargets(of name: String) -> [String] {
+        Set(bindings.values.filter { $0.from == name || ($0.twoWay && $0.to == name) }.map { $0.source(of: name) })
+            .sorted(by: JSONValue.utf8Precedes)
+    }
+
     /// The keys `name` takes its value from: a computed's last dependencies, a bound key's source.
     func inputs(of name: String, ignoringBindingsInto ignored: Set<String>) -> [String] {
         var result: [String] = []
