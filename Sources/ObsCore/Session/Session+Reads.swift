@@ -120,12 +120,15 @@ extension Session {
 
     func statsReply(_ request: Request) -> Reply {
         let stats = store.watches.stats
+        let lag = store.storage.writeLag(now: store.clock.monotonic)
         return Reply(fields: [
             ("rev", .int(Int64(store.rev))), ("keys", .int(Int64(store.keyCount))), ("computed", .int(Int64(store.computedCount))),
             ("bindings", .int(Int64(store.bindingCount))), ("connections", .int(Int64(stats.clients))),
             ("watches", .int(Int64(stats.watches))), ("uptime_s", .double((store.clock.monotonic - store.startedAt).rounded())),
             ("events_sent", .int(Int64(stats.eventsSent))), ("overflows", .int(Int64(stats.overflows))),
-            ("durability", .string(store.configuration.durability)),
+            ("durability", .string(store.configuration.durability)), ("version", .string(store.configuration.serverVersion)),
+        ] + store.requestCounters.fields + [
+            ("unwritten_revisions", .int(Int64(lag.revisions))), ("unwritten_age_s", .double((lag.seconds * 1000).rounded() / 1000)),
         ])
     }
 

@@ -150,9 +150,11 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["describe", "total"]).stdout, """
             key:          total
             kind:         computed
+            value:        6
             expr:         $price * $qty
             deps:         price, qty
             dependents:   -
+            bound to:     shown
             rev:          3
             created_rev:  3
             version:      1
@@ -161,6 +163,7 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["describe", "shown"]).stdout, """
             key:          shown
             kind:         value
+            value:        6
             deps:         -
             dependents:   -
             binding:      total
@@ -190,10 +193,12 @@ final class CommandTests: XCTestCase {
 
             """)
         let stats = try obsctl(daemon, ["stats"]).stdout
-        XCTAssertTrue(stats.contains("\nkeys            4\n"), stats)
-        XCTAssertTrue(stats.hasPrefix("bindings        1\ncomputed        1\n"), stats)
-        XCTAssertTrue(stats.contains("\nobsctl_version  0.1.0\n"), stats)
-        XCTAssertTrue(stats.contains("\nversion         0.1.0\n"), stats)
+        XCTAssertTrue(stats.contains("\nkeys                  4\n"), stats)
+        XCTAssertTrue(stats.hasPrefix("bindings              1\ncomputed              1\n"), stats)
+        XCTAssertTrue(stats.contains("\nobsctl_version        0.1.0\n"), stats)
+        XCTAssertTrue(stats.contains("\nversion               0.1.0\n"), stats)
+        XCTAssertTrue(stats.contains("\nerrors                -\n"), stats)
+        XCTAssertTrue(stats.contains("\nrequests              bind 1, define 1, describe 2, graph 2, list 3, set 2, stats 1\n"), stats)
         XCTAssertTrue(try obsctl(daemon, ["stats", "--json"]).stdout.hasPrefix("{\"id\":1,\"ok\":true,\"rev\":4,"))
     }
 
