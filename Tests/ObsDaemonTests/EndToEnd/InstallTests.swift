@@ -218,6 +218,7 @@ final class InstallTests: XCTestCase {
             systemctl start obsd.service
             step without-the-socket-unit
             echo "== done"
+            exec >/dev/null 2>&1
             systemctl poweroff
 
             """.write(toFile: e2e + "/run.sh", atomically: true, encoding: .utf8)
