@@ -36,6 +36,9 @@ let package = Package(
         .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux"], path: "Benchmarks/obsbench",
                           swiftSettings: strict),
+        // Writes the man pages from the tables --help reads; `make install` runs it.
+        .executableTarget(name: "mangen", dependencies: ["ObsctlCore", "ObsDaemon"], path: "Tools/mangen",
+                          swiftSettings: strict),
         .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "TestSupport"], swiftSettings: strict),

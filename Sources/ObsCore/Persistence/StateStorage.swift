@@ -109,10 +109,15 @@ public protocol StateStorage: AnyObject {
     /// Whether commits are kept at all: a storage that drops them (obsd `--memory`) spares the
     /// store building them.
     var keepsCommits: Bool { get }
+    /// How far the durable state trails the commits at monotonic time `now`: the revisions
+    /// committed but not yet written, and how long the oldest of them has waited (`stats`).
+    func writeLag(now: Double) -> (revisions: UInt64, seconds: Double)
 }
 
 extension StateStorage {
     public var keepsCommits: Bool { true }
+    /// A storage that writes as it commits never trails.
+    public func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) { (0, 0) }
 }
 
 /// A storage that keeps its state in memory only: for `--memory` and for tests. Commits cost the

@@ -79,6 +79,8 @@ enum Operations {
     ]
 
     static let byName: [String: Operation] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+    /// Each operation's index in `all`, which its request counter has.
+    static let indexByName: [String: Int] = Dictionary(uniqueKeysWithValues: all.indices.map { (all[$0].name, $0) })
 
     /// The operation table of docs/protocol.md, generated from `all`.
     static var markdownTable: String {

@@ -35,6 +35,7 @@ public final class Session {
         watchClient = store.watches.register(lines)
         id = store.nextOwnerID
         store.nextOwnerID += 1
+        store.requestCounters.sessionsOpened += 1
     }
 
     /// Handles the bytes a client sent: every complete request line among them, in order (a line
@@ -52,7 +53,9 @@ public final class Session {
                 }
             }
         } catch {
-            lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")))
+            let error = ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             wantsClose = true
         }
     }
@@ -70,11 +73,14 @@ public final class Session {
         do {
             request = try JSONValue.parse(line, maxDepth: store.configuration.maxJSONDepth)
         } catch {
+            store.requestCounters.count(error.obsError)
             lines.send(LineEncoding.error(id: .null, error.obsError))
             return
         }
         guard case .object(let object) = request else {
-            lines.send(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
+            let error = ObsError(.badJSON, "a request must be a JSON object")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             return
         }
         store.requestLineBytes = line.count
@@ -96,7 +102,9 @@ public final class Session {
             }
             guard let opValue = object["op"] else { throw ObsError(.badRequest, "missing field 'op'") }
             guard case .string(let name) = opValue else { throw ObsError(.badRequest, "field 'op' must be a string") }
-            guard let operation = Operations.byName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            guard let index = Operations.indexByName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            store.requestCounters.byOperation[index] += 1
+            let operation = Operations.all[index]
             if store.isShuttingDown { throw ObsError(.shuttingDown, "the daemon is stopping") }
             if operation.access == .write && access == .read {
                 throw ObsError(.permissionDenied, "'\(name)' needs write access")
@@ -108,6 +116,7 @@ public final class Session {
             case .later: return nil
             }
         } catch {
+            store.requestCounters.count(error)
             return LineEncoding.error(id: id, error)
         }
     }

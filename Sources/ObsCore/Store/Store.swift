@@ -21,6 +21,8 @@ public final class Store {
     /// Bindings by target; a two-way binding is listed under both of its keys.
     var bindings: [String: KeyBinding] = [:]
     var bindingCount = 0
+    /// The requests its sessions answered, for `stats`.
+    var requestCounters = RequestCounters()
     var current: Transaction?
     /// Keys with a TTL, by wall-clock deadline (stale entries are skipped when popped).
     var expiries = DeadlineHeap<KeyNode>()

@@ -15,7 +15,11 @@ final class HelpTests: XCTestCase {
         XCTAssertEqual(try obsctl(nil, ["set", "-h"]).stdout, Self.setHelp)
         XCTAssertEqual(try obsctl(nil, ["watch", "--help"]).stdout, Self.watchHelp)
         XCTAssertEqual(try obsctl(nil, ["help", "nope"]).status, 64)
-        XCTAssertEqual(try obsctl(nil, ["--version"]), Result(status: 0, stdout: "obsctl 0.1.0\n", stderr: ""))
+        let missing = NSTemporaryDirectory() + "obsctl-none-\(getpid())/obsd.sock"
+        XCTAssertEqual(try obsctl(nil, ["--version", "--socket", missing]),
+                       Result(status: 0, stdout: "obsctl 0.1.0\nobsd: cannot connect to \(missing): no such file (is obsd running?)\n", stderr: ""))
+        let daemon = try Daemon()
+        XCTAssertEqual(try obsctl(daemon, ["--version"]), Result(status: 0, stdout: "obsctl 0.1.0\nobsd 0.1.0 (\(daemon.socket))\n", stderr: ""))
     }
 
     func test_everyCommand_hasHelpWithItsSections() throws {
@@ -129,7 +133,7 @@ final class HelpTests: XCTestCase {
           --values                Print only the new value per change (strings raw); deletes print an empty
                                   line.
           --format FMT            Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload}
-                                  {time}; {{ for a brace.
+                                  {time}; {NAME:json} for the field as JSON; {{ for a brace.
           -h, --help              Print this help and exit.
 
         """
