@@ -14,7 +14,7 @@ import Synchronization
 ///    the stream with a `refused` message.
 /// 2. Relay: wait for the next event (at most `keepAliveSeconds`, else a comment keeps the
 ///    connection alive), then take every event already read, up to `batchBytes`, and send them
-///    as one message holding a JSON array of the daemon's lines. The watch is in `all` mode, so
+///    as one message, a line each, as the daemon wrote them. The watch is in `all` mode, so
 ///    events come in commit order: a browser that falls behind holds obsctl's reads back, the
 ///    daemon's output buffer fills, and the daemon sends `overflow` and a fresh snapshot.
 /// 3. Drop: the events read so far go out, then one `disconnected` message; reconnect with
@@ -157,16 +157,16 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
         lastRevision = max(lastRevision ?? 0, UInt64(rev))
     }
 
-    /// One message: the lines as a JSON array (each is one JSON object on one line, so the data
-    /// field needs no splitting).
+    /// One message: a `data:` field per line. A line is one JSON object without a newline in it,
+    /// so the page splits the message's data at newlines.
     private func send(_ lines: [String]) {
         guard !lines.isEmpty else { return }
-        pending += Array("data: [".utf8)
-        for (index, line) in lines.enumerated() {
-            if index > 0 { pending.append(UInt8(ascii: ",")) }
+        for line in lines {
+            pending += Array("data: ".utf8)
             pending += Array(line.utf8)
+            pending.append(UInt8(ascii: "\n"))
         }
-        pending += Array("]\n\n".utf8)
+        pending.append(UInt8(ascii: "\n"))
     }
 
     /// Sleeps `seconds`, waking early when cancelled.

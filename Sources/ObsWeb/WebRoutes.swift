@@ -58,7 +58,7 @@ struct WebRoutes: Sendable {
                 return WebAPI.error(415, "bad_request", "the body must be application/json")
             }
             return api.handle(request)
-        case ("GET", let path):
+        case ("GET", let path) where path != "/api":
             guard let asset = Assets.file(at: path) else {
                 return HTTPResponse(status: 404, contentType: "text/plain; charset=utf-8", "404: no such page\n")
             }

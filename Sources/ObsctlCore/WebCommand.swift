@@ -6,14 +6,15 @@ import ObsWeb
 let webSpec = CommandSpec(
     "web", summary: "Serve a live view of keys and the graph to a browser.",
     overview: """
-        Prints a URL that carries a random token; a request without it gets 403. The page has your \
-        access to obsd (anyone with the URL has it too): it reads, and unless --read-only sets value \
-        keys. Everything it needs is in obsctl. Runs until interrupted.
+        Prints a URL with a random token; requests without it get 403. The page acts with your \
+        access to obsd, and so does anyone who has the URL: it reads every key and, unless \
+        --read-only, sets value keys. Everything it needs is built into obsctl. Runs until interrupted.
         """,
     options: [
         OptionSpec(["--listen"], value: "HOST:PORT", "Listen on HOST:PORT (default \(ListenAddress.defaultText); port 0 picks a free one)."),
         OptionSpec(["--read-only"], "Refuse every write from the page."),
         OptionSpec(["--open"], "Open the URL in the default browser (xdg-open)."),
+        OptionSpec(["--timeout"], value: "DURATION", "Answer the page with an error when obsd takes longer than DURATION (default 5s)."),
     ])
 
 /// `obsctl web`: the server lives in ObsWeb; this checks the daemon is there, prints the URL and

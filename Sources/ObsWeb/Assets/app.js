@@ -49,9 +49,11 @@
     setConnection('connecting');
     source = new EventSource('/events?pattern=' + encodeURIComponent(view.pattern));
     source.onmessage = message => {
-      let events;
-      try { events = JSON.parse(message.data); } catch { return; }
-      for (const event of events) apply(event);
+      for (const line of message.data.split('\n')) {
+        let event;
+        try { event = JSON.parse(line); } catch { continue; }
+        apply(event);
+      }
       requestFrame();
     };
     source.onerror = () => {
