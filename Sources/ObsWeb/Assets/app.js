@@ -3,7 +3,9 @@
 //
 // Events change only the model (a Map of keys) and mark keys dirty; `render`, at most once a
 // frame, redraws the rows, graph nodes and detail of the dirty keys. So a burst of thousands of
-// events costs one redraw, not thousands, and the tab stays responsive however fast keys change.
+// events costs one redraw, not thousands. And only the rows on screen are redrawn: a row out of
+// sight is marked stale and drawn when it scrolls into view, so a thousand keys changing a
+// hundred times a second cost the few dozen rows one can see.
 //
 // Resuming: obsctl web resumes its watch by revision when the daemon comes back, and may send
 // again the events of the last revision the page saw. Events are applied by key revision, so
@@ -15,6 +17,8 @@
   const $ = id => document.getElementById(id);
   const VALUE_CHARS = 160;
   const HISTORY_ROWS = 50;
+  const FLASH_MS = 300;
+  const GRAPH_MIN_SCALE = 0.6;
 
   const model = {
     keys: new Map(),      // key -> {key, kind, value, error, rev, changedAt, changeRev, row, flash}
@@ -35,7 +39,17 @@
     graphText: '',        // the graph answer last drawn, to skip identical redraws
   };
   const dirty = new Set();
+  const stale = new Set();        // keys whose row is out of sight and out of date
+  const onScreen = new Set();     // keys whose row is in sight (or nearly)
   let frameRequested = false;
+  const rowWatcher = new IntersectionObserver(changes => {
+    for (const change of changes) {
+      const key = change.target.dataset.key;
+      if (!change.isIntersecting) { onScreen.delete(key); continue; }
+      onScreen.add(key);
+      if (stale.delete(key)) { dirty.add(key); requestFrame(); }
+    }
+  }, { root: document.getElementById('keys'), rootMargin: '300px 0px' });
   let source = null;
 
   // ---- the event stream ----
@@ -44,6 +58,9 @@
     if (source) source.close();
     model.keys.clear();
     model.order = [];
+    rowWatcher.disconnect();
+    onScreen.clear();
+    stale.clear();
     model.snapshot = null;
     $('rows').replaceChildren();
     setConnection('connecting');
@@ -157,7 +174,12 @@
     model.keys.delete(key);
     const index = lowerBound(model.order, key);
     if (model.order[index] === key) model.order.splice(index, 1);
-    if (entry.row) entry.row.remove();
+    if (entry.row) {
+      rowWatcher.unobserve(entry.row);
+      entry.row.remove();
+    }
+    onScreen.delete(key);
+    stale.delete(key);
     if (view.selected === key) appendHistory({ event: 'delete', key, rev: model.rev });
     dirty.add(key);
   }
@@ -189,9 +211,13 @@
     const created = [];
     for (const key of dirty) {
       const entry = model.keys.get(key);
-      if (entry) {
-        if (!entry.row) created.push(entry);
+      if (entry && !entry.row) {
+        created.push(entry);
         renderRow(entry);
+      } else if (entry && onScreen.has(key)) {
+        renderRow(entry);
+      } else if (entry) {
+        stale.add(key);
       }
       renderNode(key, entry);
       if (key === view.selected) renderSelectedValue(entry);
@@ -223,9 +249,14 @@
   }
 
   function renderHeader() {
-    $('version').textContent = view.version ? `v${view.version}` : '';
-    $('rev').textContent = `rev ${model.rev}`;
-    $('count').textContent = `${model.keys.size} key${model.keys.size === 1 ? '' : 's'}`;
+    setText($('version'), view.version ? `v${view.version}` : '');
+    setText($('rev'), `rev ${model.rev}`);
+    setText($('count'), `${model.keys.size} key${model.keys.size === 1 ? '' : 's'}`);
+  }
+
+  // Writing an element's text, even the same text, makes the browser lay it out again.
+  function setText(element, text) {
+    if (element.textContent !== text) element.textContent = text;
   }
 
   function display(entry) {
@@ -239,29 +270,39 @@
 
   function renderRow(entry) {
     if (!entry.row) {
-      const row = document.createElement('tr');
+      const row = document.createElement('div');
+      row.className = 'row';
+      row.setAttribute('role', 'row');
       row.dataset.key = entry.key;
       for (const name of ['key', 'kind', 'value', 'rev num', 'ago num']) {
-        const cell = document.createElement('td');
+        const cell = document.createElement('span');
         cell.className = name;
+        cell.setAttribute('role', 'cell');
         row.appendChild(cell);
       }
-      row.cells[0].textContent = entry.key;
+      row.children[0].textContent = entry.key;
+      row.children[0].title = entry.key;
       if (entry.key === view.selected) row.classList.add('selected');
       entry.row = row;
+      rowWatcher.observe(row);
     }
-    const cells = entry.row.cells;
-    cells[1].textContent = entry.kind || '';
-    cells[2].textContent = shorten(display(entry), VALUE_CHARS);
-    cells[2].classList.toggle('error', !!entry.error);
-    cells[3].textContent = entry.rev;
-    cells[4].textContent = ago(entry.changedAt);
+    // Only the cells whose text changed are written (see setText).
+    const texts = [entry.kind || '', shorten(display(entry), VALUE_CHARS), String(entry.rev), ago(entry.changedAt)];
+    const shown = entry.shown || (entry.shown = ['', '', '', '']);
+    for (let i = 0; i < texts.length; i++) {
+      if (shown[i] !== texts[i]) { entry.row.children[i + 1].textContent = texts[i]; shown[i] = texts[i]; }
+    }
+    if (!!entry.error !== entry.row.children[2].classList.contains('error')) entry.row.children[2].classList.toggle('error');
     if (entry.flash) flash(entry.row);
   }
 
   // Restarts the highlight by switching between two identical animations (changing the
-  // animation's name restarts it, without forcing a layout).
+  // animation's name restarts it, without forcing a layout). A key that changes all the time
+  // is restarted at most every FLASH_MS: it stays lit, at little cost.
   function flash(element) {
+    const now = performance.now();
+    if (now - (element.flashedAt || -Infinity) < FLASH_MS) return;
+    element.flashedAt = now;
     const a = element.classList.contains('flash-a');
     element.classList.toggle('flash-a', !a);
     element.classList.toggle('flash-b', a);
@@ -277,11 +318,11 @@
   }
 
   function renderAges() {
-    for (const entry of model.keys.values()) {
-      if (!entry.row || entry.changedAt === null) continue;
+    for (const key of onScreen) {
+      const entry = model.keys.get(key);
+      if (!entry || entry.changedAt === null) continue;
       const text = ago(entry.changedAt);
-      const cell = entry.row.cells[4];
-      if (cell.textContent !== text) cell.textContent = text;
+      if (entry.shown[3] !== text) { entry.row.children[4].textContent = text; entry.shown[3] = text; }
     }
   }
 
@@ -374,8 +415,20 @@
     }
     note.textContent = answer.nodes.length ? '' : 'No keys match the pattern.';
     view.graph = ObsGraph.draw(svg, answer, select);
+    fitGraph();
     for (const key of view.graph.nodes.keys()) renderNode(key, model.keys.get(key));
     if (view.selected) markSelected(view.selected);
+  }
+
+  // A graph wider than its pane is scaled down to fit, but not below GRAPH_MIN_SCALE (the names
+  // must stay readable): past that the pane scrolls.
+  function fitGraph() {
+    const svg = $('graph-svg');
+    const width = Number(svg.getAttribute('width')), height = Number(svg.getAttribute('height'));
+    if (!width) return;
+    const scale = Math.min(1, Math.max(GRAPH_MIN_SCALE, ($('graph').clientWidth - 4) / width));
+    svg.style.width = `${width * scale}px`;
+    svg.style.height = `${height * scale}px`;
   }
 
   function renderNode(key, entry) {
@@ -425,7 +478,7 @@
   }
 
   function markSelected(key) {
-    for (const row of document.querySelectorAll('tr.selected, g.node.selected')) row.classList.remove('selected');
+    for (const row of document.querySelectorAll('#rows .row.selected, g.node.selected')) row.classList.remove('selected');
     const entry = model.keys.get(key);
     if (entry && entry.row) entry.row.classList.add('selected');
     const node = view.graph && view.graph.nodes.get(key);
@@ -577,10 +630,11 @@
       openStream();
     });
     $('rows').addEventListener('click', event => {
-      const row = event.target.closest('tr');
+      const row = event.target.closest('.row');
       if (row) select(row.dataset.key);
     });
     openStream();
+    window.addEventListener('resize', fitGraph);
     setInterval(renderAges, 1000);
     setInterval(refreshStats, 2000);
     // Definitions and bindings change the graph without changing a value: look again now and then.
