@@ -23,6 +23,8 @@ import Synchronization
 ///    said goodbye (it flushes everything first), else one before it (a cut may have split the
 ///    last transaction's events). The page applies events by key revision, so what it already
 ///    has is ignored, and it takes a snapshot (after `compacted` or `overflow`) as the whole state.
+///    A daemon whose revision is behind the last one seen holds another state (`--memory`
+///    restarted): the watch starts afresh with a snapshot, and `connected` says `reset`.
 final class LiveFeed: StreamingBody, @unchecked Sendable {
     // @unchecked: `read` and everything it touches belong to the connection's thread; `cancel`,
     // from the thread that stops the server, touches only `cancelled` and `current` (under `lock`).
@@ -87,6 +89,10 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             if cancelled.load(ordering: .acquiring) { return }
             let deadline = monotonicNow() + limits.requestTimeout
             let hello = try connection.request("hello", ["client": "obsctl web"], deadline: deadline)
+            // A daemon behind the revision seen is not the state that was left (one with --memory
+            // restarted, or a restored backup): nothing to resume, the page takes a new snapshot.
+            let reset = lastRevision.map { UInt64(max(0, hello["rev"]?.intValue ?? 0)) < $0 } ?? false
+            if reset { lastRevision = nil }
             var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false]
             let since = resumeRevision
             if let since { fields["since"] = .int(Int64(since)) }
@@ -97,6 +103,7 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             var message: [String: JSONValue] = ["event": "connected", "version": hello["version"] ?? .null,
                                                 "rev": hello["rev"] ?? .null, "pid": hello["pid"] ?? .null]
             if let since { message["since"] = .int(Int64(since)) }
+            if reset { message["reset"] = true }
             send([JSONValue.object(message).encoded])
         } catch .server(let error) {
             var fields = error.details

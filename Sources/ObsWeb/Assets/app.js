@@ -9,8 +9,8 @@
 //
 // Resuming: obsctl web resumes its watch by revision when the daemon comes back, and may send
 // again the events of the last revision the page saw. Events are applied by key revision, so
-// those are ignored. A run of `initial` events up to `synced` is a complete snapshot (the first
-// one, or one after `compacted` or `overflow`): keys it does not hold are gone.
+// those are ignored. The snapshot a watch starts with (when it has no `since`), or sends after
+// `compacted` or `overflow`, is the whole state up to its `synced`: keys it does not hold are gone.
 'use strict';
 
 (() => {
@@ -82,7 +82,14 @@
     switch (event.event) {
       case 'connected':
         view.version = event.version;
+        if (event.reset) {
+          // Another state (a daemon restarted with --memory): its snapshot follows.
+          model.rev = 0;
+          model.deleted = { rev: -1, keys: new Set() };
+        }
         model.rev = Math.max(model.rev, event.rev || 0);
+        // Without `since` the watch starts with a snapshot: the whole state, even if empty.
+        if (event.since === undefined) model.snapshot = new Set();
         setConnection('live');
         refreshStats();
         refreshGraph();

@@ -44,6 +44,24 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertTrue(stream.ended(), "a cancelled feed ends its body")
     }
 
+    func test_aDaemonBehindTheRevisionSeen_isAnotherState_andGivesASnapshot() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["apply", "-"], stdin: "set a 1\nset b 1\n")
+        try obsctl(daemon, ["set", "a", "2"])
+        let stream = FeedReader(daemon.socket)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"initial","key":"a""#), true)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"initial","key":"b""#), true)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":2}"#)
+        daemon.stop()
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"disconnected""#), true)
+        try daemon.start()
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"reset":true,"rev":0,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":0}"#)
+        try obsctl(daemon, ["set", "c", "1"])
+        XCTAssertEqual(stream.next(), #"{"event":"change","key":"c","new":1,"rev":1,"created":true}"#)
+    }
+
     func test_aPatternTheDaemonRefuses_endsTheStreamWithItsError() throws {
         let daemon = try Daemon()
         let stream = FeedReader(daemon.socket, pattern: "a..b")

@@ -258,6 +258,22 @@ final class WebTests: XCTestCase {
         XCTAssertEqual(browser.eval("return [...document.querySelectorAll('#rows .row')].map(r => r.dataset.key)") as? [String], ["fresh", "n"])
     }
 
+    func test_aDaemonRestartedWithMemory_isShownAsItsNewState() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["apply", "-"], stdin: "set x 1\nset y 1\n")
+        try obsctl(daemon, ["set", "x", "2"])
+        let web = try WebProcess(daemon)
+        let browser = try openPage(web)
+        browser.wait(valueIs("x", "2"))
+        daemon.stop()
+        browser.wait("return document.body.dataset.connection === 'daemon-down'")
+        try daemon.start()
+        browser.wait("return document.body.dataset.connection === 'live' && document.querySelectorAll('#rows .row').length === 0")
+        try obsctl(daemon, ["set", "x", "5"])
+        browser.wait(valueIs("x", "5"))
+        browser.wait("return document.querySelector('#rev').textContent === 'rev 1'")
+    }
+
     func test_usageErrors_andNoDaemon() throws {
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "nowhere"]).status, 64)
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "127.0.0.1:99999"]).status, 64)
