@@ -54,14 +54,4 @@ struct HTTPResponse: Sendable {
     init(status: Int, contentType: String, _ text: String) {
         self.init(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(text.utf8)))
     }
-
-    /// The bytes of a buffered body (empty for a stream).
-    var bodyBytes: [UInt8] {
-        if case .bytes(let bytes) = body { return bytes }
-        return []
-    }
-
-    func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
 }

@@ -212,6 +212,4 @@ final class FeedRegistry: Sendable {
         }
         for feed in feeds { feed.cancel() }
     }
-
-    var count: Int { state.withLock { $0.feeds.count } }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import ObsClient
 import ObsCore
 @testable import ObsWeb
@@ -129,6 +130,22 @@ final class WebRoutesTests: XCTestCase {
         }
     }
 
+    func test_boundAddresses_knowTheirPortAndWhetherTheyAreLoopback() throws {
+        let loopback = try ListenAddress("127.0.0.1:0")!.listen()
+        defer { close(loopback.fd) }
+        XCTAssertTrue(ListenAddress.isLoopback(loopback.address))
+        XCTAssertNotEqual(ListenAddress.port(of: loopback.address), 0)
+        let everywhere = try ListenAddress("0.0.0.0:0")!.listen()
+        defer { close(everywhere.fd) }
+        XCTAssertFalse(ListenAddress.isLoopback(everywhere.address))
+        if let six = try? ListenAddress("[::1]:0")!.listen() {
+            defer { close(six.fd) }
+            XCTAssertTrue(ListenAddress.isLoopback(six.address))
+            XCTAssertNotEqual(ListenAddress.port(of: six.address), 0)
+        }
+        XCTAssertThrowsError(try ListenAddress("no-such-host.invalid:0")!.listen())
+    }
+
     func test_tokens_areLongRandomHex() {
         let tokens = (0..<100).map { _ in AccessToken.random().text }
         XCTAssertEqual(Set(tokens).count, 100)
@@ -136,6 +153,17 @@ final class WebRoutesTests: XCTestCase {
         XCTAssertTrue(token.matches(token.text))
         XCTAssertFalse(token.matches(nil))
         XCTAssertFalse(token.matches(""))
+    }
+}
+
+extension HTTPResponse {
+    var bodyBytes: [UInt8] {
+        if case .bytes(let bytes) = body { return bytes }
+        return []
+    }
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 }
 

@@ -199,5 +199,5 @@ const ObsGraph = (() => {
     return { nodes, edgesInto };
   }
 
-  return { draw, layout, shorten, LABEL_CHARS };
+  return { draw, shorten, LABEL_CHARS };
 })();

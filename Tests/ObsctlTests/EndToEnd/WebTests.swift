@@ -214,7 +214,8 @@ final class WebTests: XCTestCase {
         try obsctl(daemon, ["set", "sensor.temp", "30"])
         browser.wait("return document.querySelector('#graph-svg g.node[data-key=\"alarm\"] text.value').textContent === 'true'")
 
-        // The picture in docs/cli.md: a key selected, its neighbours linked.
+        // The picture in docs/cli.md, a key selected and the path of a change lit, is this one:
+        // OBSCTL_WEB_SCREENSHOT=$PWD/docs/obsctl-web.png swift test --filter WebTests.test_graph
         browser.click("#rows .row[data-key=\"comfort.index\"]")
         browser.wait("return document.querySelectorAll('#history tr').length > 0")
         let path = ProcessInfo.processInfo.environment["OBSCTL_WEB_SCREENSHOT"] ?? daemon.root + "/web.png"
