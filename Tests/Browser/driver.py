@@ -11,9 +11,9 @@ Swift, hold the scenario and the assertions and this stays a thin remote control
   {"do": "type", "css": C, "text": S}         clear the element and type S into it
   {"do": "clear_cookies"}
   {"do": "screenshot", "path": P}             write a PNG of the window
-  {"do": "quit"}
 
-Answers: {"ok": true, "value": ...} or {"ok": false, "error": "..."}. Debian's python3-selenium
+Answers: {"ok": true, "value": ...} or {"ok": false, "error": "..."}. At the end of its input it
+closes Chromium and exits. Debian's python3-selenium
 is importable from /usr/bin/python3; Chromium and its driver come from Debian too.
 """
 import json
@@ -75,8 +75,6 @@ def main():
     try:
         for line in sys.stdin:
             command = json.loads(line)
-            if command["do"] == "quit":
-                break
             try:
                 answer = {"ok": True, "value": run(driver, command)}
             except Exception as error:  # every failure goes back to the test as an answer

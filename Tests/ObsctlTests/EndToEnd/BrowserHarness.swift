@@ -79,28 +79,19 @@ struct HTTPExchange {
 /// Headless Chromium, driven by Tests/Browser/driver.py: one JSON command a line each way.
 /// Starting it takes a second or two, so the tests share one.
 final class Browser {
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private var buffer: [UInt8] = []
-    private let errorPath = NSTemporaryDirectory() + "obsctl-web-driver.\(getpid()).\(UUID().uuidString.prefix(8)).err"
+    /// The driver, run as a pipeline of the obsctl harness (for its pipes and line reading).
+    private let driver: Obsctl
 
     /// Starts the driver. Chromium, chromedriver and python3-selenium are installed by
     /// scripts/test; in CI their absence fails the test, elsewhere the test is skipped.
     init() throws {
         let missing = ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"].filter { !FileManager.default.isExecutableFile(atPath: $0) }
         if !missing.isEmpty { try Self.unavailable("\(missing.joined(separator: ", ")) not installed") }
-        let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Browser/driver.py").path
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [driver]
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle(forWritingAtPath: errorPath)
-        try process.run()
-        guard let ready = readAnswer(timeout: 90), ready["ok"] as? Bool == true else {
-            let log = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+        driver = try Obsctl(nil, [], shell: "exec /usr/bin/python3 '\(script)'")
+        guard let ready = driver.readLine(timeout: 90), ready.contains("\"ok\": true") else {
+            let log = driver.stderr
             quit()
             try Self.unavailable("the browser driver did not start: \(log.suffix(2000))")
             return
@@ -114,23 +105,20 @@ final class Browser {
         throw XCTSkip(reason + " (scripts/test installs chromium, chromium-driver and python3-selenium)")
     }
 
+    /// Closes Chromium (the driver quits it at the end of its input).
     func quit() {
-        guard process.isRunning else { return }
-        input.fileHandleForWriting.write(Data("{\"do\":\"quit\"}\n".utf8))
-        let deadline = Date().addingTimeInterval(20)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: errorPath)
+        guard driver.process.isRunning else { return }
+        _ = driver.finish()
     }
 
     /// Sends one command; returns its value, or fails the test (and returns nil) with its error.
     @discardableResult
     func run(_ command: [String: Any], timeout: Double = 60, file: StaticString = #filePath, line: UInt = #line) -> Any? {
         let data = try! JSONSerialization.data(withJSONObject: command)
-        input.fileHandleForWriting.write(data + Data("\n".utf8))
-        guard let answer = readAnswer(timeout: timeout) else {
-            XCTFail("the browser driver did not answer \(command)", file: file, line: line)
+        driver.send(String(decoding: data, as: UTF8.self) + "\n")
+        guard let text = driver.readLine(timeout: timeout),
+              let answer = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+            XCTFail("the browser driver did not answer \(command); stderr: \(driver.stderr.suffix(2000))", file: file, line: line)
             return nil
         }
         guard answer["ok"] as? Bool == true else {
@@ -167,24 +155,4 @@ final class Browser {
     func clearCookies() { run(["do": "clear_cookies"]) }
 
     func screenshot(_ path: String) { run(["do": "screenshot", "path": path]) }
-
-    private func readAnswer(timeout: Double) -> [String: Any]? {
-        let fd = output.fileHandleForReading.fileDescriptor
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = Data(buffer[..<newline])
-                buffer.removeSubrange(...newline)
-                return (try? JSONSerialization.jsonObject(with: line)) as? [String: Any]
-            }
-            let left = deadline.timeIntervalSinceNow
-            guard left > 0 else { return nil }
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, Int32(left * 1000) + 1) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let count = read(fd, &chunk, chunk.count)
-            guard count > 0 else { return nil }
-            buffer += chunk[..<count]
-        }
-    }
 }
