@@ -29,7 +29,7 @@ def start():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,800", "--hide-scrollbars", "--force-device-scale-factor=1"):
+                     "--window-size=1280,800", "--hide-scrollbars", "--force-device-scale-factor=1", "--no-proxy-server"):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     # The page's own size (the window's includes no browser frame in headless mode, but be exact).

@@ -159,6 +159,33 @@ final class WebTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["get", "volume"]).stdout, "3\n")
     }
 
+    /// The page has the access of the user who runs obsctl web: here a user the daemon's `allow`
+    /// setting lets read only. Its page reads; its writes are refused by the daemon.
+    func test_thePage_hasTheAccessOfItsUser_underTheDaemonsAllowRules() throws {
+        try XCTSkipUnless(geteuid() == 0, "needs root to create a user and run obsctl web as it")
+        // A system user, made once per machine.
+        let user = "obsd-test-web"
+        _ = try Obsctl(nil, [], shell: "id -u \(user) >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin \(user)").finish()
+        guard getpwnam(user) != nil else { throw XCTSkip("cannot create user \(user)") }
+        let config = NSTemporaryDirectory() + "obsctl-web-allow.\(getpid()).conf"
+        _ = FileManager.default.createFile(atPath: config, contents: Data("socket_mode = 0666\nallow = user:\(user):read\n".utf8))
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let daemon = try Daemon(arguments: ["--config", config])
+        chmod(daemon.root, 0o711)
+        try obsctl(daemon, ["set", "volume", "3"])
+        let process = try Obsctl(daemon, [], shell: "exec setpriv --reuid=\(user) --regid=\(user) --clear-groups \"$OBSCTL\" web --listen 127.0.0.1:0")
+        guard let url = process.readLine(), url.hasPrefix("http://127.0.0.1:") else { return XCTFail("no URL; stderr: \(process.stderr)") }
+        let browser = try browser()
+        browser.open(url)
+        browser.wait(valueIs("volume", "3"))
+        browser.click("#rows .row[data-key=\"volume\"]")
+        browser.wait("return document.querySelector('#edit-value') !== null")
+        browser.type("#edit-value", "9")
+        browser.click("#save")
+        browser.wait("return document.querySelector('#edit-status').textContent.startsWith('permission_denied: ')")
+        XCTAssertEqual(try obsctl(daemon, ["get", "volume"]).stdout, "3\n")
+    }
+
     func test_api_passesOnlyThePagesOperations_andBoundsTheBody() throws {
         let daemon = try Daemon()
         try obsctl(daemon, ["set", "a", "1"])
