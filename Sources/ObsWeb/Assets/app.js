@@ -112,7 +112,7 @@
         break;
       case 'synced':
         if (model.snapshot) {
-          for (const key of [...model.keys.keys()]) if (!model.snapshot.has(key)) remove(key);
+          for (const key of [...model.keys.keys()]) if (!model.snapshot.has(key)) remove(key, event.rev);
           model.snapshot = null;
           if (model.order.some(k => !model.keys.get(k).kind)) refreshKinds();
           refreshGraph();
@@ -134,7 +134,7 @@
         if (seen(event)) break;
         if (model.deleted.rev !== event.rev) model.deleted = { rev: event.rev, keys: new Set() };
         model.deleted.keys.add(event.key);
-        remove(event.key);
+        remove(event.key, event.rev);
         refreshGraph();
         advance(event.rev);
         break;
@@ -175,7 +175,7 @@
     dirty.add(key);
   }
 
-  function remove(key) {
+  function remove(key, rev) {
     const entry = model.keys.get(key);
     if (!entry) return;
     model.keys.delete(key);
@@ -187,7 +187,7 @@
     }
     onScreen.delete(key);
     stale.delete(key);
-    if (view.selected === key) appendHistory({ event: 'delete', key, rev: model.rev });
+    if (view.selected === key) appendHistory({ event: 'delete', key, rev });
     dirty.add(key);
   }
 
