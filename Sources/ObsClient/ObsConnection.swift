@@ -83,7 +83,7 @@ public final class ObsConnection {
             case .closed: throw lost
             case .line(let line):
                 guard case .object(let fields)? = try? JSONValue.parse(line) else { continue }
-                if fields["event"]?.stringValue == "goodbye" {
+                if fields["event"]?.stringValue == EventName.goodbye.rawValue {
                     goodbye = fields["reason"]?.stringValue ?? "goodbye"
                     continue
                 }

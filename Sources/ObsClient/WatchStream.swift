@@ -12,7 +12,7 @@ public final class WatchStream: @unchecked Sendable {
     /// The last revision seen, and the keys of that revision already delivered. A connection can
     /// drop in the middle of a transaction's events (a daemon killed while writing them); so a
     /// resumed watch asks for that whole revision again (`since` one before it) and drops what it
-    /// already delivered: every change once, none lost, none repeated (cli.md).
+    /// already delivered: every change once, none lost, none repeated (docs/cli.md, `watch --reconnect`).
     private var lastRevision: UInt64?
     private var deliveredAtLast = Set<String>()
     /// Between a reconnection and its `synced`: replayed events are checked against the above.
@@ -51,7 +51,7 @@ public final class WatchStream: @unchecked Sendable {
                 guard let connection else { throw .connectionLost(path: path, reason: nil) }
                 guard let event = try connection.nextEvent(deadline: deadline) else { return nil }
                 if resuming, isAlreadyDelivered(event) { continue }
-                if event.kind == "synced" { resuming = false }
+                if event.name == .synced { resuming = false }
                 record(event)
                 return event
             } catch .connectionLost(let path, let reason) {
@@ -80,8 +80,11 @@ public final class WatchStream: @unchecked Sendable {
     /// connection dropped: older than the last revision seen, or of that revision and a key
     /// already delivered.
     private func isAlreadyDelivered(_ event: WatchEvent) -> Bool {
-        guard let lastRevision, event.kind != "synced", let rev = event["rev"]?.intValue, rev >= 0 else { return false }
-        guard ["change", "delete", "error", "initial"].contains(event.kind) else { return false }
+        guard let lastRevision, let rev = event["rev"]?.intValue, rev >= 0 else { return false }
+        switch event.name {
+        case .change, .delete, .error, .initial: break
+        default: return false
+        }
         if UInt64(rev) < lastRevision { return true }
         return UInt64(rev) == lastRevision && (event["key"]?.stringValue).map(deliveredAtLast.contains) == true
     }

@@ -11,7 +11,7 @@ public func bind<Value, Target>(_ source: ObservableValue<Value>, to target: Obs
     let effect = EffectNode {
         // A failed source leaves the target as it is until the source recovers.
         guard let value = try? source.read() else { return }
-        target.apply(engine.evaluating { transform(value) })
+        target.apply(transform(value))
     }
     engine.enter()
     effect.run()
@@ -45,11 +45,11 @@ public func bindTwoWay<Left, Right>(_ left: Observable<Left>, _ right: Observabl
     let echo = EchoState()
     let forward = EffectNode {
         guard let value = try? left.read(), left.writeCount != echo.left else { return }
-        if right.apply(engine.evaluating { map(value) }) { echo.right = right.writeCount }
+        if right.apply(map(value)) { echo.right = right.writeCount }
     }
     let backward = EffectNode {
         guard let value = try? right.read(), right.writeCount != echo.right else { return }
-        if left.apply(engine.evaluating { unmap(value) }) { echo.left = left.writeCount }
+        if left.apply(unmap(value)) { echo.left = left.writeCount }
     }
     engine.enter()
     forward.run()

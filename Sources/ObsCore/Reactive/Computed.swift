@@ -39,7 +39,7 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
         slot.deallocate()
     }
 
-    /// The current value, or the error of the closure (also `ObsError` with code `cycle` when the
+    /// The current value, or the error of the closure (also `ReactiveError.cycle` when the
     /// computed depends on itself).
     public final func get() throws -> Value {
         engine.enter()
@@ -53,12 +53,12 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
     @_specialize(where Value == String)
     override final func read() throws -> Value {
         try withEngine { engine in
-            if flags.contains(.running) {
-                if let reader = engine.activeSub { engine.link(ref, reader) }
-                throw ObsError(.cycle, "cycle: a computed depends on itself")
+            if isEvaluating {
+                engine.recordRead(of: self)
+                throw ReactiveError.cycle
             }
             engine.refresh(self)
-            if let reader = engine.activeSub { engine.link(ref, reader) }
+            engine.recordRead(of: self)
             if failed { throw error! }
             return slot.pointee
         }
@@ -91,19 +91,12 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
     @_specialize(where Value == String)
     override final func update() -> Bool {
         withEngine { engine in
-            if engine.evaluationDepth & 15 == 15, !engine.stackGuard.hasRoom() {
-                flags.remove([.dirty, .pending])
-                return fail(with: ObsError.nestedTooDeeply)
-            }
-            let outer = engine.beginEvaluation(of: self)
             let newValue: Value
             do {
-                newValue = try compute()
+                newValue = try engine.track(self, compute)
             } catch {
-                let poisoned = engine.endEvaluation(of: self, outer)
-                return fail(with: poisoned ? engine.takePoison() : error)
+                return fail(with: error)
             }
-            if engine.endEvaluation(of: self, outer) { return fail(with: engine.takePoison()) }
             if !failed, hasValue, isEqual(slot.pointee, newValue) { return false }
             if failed {
                 error = nil
@@ -125,74 +118,6 @@ public class Computed<Value: Sendable>: ObservableValue<Value>, @unchecked Senda
         failed = true
         return !same
     }
-}
-
-extension Engine {
-    /// What an evaluation saves of the one it interrupts.
-    struct OuterEvaluation {
-        let reader: Unmanaged<ReactiveNode>?
-        let poisoned: Bool
-    }
-
-    /// Starts running `node`'s closure: its reads are recorded from its first dependency on.
-    @inline(__always)
-    func beginEvaluation(of node: ReactiveNode) -> OuterEvaluation {
-        let outer = OuterEvaluation(reader: activeSub, poisoned: poisoned)
-        if poisoned {
-            outerPoisons.append(poison!)
-            poison = nil
-            poisoned = false
-        }
-        activeSub = node.ref
-        node.depsTail = nil
-        node.flags.remove([.dirty, .pending])
-        node.flags.insert(.running)
-        evaluationDepth += 1
-        return outer
-    }
-
-    /// Ends it: drops the dependencies no longer read; true if a `.value` read failed (the error is
-    /// then taken with `takePoison()`).
-    @inline(__always)
-    func endEvaluation(of node: ReactiveNode, _ outer: OuterEvaluation) -> Bool {
-        evaluationDepth -= 1
-        node.flags.remove(.running)
-        let failed = poisoned
-        activeSub = outer.reader
-        if outer.poisoned {
-            if failed { outerFailure = poison }
-            poison = outerPoisons.removeLast()
-            poisoned = true
-        } else if failed {
-            outerFailure = poison
-            poison = nil
-            poisoned = false
-        }
-        purgeStaleDependencies(of: node)
-        return failed
-    }
-
-    /// The error that failed the evaluation just ended.
-    func takePoison() -> any Error {
-        defer { outerFailure = nil }
-        return outerFailure!
-    }
-
-    /// Records the first failed read of the running evaluation.
-    @inline(__always)
-    func poisonActiveEvaluation(with error: any Error) {
-        if activeSub != nil, !poisoned {
-            poison = error
-            poisoned = true
-        }
-    }
-}
-
-/// Whether two errors are the same for change detection: equal `ObsError`s are; anything else is
-/// a new error.
-func sameError(_ a: any Error, _ b: any Error) -> Bool {
-    guard let a = a as? ObsError, let b = b as? ObsError else { return false }
-    return a == b
 }
 
 /// A computed value that can also be set: setting it runs `set`, which writes the observables the

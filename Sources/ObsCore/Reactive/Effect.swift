@@ -11,10 +11,8 @@ final class EffectNode: ReactiveNode, Subscription, @unchecked Sendable {
 
     /// Runs the body once, recording what it reads. Called inside the engine.
     func run() {
-        let outer = engine.beginEvaluation(of: self)
-        body()
         // A failed `.value` read in a transform: the binding writes nothing, nothing to report.
-        if engine.endEvaluation(of: self, outer) { _ = engine.takePoison() }
+        try? engine.track(self, body)
     }
 
     override func runWatcher() { run() }
@@ -31,15 +29,5 @@ extension ReactiveNode {
         if flags.contains(.queued) { engine.keepUntilSettled(self) }
         engine.exit()
         engine.detachDependencies(of: self)
-    }
-}
-
-extension Engine {
-    /// Runs user code that must not write (a binding's transform), as a computed's closure would.
-    @inline(__always)
-    func evaluating<T>(_ body: () throws -> T) rethrows -> T {
-        evaluationDepth += 1
-        defer { evaluationDepth -= 1 }
-        return try body()
     }
 }

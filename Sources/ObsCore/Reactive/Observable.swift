@@ -79,9 +79,7 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     @_specialize(where Value == String)
     override func readForValue() -> Value {
         if flags.contains(.dirty) { commit() }
-        withEngine { engine in
-            if let reader = engine.activeSub { engine.link(ref, reader) }
-        }
+        withEngine { $0.recordRead(of: self) }
         return storage
     }
 

@@ -26,10 +26,7 @@ public class ObservableValue<Value: Sendable>: ReactiveNode, @unchecked Sendable
     public final func peek() -> Value {
         engine.enter()
         defer { engine.exit() }
-        let reader = engine.activeSub
-        engine.activeSub = nil
-        defer { engine.activeSub = reader }
-        return readForValue()
+        return engine.untracked { readForValue() }
     }
 
     /// The current value brought up to date, recorded as a dependency of the running computed if

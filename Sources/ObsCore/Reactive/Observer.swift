@@ -94,12 +94,9 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @un
     @_specialize(where Value == Bool)
     @_specialize(where Value == String)
     private func observeTarget(starting: Bool, initial: Bool) {
-        let reader = engine.activeSub
-        engine.activeSub = nil
-        defer { engine.activeSub = reader }
         let value: Value
         do {
-            value = try target.read()
+            value = try engine.untracked { () throws -> Value in try target.read() }
         } catch {
             lastWasError = true
             if let extras, extras.errorHandler != nil, !starting || initial {

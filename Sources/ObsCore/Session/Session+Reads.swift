@@ -99,24 +99,14 @@ extension Session {
     }
 
     func eval(_ request: Request) throws(ObsError) -> Reply {
-        let expression = try store.compile(request.string("expr")!)
-        engine.enter()
-        defer { engine.exit() }
-        let reader = engine.activeSub
-        engine.activeSub = nil
-        defer { engine.activeSub = reader }
-        do {
-            return Reply(fields: [("value", try expression.evaluate(in: StoreContext(store: store)))])
-        } catch {
-            throw error.code == .cycle ? error : ObsError(.evalError, error.message)
-        }
+        Reply(fields: [("value", try store.evaluateOnce(request.string("expr")!))])
     }
 
     func statsReply(_ request: Request) -> Reply {
-        let stats = store.stats
+        let stats = store.watches.stats
         return Reply(fields: [
             ("rev", .int(Int64(store.rev))), ("keys", .int(Int64(store.keyCount))), ("computed", .int(Int64(store.computedCount))),
-            ("bindings", .int(Int64(store.bindingCount))), ("connections", .int(Int64(stats.connections))),
+            ("bindings", .int(Int64(store.bindingCount))), ("connections", .int(Int64(stats.clients))),
             ("watches", .int(Int64(stats.watches))), ("uptime_s", .double((store.clock.monotonic - store.startedAt).rounded())),
             ("events_sent", .int(Int64(stats.eventsSent))), ("overflows", .int(Int64(stats.overflows))),
             ("durability", .string(store.configuration.durability)),

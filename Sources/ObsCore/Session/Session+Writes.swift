@@ -1,90 +1,102 @@
-/// The write operations of the table: each runs as one store transaction.
+/// The write operations of the table. Each `apply` function is one write applied inside the open
+/// transaction; `perform` runs it in a transaction of its own, `batch` several in one.
 extension Session {
-    typealias ResultBuilder = (UInt64) -> [(String, JSONValue)]
-
-    func write(_ request: Request, batchable operation: String) throws(ObsError) -> Reply {
-        let (build, result) = try store.transact { () throws(ObsError) in try apply(operation, request) }
-        return Reply(fields: build(result.rev), needsSync: result.persisted)
+    /// Runs an operation of the table on a checked request.
+    func perform(_ operation: Operation, _ request: Request) throws(ObsError) -> Reply {
+        switch operation.body {
+        case .answer(let answer):
+            return try answer(self, request)
+        case .write(let apply):
+            let (result, commit) = try store.transact { () throws(ObsError) in try apply(self, request) }
+            return Reply(fields: result(commit.rev), needsSync: commit.persisted)
+        }
     }
 
     func batch(_ request: Request) throws(ObsError) -> Reply {
-        var requests: [(String, Request)] = []
+        var writes: [(apply: @Sendable (Session, Request) throws(ObsError) -> WriteResult, request: Request)] = []
         for (index, item) in request.array("ops")!.enumerated() {
             do throws(ObsError) {
                 guard case .object(let object) = item else { throw ObsError(.badRequest, "field 'ops' must hold request objects") }
                 guard case .string(let name)? = object["op"] else { throw ObsError(.badRequest, "missing field 'op'") }
                 guard let operation = Operations.byName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
-                guard Operations.batchable.contains(name) else { throw ObsError(.badRequest, "op '\(name)' cannot be part of a batch") }
-                requests.append((name, try Request(object, fields: operation.fields)))
+                guard case .write(let apply) = operation.body else { throw ObsError(.badRequest, "op '\(name)' cannot be part of a batch") }
+                writes.append((apply, try Request(object, fields: operation.fields)))
             } catch {
                 throw error.at(index: index)
             }
         }
-        let (builders, result) = try store.transact { () throws(ObsError) in
-            var builders: [ResultBuilder] = []
-            for (index, (name, request)) in requests.enumerated() {
+        let (results, commit) = try store.transact { () throws(ObsError) in
+            var results: [WriteResult] = []
+            for (index, write) in writes.enumerated() {
                 do throws(ObsError) {
-                    builders.append(try apply(name, request))
+                    results.append(try write.apply(self, write.request))
                 } catch {
                     throw error.at(index: index)
                 }
             }
-            return builders
+            return results
         }
-        var results: [UInt8] = [UInt8(ascii: "[")]
-        for (index, build) in builders.enumerated() {
-            if index > 0 { results.append(UInt8(ascii: ",")) }
-            results.append(contentsOf: LineEncoding.orderedObject(build(result.rev)))
+        var encoded: [UInt8] = [UInt8(ascii: "[")]
+        for (index, result) in results.enumerated() {
+            if index > 0 { encoded.append(UInt8(ascii: ",")) }
+            encoded.append(contentsOf: LineEncoding.orderedObject(result(commit.rev)))
         }
-        results.append(UInt8(ascii: "]"))
-        return Reply(fields: [("rev", .int(Int64(result.rev)))], raw: [("results", results)], needsSync: result.persisted)
+        encoded.append(UInt8(ascii: "]"))
+        return Reply(fields: [("rev", .int(Int64(commit.rev)))], raw: [("results", encoded)], needsSync: commit.persisted)
     }
 
-    /// Applies one write inside the open transaction; the result's fields, given the revision.
-    private func apply(_ operation: String, _ request: Request) throws(ObsError) -> ResultBuilder {
-        switch operation {
-        case "set":
-            let key = request.string("key")!
-            let ephemeral = request.bool("ephemeral") ?? false
-            let ttl = request.uint("ttl_ms").map { Int64($0) }
-            let changed = try store.set(key, request["value"]!, ifRev: request.uint("if_rev"), ttlMs: ttl,
-                                        owner: ephemeral ? id : nil, always: request.bool("always") ?? false)
-            if ephemeral { ephemeralKeys.insert(key) }
-            return { [("rev", .int(Int64($0))), ("changed", .bool(changed))] }
-        case "delete":
-            let deleted = try store.delete(request.string("key")!)
-            return { [("rev", .int(Int64($0))), ("deleted", .bool(deleted))] }
-        case "incr":
-            let value = try store.incr(request.string("key")!, by: request["by"] ?? .int(1))
-            return { [("value", value), ("rev", .int(Int64($0)))] }
-        case "define":
-            let deps = try store.define(request.string("key")!, request.string("expr")!, replace: request.bool("replace") ?? false)
-            return { [("rev", .int(Int64($0))), ("deps", .array(deps.map { .string($0) }))] }
-        case "bind":
-            let replaced = try store.bind(from: request.string("from")!, to: request.string("to")!, map: request.string("map"),
-                                          twoWay: request.bool("two_way") ?? false, unmap: request.string("unmap"))
-            return { [("rev", .int(Int64($0))), ("replaced", .bool(replaced))] }
-        case "unbind":
-            try store.unbind(request.string("to")!)
-            return { [("rev", .int(Int64($0)))] }
-        default:
-            throw ObsError(.internal, "no write handler for '\(operation)'")
-        }
+    func applySet(_ request: Request) throws(ObsError) -> WriteResult {
+        let key = request.string("key")!
+        let ephemeral = request.bool("ephemeral") ?? false
+        let ttl = request.uint("ttl_ms").map { Int64($0) }
+        let changed = try store.set(key, request["value"]!, ifRev: request.uint("if_rev"), ttlMs: ttl,
+                                    owner: ephemeral ? id : nil, always: request.bool("always") ?? false)
+        if ephemeral { ephemeralKeys.insert(key) }
+        return { [("rev", .int(Int64($0))), ("changed", .bool(changed))] }
+    }
+
+    func applyDelete(_ request: Request) throws(ObsError) -> WriteResult {
+        let deleted = try store.delete(request.string("key")!)
+        return { [("rev", .int(Int64($0))), ("deleted", .bool(deleted))] }
+    }
+
+    func applyIncr(_ request: Request) throws(ObsError) -> WriteResult {
+        let value = try store.incr(request.string("key")!, by: request["by"] ?? .int(1))
+        return { [("value", value), ("rev", .int(Int64($0)))] }
+    }
+
+    func applyDefine(_ request: Request) throws(ObsError) -> WriteResult {
+        let deps = try store.define(request.string("key")!, request.string("expr")!, replace: request.bool("replace") ?? false)
+        return { [("rev", .int(Int64($0))), ("deps", .array(deps.map { .string($0) }))] }
+    }
+
+    func applyBind(_ request: Request) throws(ObsError) -> WriteResult {
+        let replaced = try store.bind(from: request.string("from")!, to: request.string("to")!, map: request.string("map"),
+                                      twoWay: request.bool("two_way") ?? false, unmap: request.string("unmap"))
+        return { [("rev", .int(Int64($0))), ("replaced", .bool(replaced))] }
+    }
+
+    func applyUnbind(_ request: Request) throws(ObsError) -> WriteResult {
+        try store.unbind(request.string("to")!)
+        return { [("rev", .int(Int64($0)))] }
     }
 
     func publish(_ request: Request) throws(ObsError) -> Reply {
-        let delivered = try store.publish(request.string("channel")!, request["payload"] ?? .null)
-        return Reply(fields: [("delivered", .int(Int64(delivered)))])
+        let channel = request.string("channel")!
+        let payload = request["payload"] ?? .null
+        try KeyName.validate(channel, "channel")
+        try store.checkValueSize(payload)
+        return Reply(fields: [("delivered", .int(Int64(store.watches.publish(channel, payload))))])
     }
 
     func restore(_ request: Request) throws(ObsError) -> Reply {
         let keys = request.array("keys")!
         let bindings = request.array("bindings") ?? []
         let replace = request.bool("replace") ?? false
-        let (_, result) = try store.transact { () throws(ObsError) in
+        let (_, commit) = try store.transact { () throws(ObsError) in
             try store.restore(keys: keys, bindings: bindings, replace: replace)
         }
-        return Reply(fields: [("rev", .int(Int64(result.rev)))], needsSync: result.persisted)
+        return Reply(fields: [("rev", .int(Int64(commit.rev)))], needsSync: commit.persisted)
     }
 }
 

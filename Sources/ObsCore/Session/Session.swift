@@ -1,78 +1,82 @@
 import Foundation
 
-/// One connection's state machine, with no I/O: request lines in (`receive`), response and event
-/// lines out (to its `SessionOutput`). Responses are written in request order; the events a
+/// One connection's state machine, with no I/O: the bytes the client sent in (`receive`), response
+/// and event lines out (to its `SessionOutput`). Responses are written in request order; the events a
 /// request causes for this session's own watches follow its response.
 public final class Session {
+    /// The owner of the ephemeral keys this session sets.
     public let id: UInt64
     let store: Store
     public let access: Access
-    let output: any SessionOutput
-    var watches: [Int: Watch] = [:]
-    var nextWatchID = 1
+    let lines: SessionLines
+    /// Splits what the client sends into request lines, and enforces the line limit.
+    private var framer: LineFramer
+    /// This session's watches, as the store's watch unit keeps them.
+    let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
     var ephemeralKeys: Set<String> = []
-    /// Events stopped at the output limit: from this revision until drained.
-    var overflowed = false
-    var overflowFrom: UInt64 = 0
-    /// While a request is handled, lines for this session wait until its response is written.
-    private var handling = false
-    private var held: [EncodedLine] = []
-    /// Set when the session must be closed after its output is flushed (a line over the limit).
+    /// Set when the session must be closed after its output is flushed (a line over the limit):
+    /// nothing it receives after that is read.
     public private(set) var wantsClose = false
     public private(set) var isClosed = false
-    /// Whether the output passed its limit and events are being dropped until `Store.sessionDrained`:
+    /// Whether the output passed its limit and events are being dropped until `outputDrained()`:
     /// the daemon disconnects a client that stays so for `client_timeout`.
-    public var isOverflowing: Bool { overflowed }
+    public var isOverflowing: Bool { watchClient.overflowed }
 
     public init(store: Store, access: Access, output: any SessionOutput) {
         self.store = store
         self.access = access
-        self.output = output
-        id = store.nextSessionID
-        store.nextSessionID += 1
-        store.stats.connections += 1
+        lines = SessionLines(output: output)
+        framer = LineFramer(maxLineBytes: store.configuration.maxLineBytes)
+        watchClient = store.watches.register(lines)
+        id = store.nextOwnerID
+        store.nextOwnerID += 1
     }
 
-    var orderedWatches: [Watch] { watches.keys.sorted().map { watches[$0]! } }
-
-    /// Handles one request line (without its newline; a trailing "\r" is ignored).
-    public func receive(line: UnsafeRawBufferPointer) {
+    /// Handles the bytes a client sent: every complete request line among them, in order (a line
+    /// cut short waits for the rest). A line over the limit is answered `too_large`, and the
+    /// session then wants to be closed (`wantsClose`) and reads nothing more.
+    public func receive(bytes: UnsafeRawBufferPointer) {
         guard !isClosed, !wantsClose else { return }
-        var bytes = line
-        if let last = bytes.last, last == UInt8(ascii: "\r") { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast()) }
-        if bytes.count > store.configuration.maxLineBytes {
-            write(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line of \(bytes.count) bytes is over the limit of \(store.configuration.maxLineBytes)")))
+        do throws(LineTooLong) {
+            try framer.append(bytes) { line in
+                guard !isClosed else { return }
+                handle(line: line)
+            }
+        } catch {
+            lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")))
             wantsClose = true
-            return
         }
-        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+    }
+
+    /// Handles request text: lines ended by "\n" (a last line without one is taken as ended).
+    public func receive(_ text: String) {
+        var text = text
+        if !text.hasSuffix("\n") { text += "\n" }
+        text.withUTF8 { receive(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// One framed request line (without its newline).
+    private func handle(line: UnsafeRawBufferPointer) {
         let request: JSONValue
         do {
-            request = try JSONValue.parse(bytes, maxDepth: store.configuration.maxJSONDepth)
+            request = try JSONValue.parse(line, maxDepth: store.configuration.maxJSONDepth)
         } catch {
-            write(LineEncoding.error(id: .null, error.obsError))
+            lines.send(LineEncoding.error(id: .null, error.obsError))
             return
         }
         guard case .object(let object) = request else {
-            write(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
+            lines.send(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
             return
         }
-        store.requestLineBytes = bytes.count
+        store.requestLineBytes = line.count
         defer { store.requestLineBytes = nil }
-        handle(object)
+        lines.answer { handle(object) }
     }
 
-    /// Handles one request line given as text.
-    public func receive(_ line: String) {
-        var line = line
-        line.withUTF8 { receive(line: UnsafeRawBufferPointer($0)) }
-    }
-
-    private func handle(_ object: [String: JSONValue]) {
+    /// Runs one request through the operation table; its answer line.
+    private func handle(_ object: [String: JSONValue]) -> EncodedLine {
         var id = object["id"] ?? .null
-        handling = true
-        let reply: Result<Reply, ObsError>
         do throws(ObsError) {
             switch id {
             case .array, .object:
@@ -90,89 +94,38 @@ public final class Session {
             }
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
-            reply = .success(try operation.handler(self, request))
+            let reply = try perform(operation, request)
+            return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
         } catch {
-            reply = .failure(error)
+            return LineEncoding.error(id: id, error)
         }
-        handling = false
-        switch reply {
-        case .success(let reply): write(LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
-        case .failure(let error): write(LineEncoding.error(id: id, error))
-        }
-        let lines = held
-        held.removeAll()
-        for line in lines { write(line) }
-        if !lines.isEmpty {
-            for watch in watches.values where watch.progress != nil { store.scheduleProgress(watch) }
-        }
-    }
-
-    private func write(_ line: EncodedLine) {
-        if handling {
-            held.append(line)
-        } else {
-            output.write(line)
-        }
-    }
-
-    /// Queues an event of `watch`, unless the output is over its limit (then the session overflows
-    /// and drops events until drained). Whether it was queued.
-    @discardableResult
-    func sendEvent(_ line: EncodedLine, watch: Watch, rev: UInt64) -> Bool {
-        guard watch.active, !isClosed else { return false }
-        if overflowed { return false }
-        if output.pendingBytes > store.configuration.maxOutputBytes {
-            overflowed = true
-            overflowFrom = rev
-            store.stats.overflows += 1
-            return false
-        }
-        write(line)
-        store.stats.eventsSent += 1
-        if watch.progress != nil {
-            watch.lastSent = store.clock.monotonic
-            store.scheduleProgress(watch)
-        }
-        return true
-    }
-
-    /// Queues a control event (initial, synced, overflow, compacted, progress), never dropped.
-    func sendControl(_ watch: Watch, _ event: String, _ fields: [(String, JSONValue)]) {
-        write(EncodedLine(head: LineEncoding.head(event, watch: watch.id), body: LineEncoding.body(fields)))
-        store.stats.eventsSent += 1
-        watch.lastSent = store.clock.monotonic
     }
 
     /// Writes the `goodbye` event (no `watch` field) before the daemon closes the connection.
     public func goodbye(reason: String) {
         var writer = ObjectWriter()
-        writer.field("event", "goodbye")
+        writer.field("event", EventName.goodbye.rawValue)
         writer.field("reason", reason)
-        output.write(EncodedLine(body: writer.closed()))
+        lines.send(EncodedLine(body: writer.closed()))
+    }
+
+    /// The daemon has written everything queued: held `latest` events go out, and after an
+    /// overflow each watch sends `overflow` and a fresh snapshot.
+    public func outputDrained() {
+        guard !isClosed else { return }
+        store.watches.drained(watchClient)
     }
 
     /// Ends the session however the connection ended: its watches stop, and its ephemeral keys are
     /// removed as one transaction (reason "ephemeral").
     public func close() {
         guard !isClosed else { return }
-        for watch in watches.values { removeWatch(watch) }
-        watches.removeAll()
         isClosed = true
-        store.stats.connections -= 1
+        store.watches.remove(watchClient)
         store.removeEphemeralKeys(ephemeralKeys, owner: id)
         ephemeralKeys.removeAll()
     }
 
     /// A session dropped without `close()` still stops its watches (they refer back to it).
     deinit { close() }
-
-    func removeWatch(_ watch: Watch) {
-        watch.active = false
-        watch.pending.removeAll()
-        for entry in watch.entries {
-            entry.watches.removeAll { $0 === watch }
-            store.patterns.removeIfUnused(entry)
-        }
-        store.stats.watches -= 1
-    }
 }

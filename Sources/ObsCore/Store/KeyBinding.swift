@@ -41,7 +41,7 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
         self.source = source
         self.target = target
         self.transform = transform
-        super.init(flags: [.watcher, .effect])
+        super.init(role: .effect)
     }
 
     /// Runs in the current transaction, counted: a cycle that only a dynamic branch closes (a
@@ -65,44 +65,34 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
     /// sees two changes, but the binding's source did not change.
     private var inputsChanged: Bool {
         guard let current = store.current else { return true }
-        var link = deps
-        while let edge = link {
-            guard let key = edge.dep.takeUnretainedValue() as? KeyNode else { return true }
-            if key.touchedBy == current.serial,
-                current.snapshot(of: key).content != key.content || current.forced.contains(ObjectIdentifier(key))
-            {
-                return true
+        var changed = false
+        forEachDependency { dependency in
+            guard !changed else { return }
+            guard let key = dependency as? KeyNode else {
+                changed = true
+                return
             }
-            link = edge.nextDep
+            changed = key.touchedBy == current.serial
+                && (current.snapshot(of: key).content != key.content || current.forced.contains(ObjectIdentifier(key)))
         }
-        return false
+        return changed
     }
 
     /// Reads the source (recording it and whatever the transform reads as dependencies) and, with
     /// `write`, writes the result into the target. A missing source, a source in the error state and
     /// a failing transform write nothing.
     func run(write: Bool) {
-        let reader = engine.activeSub
-        engine.activeSub = ref
-        depsTail = nil
-        let node = store.node(source, create: true)!
-        node.settle()
-        engine.link(node.ref, ref)
-        var result: JSONValue?
-        let echo = partner.map { node.writeCount == $0.lastWrite && $0.lastWrite != 0 } ?? false
-        if !echo, case .value(let value) = node.content {
-            if let transform {
-                engine.evaluationDepth += 1
-                result = try? transform.evaluate(in: StoreContext(store: store), value: value)
-                if let mapped = result, mapped.nests(deeperThan: store.configuration.maxJSONDepth - 1) { result = nil }
-                engine.evaluationDepth -= 1
-            } else {
-                result = value
-            }
+        let result = try? engine.track(self) { () throws(ObsError) -> JSONValue? in
+            let node = store.node(source, create: true)!
+            node.settle()
+            engine.recordRead(of: node)
+            let echo = partner.map { node.writeCount == $0.lastWrite && $0.lastWrite != 0 } ?? false
+            guard !echo, case .value(let value) = node.content else { return nil }
+            guard let transform else { return value }
+            let mapped = try transform.evaluate(in: StoreContext(store: store), value: value)
+            return mapped.nests(deeperThan: store.configuration.maxJSONDepth - 1) ? nil : mapped
         }
-        engine.activeSub = reader
-        engine.purgeStaleDependencies(of: self)
-        guard write, let result else { return }
+        guard write, let result = result ?? nil else { return }
         let targetNode = store.node(target, create: true)!
         guard targetNode.kind != .computed else { return }
         store.writeValue(targetNode, result, always: false)

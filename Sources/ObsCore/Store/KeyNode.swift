@@ -54,36 +54,23 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     init(name: String, store: Store) {
         self.name = name
         self.store = store
-        super.init(flags: [])
+        super.init(role: .source)
     }
 
     var exists: Bool { kind != nil }
 
     override func update() -> Bool {
         guard let expression else {
-            flags.remove(.dirty)
+            markChecked()
             let changed = forced || committed != content
             committed = content
             forced = false
             return changed
         }
         store.touch(self)
-        if engine.evaluationDepth & 15 == 15, !engine.stackGuard.hasRoom() {
-            flags.remove([.dirty, .pending])
-            let result = KeyContent.error(.nestedTooDeeply)
-            if result == content { return false }
-            content = result
-            return true
-        }
-        let reader = engine.activeSub
-        engine.activeSub = ref
-        depsTail = nil
-        flags.remove([.dirty, .pending])
-        flags.insert(.running)
-        engine.evaluationDepth += 1
         let result: KeyContent
         do {
-            let value = try expression.evaluate(in: StoreContext(store: store))
+            let value = try engine.track(self) { try expression.evaluate(in: StoreContext(store: store)) }
             // Values no client could decode (and that chains could deepen without end) are refused:
             // a value travels inside a line's object, which takes one level of the limit.
             let depth = store.configuration.maxJSONDepth - 1
@@ -91,12 +78,8 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
                 ? .error(ObsError(.evalError, "the result nests deeper than \(depth) levels"))
                 : .value(value)
         } catch {
-            result = .error(error.code == .cycle ? error : ObsError(.evalError, error.message))
+            result = .error(ObsError(evaluationFailure: error))
         }
-        engine.evaluationDepth -= 1
-        flags.remove(.running)
-        engine.activeSub = reader
-        engine.purgeStaleDependencies(of: self)
         if result == content { return false }
         if case .value(let value) = result { lastGood = value }
         content = result
@@ -111,7 +94,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         if subs == nil {
             committed = newContent
             forced = false
-            flags.remove(.dirty)
+            markChecked()
         } else {
             if always { forced = true }
             engine.propagate(from: self)
@@ -122,7 +105,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// of a dirty source is marked before anyone sees its new value.
     func settle() {
         if expression == nil {
-            if flags.contains(.dirty), update(), let subs { engine.shallowPropagate(subs) }
+            engine.settleSource(self)
         } else {
             engine.refresh(self)
         }
@@ -131,22 +114,14 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// The names of the keys this computed read on its last evaluation, in reading order.
     var dependencyNames: [String] {
         var names: [String] = []
-        var link = deps
-        while let current = link {
-            if let key = current.dep.takeUnretainedValue() as? KeyNode { names.append(key.name) }
-            link = current.nextDep
-        }
+        forEachDependency { if let key = $0 as? KeyNode { names.append(key.name) } }
         return names
     }
 
     /// The computed keys that read this key.
     var dependentNames: [String] {
         var names: [String] = []
-        var link = subs
-        while let current = link {
-            if let key = current.sub.takeUnretainedValue() as? KeyNode { names.append(key.name) }
-            link = current.nextSub
-        }
+        forEachSubscriber { if let key = $0 as? KeyNode { names.append(key.name) } }
         return names
     }
 }
@@ -156,29 +131,26 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
 /// the computed records its own change.
 final class KeyObserver: ReactiveNode, @unchecked Sendable {
     init(observing node: KeyNode) {
-        super.init(flags: [.watcher])
-        engine.link(node.ref, ref)
+        super.init(role: .observer)
+        engine.attach(self, to: node)
     }
 
     func cancel() { dispose() }
 }
 
-/// The set of keys matching one `match()` pattern, as a source: bumped when a matching key is
-/// created or deleted.
-final class MatchNode: ReactiveNode, @unchecked Sendable {
-    private var changed = false
-
-    init() { super.init(flags: []) }
-
-    func bump() {
-        guard subs != nil else { return }
-        changed = true
-        engine.propagate(from: self)
-    }
-
-    override func update() -> Bool {
-        flags.remove(.dirty)
-        defer { changed = false }
-        return changed
+extension ObsError {
+    /// The error a computed key (or a binding's map) is left in by a failed evaluation: a cycle
+    /// stays `cycle`, everything else is `eval_error` with the failure's message.
+    init(evaluationFailure error: any Error) {
+        switch error {
+        case let error as ObsError where error.code == .cycle:
+            self = error
+        case let error as ObsError:
+            self.init(.evalError, error.message)
+        case ReactiveError.cycle:
+            self.init(.cycle, ReactiveError.cycle.description)
+        default:
+            self.init(.evalError, "\(error)")
+        }
     }
 }

@@ -30,7 +30,7 @@ extension Store {
                 continue
             }
             setExpression(node, expression)
-            node.flags.insert(.dirty)
+            engine.invalidate(node)
         }
         for stored in state.bindings {
             let map = stored.map.flatMap { try? Expression.compile($0, allowValue: true) }

@@ -25,3 +25,18 @@ extension Store {
     /// How many keys exist.
     public var count: Int { keyCount }
 }
+
+extension Store {
+    /// `eval`: evaluates an expression once against the current state; nothing is stored and
+    /// nothing depends on what it read.
+    func evaluateOnce(_ source: String) throws(ObsError) -> JSONValue {
+        let expression = try compile(source)
+        engine.enter()
+        defer { engine.exit() }
+        do {
+            return try engine.untracked { () throws(ObsError) in try expression.evaluate(in: StoreContext(store: self)) }
+        } catch {
+            throw error.code == .cycle ? error : ObsError(.evalError, error.message)
+        }
+    }
+}

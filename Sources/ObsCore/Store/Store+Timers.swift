@@ -5,7 +5,7 @@ extension Store {
     public func tick() {
         expireDueKeys()
         refreshTimeComputeds()
-        runWatchTimers()
+        watches.tick()
         sweepPlaceholders()
     }
 
@@ -18,7 +18,7 @@ extension Store {
         }
         if let first = expiries.first { consider(clock.monotonic + (first.deadline - clock.now)) }
         if !timeNodes.isEmpty { consider(nextTimeRefresh) }
-        consider(watchTimers.first?.deadline)
+        consider(watches.nextDeadline)
         return next
     }
 
@@ -59,7 +59,8 @@ extension Store {
         placeholders.removeAll()
         for name in names {
             guard let node = nodes[name], !node.exists else { continue }
-            if node.subs == nil { nodes[name] = nil } else { placeholders.append(name) }
+            if node.hasSubscribers { placeholders.append(name) } else { nodes[name] = nil }
         }
+        matchSources.removeAll { !$0.node.hasSubscribers }
     }
 }

@@ -111,7 +111,7 @@ extension Store {
         node.owner = nil
         setKind(node, .computed)
         setExpression(node, expression)
-        node.flags.insert(.dirty)
+        engine.invalidate(node)
         engine.refresh(node)
         let deps = node.dependencyNames
         for dep in deps {

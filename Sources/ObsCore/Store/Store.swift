@@ -1,6 +1,7 @@
-/// The state obsd serves: named value and computed keys as nodes of the engine, bindings, the
-/// revision counter, history and the watches of every session. It does no I/O of its own: it calls
-/// its `StateStorage` for every committed transaction and writes lines to `SessionOutput`s.
+/// The state obsd serves: named value and computed keys as nodes of the engine, bindings and the
+/// revision counter. It does no I/O of its own: it calls its `StateStorage` for every committed
+/// transaction, and hands the transaction's events to its watch unit (`watches`), which delivers
+/// them.
 ///
 /// Single-threaded: the daemon calls it (and its sessions) from one thread.
 public final class Store {
@@ -15,22 +16,21 @@ public final class Store {
     var computedCount = 0
     /// The global revision: one per committed transaction.
     public internal(set) var rev: UInt64
-    var patterns = PatternIndex()
+    /// The patterns computeds read with `match()`.
+    var matchSources = PatternIndex<MatchSource>()
     /// Bindings by target; a two-way binding is listed under both of its keys.
     var bindings: [String: KeyBinding] = [:]
     var bindingCount = 0
-    var history: History
     var current: Transaction?
     /// Keys with a TTL, by wall-clock deadline (stale entries are skipped when popped).
     var expiries = DeadlineHeap<KeyNode>()
     /// Computeds that read the clock, re-evaluated every `timeRefreshInterval`.
     var timeNodes: [ObjectIdentifier: KeyNode] = [:]
     var nextTimeRefresh: Double?
-    /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
-    var watchTimers = DeadlineHeap<Watch>()
     /// Placeholder nodes of missing keys, swept by `tick()` once nothing reads them.
     var placeholders: [String] = []
-    var nextSessionID: UInt64 = 1
+    /// The owner of the next connection's ephemeral keys.
+    var nextOwnerID: UInt64 = 1
     var transactionSerial: UInt64 = 0
     let startedAt: Double
 
@@ -42,8 +42,8 @@ public final class Store {
     /// The length of the request line being handled, if any: a bound on its values' sizes.
     var requestLineBytes: Int?
 
-    /// Counters reported by `stats`. Sessions maintain `connections` themselves.
-    public var stats = StoreStats()
+    /// Every client's watches, and the delivery of this store's changes to them.
+    let watches: WatchHub
 
     /// Loads the storage's state and evaluates every computed from it.
     public init(configuration: StoreConfiguration = .init(), storage: any StateStorage, clock: any StoreClock) throws(ObsError) {
@@ -53,8 +53,9 @@ public final class Store {
         self.clock = clock
         let state = try storage.load()
         rev = state.rev
-        history = History(capacity: configuration.historyRevisions, start: state.rev)
+        watches = WatchHub(configuration: configuration, clock: clock, rev: state.rev)
         startedAt = clock.monotonic
+        watches.state = self
         try load(state)
     }
 
@@ -103,17 +104,16 @@ public final class Store {
         if (old == nil) != (kind == nil) {
             keyCount += kind == nil ? -1 : 1
             let created = kind != nil
-            patterns.forEachEntry(matching: node.name) { entry in
-                guard entry.members != nil else { return }
-                if created { entry.members!.insert(node.name) } else { entry.members!.remove(node.name) }
-                entry.matchNode?.bump()
+            matchSources.forEachEntry(matching: node.name) { source in
+                if created { source.names.insert(node.name) } else { source.names.remove(node.name) }
+                source.node.bump()
             }
         }
     }
 
-    func attachMatchNode(to entry: PatternEntry) {
-        entry.matchNode = MatchNode()
-        entry.members = Set(keyNames(matching: entry.pattern))
+    /// The source of the keys matching `pattern`, for a computed that reads it with `match()`.
+    func matchSource(for pattern: KeyPattern) -> MatchSource {
+        matchSources.entry(for: pattern) { MatchSource(pattern: pattern, names: Set(keyNames(matching: pattern))) }
     }
 
     /// Every existing key matching `pattern`, sorted. Scans the keys unless the pattern is one name:
@@ -150,7 +150,7 @@ public final class Store {
 
     /// Makes a computed recompute in this transaction and its readers check it.
     func markChanged(_ node: KeyNode) {
-        if !node.flags.contains(.dirty) { engine.propagate(from: node) }
+        engine.propagate(from: node)
     }
 
     /// Evaluates the computeds a transaction's body touched, before the engine flushes: a computed
@@ -284,8 +284,7 @@ public final class Store {
                 node.rev = newRev
             }
         }
-        history.append(rev: newRev, events: events)
-        deliver(events, rev: newRev)
+        watches.committed(events, rev: newRev)
         sweep(transaction.touched)
         return CommitResult(rev: newRev, persisted: !stored.isEmpty)
     }
@@ -342,19 +341,8 @@ public final class Store {
 
     /// Forgets nodes of missing keys that nothing reads any more.
     func sweep(_ candidates: [KeyNode]) {
-        for node in candidates where node.kind == nil && node.subs == nil && nodes[node.name] === node {
+        for node in candidates where node.kind == nil && !node.hasSubscribers && nodes[node.name] === node {
             nodes[node.name] = nil
         }
     }
-}
-
-/// Counters the `stats` operation reports.
-public struct StoreStats: Sendable {
-    /// Open sessions (maintained by `Session`).
-    public var connections = 0
-    public var watches = 0
-    public var eventsSent = 0
-    public var overflows = 0
-    /// `publish` calls (also stamps each delivery so a watch gets a message once).
-    public var publishes: UInt64 = 0
 }

@@ -1,5 +1,5 @@
 /// What expressions evaluated by the store read: each key read (missing keys included) becomes a
-/// dependency of the node evaluating (`engine.activeSub`), if any.
+/// dependency of the evaluation under way (`Engine.track`), if any.
 struct StoreContext: ExpressionContext {
     unowned let store: Store
 
@@ -12,19 +12,18 @@ struct StoreContext: ExpressionContext {
     }
 
     func exists(key name: String) -> Bool {
-        guard let node = store.node(name, create: engine.activeSub != nil) else { return false }
-        if let reader = engine.activeSub { engine.link(node.ref, reader) }
+        guard let node = store.node(name, create: engine.isTracking) else { return false }
+        engine.recordRead(of: node)
         return node.exists
     }
 
     func match(pattern: String) throws(ObsError) -> [(key: String, value: JSONValue)] {
         let parsed = try KeyPattern(pattern)
         let names: [String]
-        if let reader = engine.activeSub {
-            let entry = store.patterns.entry(for: parsed)
-            if entry.matchNode == nil { store.attachMatchNode(to: entry) }
-            engine.link(entry.matchNode!.ref, reader)
-            names = entry.members!.sorted(by: JSONValue.utf8Precedes)
+        if engine.isTracking {
+            let members = store.matchSource(for: parsed)
+            engine.recordRead(of: members.node)
+            names = members.names.sorted(by: JSONValue.utf8Precedes)
         } else {
             names = store.keyNames(matching: parsed)
         }
@@ -39,14 +38,14 @@ struct StoreContext: ExpressionContext {
     var now: Double { store.clock.now }
 
     private func read(_ name: String, tracked: Bool) throws(ObsError) -> JSONValue? {
-        let reader = tracked ? engine.activeSub : nil
-        guard let node = lookup(name, reader: reader) else { return nil }
-        if node.flags.contains(.running) {
-            if let reader { engine.link(node.ref, reader) }
+        let tracking = tracked && engine.isTracking
+        guard let node = lookup(name, tracking: tracking) else { return nil }
+        if node.isEvaluating {
+            if tracking { engine.recordRead(of: node) }
             throw ObsError(.cycle, "cycle: '\(name)' depends on itself")
         }
         node.settle()
-        if let reader { engine.link(node.ref, reader) }
+        if tracking { engine.recordRead(of: node) }
         switch node.content {
         case .missing: return nil
         case .value(let value): return value
@@ -55,16 +54,9 @@ struct StoreContext: ExpressionContext {
     }
 
     /// The node of a key being read. A computed usually reads its keys in the same order as last
-    /// time, so the link after the last one read already names it: no hashing.
-    private func lookup(_ name: String, reader: Unmanaged<ReactiveNode>?) -> KeyNode? {
-        if let reader {
-            let tail = reader.depsTail
-            if let next = tail != nil ? tail!.nextDep : reader.deps,
-                let key = next.dep.takeUnretainedValue() as? KeyNode, key.name == name
-            {
-                return key
-            }
-        }
-        return store.node(name, create: reader != nil)
+    /// time, so the node it read at this position names it: no hashing.
+    private func lookup(_ name: String, tracking: Bool) -> KeyNode? {
+        if tracking, let key = engine.expectedRead() as? KeyNode, key.name == name { return key }
+        return store.node(name, create: tracking)
     }
 }

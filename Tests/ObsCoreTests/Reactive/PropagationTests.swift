@@ -350,10 +350,10 @@ final class PropagationTests: XCTestCase {
         toggle.value = true
 
         XCTAssertThrowsError(try b.get()) { error in
-            XCTAssertEqual((error as? ObsError)?.code, .cycle)
+            XCTAssertEqual(error as? ReactiveError, .cycle)
         }
         XCTAssertThrowsError(try a.get()) { error in
-            XCTAssertEqual((error as? ObsError)?.code, .cycle)
+            XCTAssertEqual(error as? ReactiveError, .cycle)
         }
         toggle.value = false
         XCTAssertEqual(try a.get(), 1)
@@ -364,7 +364,7 @@ final class PropagationTests: XCTestCase {
         let holder = ComputedHolder()
         let me = Computed { () throws -> Int in try (holder.b?.get() ?? 0) + 1 }
         holder.b = me
-        XCTAssertThrowsError(try me.get()) { XCTAssertEqual(($0 as? ObsError)?.code, .cycle) }
+        XCTAssertThrowsError(try me.get()) { XCTAssertEqual($0 as? ReactiveError, .cycle) }
     }
 
     /// A 10,000-deep chain is marked and checked with explicit stacks: a change at its head

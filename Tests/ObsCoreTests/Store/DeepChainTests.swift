@@ -41,8 +41,8 @@ final class StackGuardTests: XCTestCase {
         let thread = Thread {
             do {
                 outcome.append("value \(try tail.get())")
-            } catch let error as ObsError {
-                outcome.append(error.code.rawValue)
+            } catch ReactiveError.nestedTooDeeply {
+                outcome.append("nested too deeply")
             } catch {
                 outcome.append("\(error)")
             }
@@ -51,6 +51,6 @@ final class StackGuardTests: XCTestCase {
         thread.stackSize = 4 << 20
         thread.start()
         done.wait()
-        XCTAssertEqual(outcome.entries, ["eval_error"])
+        XCTAssertEqual(outcome.entries, ["nested too deeply"])
     }
 }

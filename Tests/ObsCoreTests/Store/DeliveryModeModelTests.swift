@@ -53,7 +53,7 @@ final class DeliveryModeModelTests: XCTestCase {
             let slow = watchers[0].output
             slow.pendingBytes = random.below(5) == 0 ? 1000 : 0
             watchers[1].output.pendingBytes = random.below(3) == 0 ? 10 : 0
-            if slow.pendingBytes == 0 { harness.store.sessionDrained(watchers[0].session) }
+            if slow.pendingBytes == 0 { watchers[0].session.outputDrained() }
             var ops: [JSONValue] = []
             for _ in 0..<(1 + random.below(3)) {
                 let key = random.pick(keys)
@@ -69,7 +69,7 @@ final class DeliveryModeModelTests: XCTestCase {
         collect()
         for watcher in watchers {
             watcher.output.pendingBytes = 0
-            harness.store.sessionDrained(watcher.session)
+            watcher.session.outputDrained()
         }
         harness.clock.advance(10)
         harness.store.tick()

@@ -1,7 +1,7 @@
 @testable import ObsCore
 import XCTest
 
-/// The key-name and pattern grammar of model.md, and the pattern index.
+/// The key-name and pattern grammar, and the pattern index.
 final class KeyNameTests: XCTestCase {
     func test_keyNames_segmentsOfNameCharactersJoinedByDots() {
         for name in ["volume", "sensor.kitchen.temp", "net.wifi-5g.ssid", "A_b-9", String(repeating: "x", count: 256)] {
@@ -32,10 +32,13 @@ final class KeyNameTests: XCTestCase {
     }
 
     func test_patternIndex_looksOnlyInTheBucketsOfTheNamesPrefixes() throws {
-        var index = PatternIndex()
-        for i in 0..<1000 { _ = index.entry(for: try KeyPattern("room\(i).*")) }
-        _ = index.entry(for: try KeyPattern("**"))
-        _ = index.entry(for: try KeyPattern("room7.temp"))
+        var index = PatternIndex<WatchedPattern>()
+        for i in 0..<1000 { let pattern = try KeyPattern("room\(i).*")
+            _ = index.entry(for: pattern) { WatchedPattern(pattern: pattern) } }
+        for text in ["**", "room7.temp"] {
+            let pattern = try KeyPattern(text)
+            _ = index.entry(for: pattern) { WatchedPattern(pattern: pattern) }
+        }
         var seen: [String] = []
         index.forEachEntry(matching: "room7.temp") { seen.append($0.pattern.text) }
         XCTAssertEqual(Set(seen), ["**", "room7.*", "room7.temp"])
@@ -43,9 +46,10 @@ final class KeyNameTests: XCTestCase {
 
     /// The buckets of every prefix of the name are visited: "", "a", "a.b" and "a.b.c".
     func test_patternIndex_visitsEveryPrefixOfTheName() throws {
-        var index = PatternIndex()
+        var index = PatternIndex<WatchedPattern>()
         for text in ["**", "*.b.c", "a.*", "a.**", "a.b.*", "a.b.c", "a.b.c.*", "a.c.*", "b.**"] {
-            _ = index.entry(for: try KeyPattern(text))
+            let pattern = try KeyPattern(text)
+            _ = index.entry(for: pattern) { WatchedPattern(pattern: pattern) }
         }
         var seen: [String] = []
         index.forEachEntry(matching: "a.b.c") { seen.append($0.pattern.text) }

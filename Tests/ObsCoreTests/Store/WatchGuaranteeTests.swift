@@ -1,7 +1,7 @@
 import ObsCore
 import XCTest
 
-/// One test per guarantee of model.md's Watches section.
+/// One test per guarantee a watch gives (every mode, every start).
 final class WatchGuaranteeTests: XCTestCase {
     func test_patterns_starMatchesOneSegmentAndDoubleStarAny() {
         let harness = Harness()
@@ -118,7 +118,7 @@ final class WatchGuaranteeTests: XCTestCase {
         XCTAssertGreaterThan(queued.count, 0)
         let lastQueued = try! JSONValue.parse(queued.last!)["new"]!.intValue!
         slow.output.pendingBytes = 0
-        harness.store.sessionDrained(slow.session)
+        slow.session.outputDrained()
         XCTAssertEqual(slow.output.take(), [
             #"{"event":"overflow","watch":1,"from_rev":\#(lastQueued + 1),"to_rev":20}"#,
             #"{"event":"initial","watch":1,"key":"a","kind":"value","value":20,"rev":20}"#,
@@ -152,13 +152,13 @@ final class WatchGuaranteeTests: XCTestCase {
         for value in 1...5 { writer.request(#"{"op":"set","key":"a","value":\#(value)}"#) }
         XCTAssertEqual(watcher.output.take(), [])
         watcher.output.pendingBytes = 0
-        harness.store.sessionDrained(watcher.session)
+        watcher.session.outputDrained()
         XCTAssertEqual(watcher.output.take(), [#"{"event":"change","watch":1,"key":"a","old":0,"new":5,"rev":6,"created":false}"#])
         watcher.output.pendingBytes = 1
         writer.request(#"{"op":"set","key":"a","value":6}"#)
         writer.request(#"{"op":"set","key":"a","value":5}"#)
         watcher.output.pendingBytes = 0
-        harness.store.sessionDrained(watcher.session)
+        watcher.session.outputDrained()
         XCTAssertEqual(watcher.output.take(), [], "back to the value the client last saw: nothing")
     }
 

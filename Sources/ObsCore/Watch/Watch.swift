@@ -1,4 +1,4 @@
-/// One watch of one session: its patterns, delivery mode and the per-key state that `latest`,
+/// One watch of one client: its patterns, delivery mode and the per-key state that `latest`,
 /// `throttle_ms` and `debounce_ms` keep (bounded by the number of matching keys).
 final class Watch {
     enum Mode: String {
@@ -6,11 +6,33 @@ final class Watch {
         case latest
     }
 
+    /// What a `watch` request asks for.
+    struct Options {
+        var patterns: [KeyPattern]
+        var mode = Mode.all
+        var throttle: Double?
+        var debounce: Double?
+        var progress: Double?
+        var channels = true
+        var start = Start.snapshot
+
+        /// What the watch sends before live events.
+        enum Start {
+            /// The current value of every matching key, then `synced`.
+            case snapshot
+            /// Every change after a revision, from history, then `synced` (or, when that is no
+            /// longer kept, `compacted` and a snapshot).
+            case since(UInt64)
+            /// Only `synced`.
+            case nothing
+        }
+    }
+
     let id: Int
-    /// The session outlives its watches: `Session.close` (also run by its `deinit`) removes them
-    /// from the store. So the reference costs no reference counting on the delivery path.
-    unowned(unsafe) let session: Session
-    let entries: [PatternEntry]
+    /// The client outlives its watches: `WatchHub.remove` takes them out of the index when the
+    /// client goes. So the reference costs no reference counting on the delivery path.
+    unowned(unsafe) let client: WatchClient
+    let entries: [WatchedPattern]
     let mode: Mode
     let throttle: Double?
     let debounce: Double?
@@ -24,33 +46,33 @@ final class Watch {
     var windows: [String: Double] = [:]
     /// Monotonic time of the last line sent (for progress).
     var lastSent: Double
-    /// The deadline this watch is queued under in the store's timer heap.
+    /// The deadline this watch is queued under in the hub's timer heap.
     var scheduledAt: Double?
 
     /// The transaction being delivered and the indexes of its events this watch receives.
-    // (Delivery state, touched for every event: the store is used by one thread at a time, so
-    // no dynamic exclusivity checks.)
+    // (Delivery state, touched for every event: the hub is used by one thread at a time, so no
+    // dynamic exclusivity checks.)
     @exclusivity(unchecked) var collectRev: UInt64 = 0
     @exclusivity(unchecked) var collected: [Int] = []
     @exclusivity(unchecked) var publishStamp: UInt64 = 0
     let heads: [[UInt8]]
 
-    init(id: Int, session: Session, entries: [PatternEntry], mode: Mode, throttle: Double?, debounce: Double?,
-         progress: Double?, channels: Bool, now: Double)
-    {
+    init(id: Int, client: WatchClient, entries: [WatchedPattern], options: Options, now: Double) {
         self.id = id
-        self.session = session
+        self.client = client
         self.entries = entries
-        self.mode = mode
-        self.throttle = throttle
-        self.debounce = debounce
-        self.progress = progress
-        self.channels = channels
+        mode = options.mode
+        throttle = options.throttle
+        debounce = options.debounce
+        progress = options.progress
+        channels = options.channels
         lastSent = now
-        heads = ["change", "delete", "error"].map { LineEncoding.head($0, watch: id) }
+        heads = [EventName.change, .delete, .error].map { LineEncoding.head($0, watch: id) }
     }
 
     func matches(_ key: String) -> Bool { entries.contains { $0.pattern.matches(key) } }
+
+    var patterns: [KeyPattern] { entries.map(\.pattern) }
 
     func head(_ kind: KeyEvent.Kind) -> [UInt8] {
         switch kind {
@@ -62,6 +84,9 @@ final class Watch {
 
     /// Whether events wait in `pending` instead of going out at once.
     var holdsEvents: Bool { mode == .latest || throttle != nil || debounce != nil }
+
+    /// Whether held events go out as soon as the client's output is empty (`latest` alone).
+    var flushesWhenDrained: Bool { mode == .latest && throttle == nil && debounce == nil }
 
     /// Combines a held event with a newer one for the same key: the result goes from the state the
     /// client last saw to the newest; nil when they are the same (nothing to send).
@@ -84,4 +109,12 @@ final class Watch {
         }
         return merged
     }
+}
+
+/// Every watch listing one pattern.
+final class WatchedPattern: PatternKeyed {
+    let pattern: KeyPattern
+    var watches: [Watch] = []
+
+    init(pattern: KeyPattern) { self.pattern = pattern }
 }

@@ -33,8 +33,8 @@ public class ReactiveNode: @unchecked Sendable {
     // header: all the marking walk reads of a node, in one cache line whatever the object's
     // alignment (`prefetchHead`).
     @exclusivity(unchecked) final var flags: NodeFlags
-    // The graph's edges. A node's dependencies are a doubly linked list of links in the order they
-    // were read; its subscribers are another list threaded through the same links. Links and the
+    // The graph's edges. A node's dependencies are a singly linked list of links in the order they
+    // were read; its subscribers are a doubly linked list threaded through the same links. Links and the
     // nodes they join are kept alive by explicit retains (Tracking.swift), so the edges are
     // `Unmanaged`: walking the graph costs no reference counting.
     @exclusivity(unchecked) final var subs: LinkRef?
@@ -48,6 +48,25 @@ public class ReactiveNode: @unchecked Sendable {
 
     init(flags: NodeFlags) {
         self.flags = flags
+    }
+
+    /// What a node of a type outside the engine's own is to the engine.
+    enum Role {
+        /// Read by others; `update()` compares its pending write, or (a node that is sometimes
+        /// computed) recomputes it.
+        case source
+        /// Queued when a transaction reaches it, run by the flush (`runWatcher()`).
+        case observer
+        /// An observer that runs inside the transaction, under the lock, and may write.
+        case effect
+    }
+
+    init(role: Role) {
+        switch role {
+        case .source: flags = []
+        case .observer: flags = [.watcher]
+        case .effect: flags = [.watcher, .effect]
+        }
     }
 
     /// Runs `body` with the engine, at the cost of a field load.

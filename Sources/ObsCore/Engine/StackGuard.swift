@@ -53,9 +53,3 @@ struct StackGuard {
         #endif
     }
 }
-
-extension ObsError {
-    /// The error of an evaluation refused for lack of stack.
-    static let nestedTooDeeply = ObsError(
-        .evalError, "computed values nest too deeply to evaluate here: evaluate long chains as they are built")
-}

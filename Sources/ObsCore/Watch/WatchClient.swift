@@ -1,0 +1,25 @@
+/// One client's watches as the watch unit keeps them: where its lines go, its watches by id, and
+/// whether its events are being dropped because its output is full.
+final class WatchClient {
+    let sink: any WatchSink
+    var watches: [Int: Watch] = [:]
+    var nextWatchID = 1
+    /// Events stopped at the output limit: from this revision until the client drains its output.
+    var overflowed = false
+    var overflowFrom: UInt64 = 0
+
+    init(sink: any WatchSink) {
+        self.sink = sink
+    }
+
+    /// Its watches in the order they were made.
+    var orderedWatches: [Watch] { watches.keys.sorted().map { watches[$0]! } }
+}
+
+/// The counters of the watch unit that `stats` reports.
+struct WatchStats {
+    var clients = 0
+    var watches = 0
+    var eventsSent = 0
+    var overflows = 0
+}

@@ -1,0 +1,49 @@
+/// What a watch sends to make its client's view whole: the snapshot at its start, the replay of
+/// `since`, and after a gap (`overflow`, `compacted`) a fresh snapshot.
+extension WatchHub {
+    /// An `initial` event per matching key, sorted, then `synced`.
+    func sendSnapshot(_ watch: Watch) {
+        for item in state.snapshot(matching: watch.patterns) {
+            var fields: [(String, JSONValue)] = [("key", .string(item.key)), ("kind", .string(item.kind.rawValue))]
+            switch item.content {
+            case .value(let value): fields.append(("value", value))
+            case .error(let error): fields.append(("error", .object(["code": .string(error.code.rawValue), "message": .string(error.message)])))
+            case .missing: continue
+            }
+            fields.append(("rev", .int(Int64(item.rev))))
+            sendControl(watch, .initial, fields)
+        }
+        sendControl(watch, .synced, [("rev", .int(Int64(rev)))])
+    }
+
+    /// Replays history after `since`, then `synced`; when that is older than the history kept,
+    /// `compacted` and a snapshot instead.
+    func sendReplay(_ watch: Watch, since: UInt64) {
+        guard let transactions = history.transactions(after: since) else {
+            sendControl(watch, .compacted, [("compact_rev", .int(Int64(history.start)))])
+            sendSnapshot(watch)
+            return
+        }
+        for transaction in transactions {
+            for event in transaction.events where watch.matches(event.key) { send(event, to: watch) }
+        }
+        sendControl(watch, .synced, [("rev", .int(Int64(rev)))])
+    }
+
+    /// The client's output is drained: held `latest` events go out, and a client that overflowed
+    /// gets, per watch, `overflow` with the revisions it missed and a fresh snapshot.
+    func drained(_ client: WatchClient) {
+        if client.overflowed {
+            guard client.sink.unsentBytes <= configuration.maxOutputBytes else { return }
+            client.overflowed = false
+            for watch in client.orderedWatches {
+                watch.pending.removeAll()
+                watch.windows.removeAll()
+                sendControl(watch, .overflow, [("from_rev", .int(Int64(client.overflowFrom))), ("to_rev", .int(Int64(rev)))])
+                sendSnapshot(watch)
+            }
+            return
+        }
+        for watch in client.orderedWatches where watch.flushesWhenDrained { flushLatest(watch) }
+    }
+}

@@ -1,0 +1,113 @@
+/// The watch unit: every client's watches, the index of their patterns, the history `since`
+/// replays, and delivery in every mode (overflow and its snapshot, `latest`, throttle, debounce,
+/// progress). The store hands it each committed transaction's events (`committed`); it writes
+/// lines to each client's `WatchSink`. It knows nothing of sessions or connections, and the store
+/// knows nothing of clients: data flows one way, store -> watch unit -> sink.
+///
+/// Single-threaded, like the store that owns it.
+final class WatchHub {
+    let configuration: StoreConfiguration
+    let clock: any StoreClock
+    /// What snapshots read; set by the store once it exists.
+    unowned(unsafe) var state: (any WatchedState)!
+    /// The revision of the last committed transaction handed over.
+    var rev: UInt64
+    var patterns = PatternIndex<WatchedPattern>()
+    var history: History
+    /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
+    var timers = DeadlineHeap<Watch>()
+    var stats = WatchStats()
+    /// `publish` calls: each delivery is stamped so that a watch gets a message once.
+    var publishes: UInt64 = 0
+
+    init(configuration: StoreConfiguration, clock: any StoreClock, rev: UInt64) {
+        self.configuration = configuration
+        self.clock = clock
+        self.rev = rev
+        history = History(capacity: configuration.historyRevisions, start: rev)
+    }
+
+    // MARK: Clients and watches
+
+    /// A new client whose lines go to `sink`.
+    func register(_ sink: any WatchSink) -> WatchClient {
+        stats.clients += 1
+        return WatchClient(sink: sink)
+    }
+
+    /// The client is gone: its watches stop.
+    func remove(_ client: WatchClient) {
+        for watch in client.watches.values { stop(watch) }
+        client.watches.removeAll()
+        stats.clients -= 1
+    }
+
+    /// Starts a watch and sends what `options.start` asks for; the watch's id on its client.
+    func watch(_ client: WatchClient, _ options: Watch.Options) throws(ObsError) -> Int {
+        if client.watches.count >= configuration.maxWatchesPerConnection {
+            throw ObsError(.limit, "this connection already has \(client.watches.count) watches (the limit)")
+        }
+        var seen = Set<String>()
+        let entries = options.patterns.filter { seen.insert($0.text).inserted }.map { pattern in
+            patterns.entry(for: pattern) { WatchedPattern(pattern: pattern) }
+        }
+        let watch = Watch(id: client.nextWatchID, client: client, entries: entries, options: options, now: clock.monotonic)
+        client.nextWatchID += 1
+        client.watches[watch.id] = watch
+        for entry in entries { entry.watches.append(watch) }
+        stats.watches += 1
+        switch options.start {
+        case .snapshot: sendSnapshot(watch)
+        case .since(let since): sendReplay(watch, since: since)
+        case .nothing: sendControl(watch, .synced, [("rev", .int(Int64(rev)))])
+        }
+        scheduleProgress(watch)
+        return watch.id
+    }
+
+    /// Stops the watch `id` of `client`; once this returns, it sends nothing more.
+    func unwatch(_ client: WatchClient, _ id: Int) throws(ObsError) {
+        guard let watch = client.watches.removeValue(forKey: id) else { throw ObsError(.notFound, "no watch \(id) on this connection") }
+        stop(watch)
+    }
+
+    private func stop(_ watch: Watch) {
+        watch.active = false
+        watch.pending.removeAll()
+        for entry in watch.entries {
+            entry.watches.removeAll { $0 === watch }
+            if entry.watches.isEmpty { patterns.remove(entry) }
+        }
+        stats.watches -= 1
+    }
+
+    // MARK: Sending
+
+    /// Sends a change event of `watch`, unless its client's output is over the limit: then the
+    /// client overflows and gets no events until drained. Whether it was sent.
+    @discardableResult
+    func sendEvent(_ line: EncodedLine, of watch: Watch, rev: UInt64) -> Bool {
+        let client = watch.client
+        guard watch.active, !client.overflowed else { return false }
+        if client.sink.unsentBytes > configuration.maxOutputBytes {
+            client.overflowed = true
+            client.overflowFrom = rev
+            stats.overflows += 1
+            return false
+        }
+        client.sink.send(line)
+        stats.eventsSent += 1
+        if watch.progress != nil {
+            watch.lastSent = clock.monotonic
+            scheduleProgress(watch)
+        }
+        return true
+    }
+
+    /// Sends a control event (initial, synced, overflow, compacted), never dropped.
+    func sendControl(_ watch: Watch, _ event: EventName, _ fields: [(String, JSONValue)]) {
+        watch.client.sink.send(EncodedLine(head: LineEncoding.head(event, watch: watch.id), body: LineEncoding.body(fields)))
+        stats.eventsSent += 1
+        watch.lastSent = clock.monotonic
+    }
+}

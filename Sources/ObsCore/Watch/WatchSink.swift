@@ -1,0 +1,27 @@
+/// Where the watch unit writes one client's lines: the only thing it knows of a connection. The
+/// session implements it (events a request causes wait until that request's answer is written);
+/// tests use a recording sink.
+protocol WatchSink: AnyObject {
+    /// Queues one line for the client.
+    func send(_ line: EncodedLine)
+    /// Bytes queued for the client and not yet taken by it: past the limit, the client's watches
+    /// overflow.
+    var unsentBytes: Int { get }
+}
+
+/// What the watch unit reads of the store: the state of the keys a snapshot shows.
+protocol WatchedState: AnyObject {
+    /// Every existing key matching one of `patterns`, sorted by name, with its state now (a
+    /// computed brought up to date first).
+    func snapshot(matching patterns: [KeyPattern]) -> [KeyState]
+}
+
+/// One key's state in a snapshot.
+struct KeyState {
+    var key: String
+    var kind: KeyKind
+    /// A value, or (a computed) an error; never `.missing`.
+    var content: KeyContent
+    /// The key's own last-change revision.
+    var rev: UInt64
+}
