@@ -77,7 +77,7 @@ final class WebTests: XCTestCase {
         browser.wait(valueIs("sensor.temp", "21.5"))
         // A change event does not say the kind: the page asks the daemon.
         browser.wait("return document.querySelector('#rows .row[data-key=\"sensor.temp\"]').children[1].textContent === 'value'")
-        // cli.md asks for a change on the page within a second. The project's tests assert no
+        // A change should reach the page within a second. The project's tests assert no
         // timings (a busy machine is slow), so the delay is measured here and printed.
         browser.eval(recordWhen(valueIs("sensor.temp", "22")))
         let setAt = Date().timeIntervalSince1970 * 1000
