@@ -13,8 +13,8 @@ one row per configuration:
               here first)
   catch-up    from the daemon's answer to the last batch to the page showing its value, in ms
 
-  python3 Benchmarks/web-view.py                    # release builds: swift build -c release first
-  python3 Benchmarks/web-view.py --build .build/debug --seconds 3 100x100 1000x100
+  /usr/bin/python3 Benchmarks/web-view.py           # release builds: swift build -c release first
+  /usr/bin/python3 Benchmarks/web-view.py --build .build/debug --seconds 3 100x100 1000x100
 """
 import argparse
 import json
