@@ -38,6 +38,7 @@ let commandTable: [Command] = [
                               arguments: [ArgumentSpec("PATTERN", optional: true, "Only keys matching PATTERN (default **).")],
                               options: [jsonOutput]),
             run: ReadCommands.list),
+    Command(spec: webSpec, run: WebCommand.run),
     Command(spec: CommandSpec("describe", summary: "Show a key's kind, expression, dependencies, dependents, binding, revisions and TTL.",
                               arguments: [ArgumentSpec("KEY", "The key.")], options: [jsonOutput]),
             run: ReadCommands.describe),
