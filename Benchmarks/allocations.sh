@@ -1,24 +1,93 @@
 #!/usr/bin/env bash
-# Heap allocations per update of the reactive engine, counted by valgrind: each shape runs twice,
-# with few and with many updates, and the difference in allocations is divided by the difference
-# in updates, so building the graph and warming up cancel out. Instruction counts, not time: the
-# figures repeat exactly.
-#   bash Benchmarks/allocations.sh
+# Heap allocations per operation, counted by valgrind: each shape runs twice, with few and with many
+# operations, and the difference in allocations is divided by the difference in operations, so
+# building, warming up and shutting down cancel out. Counts, not time: the figures repeat exactly.
+#
+# Three groups:
+# - the reactive engine (`obsbench alloc SHAPE N`): one update of a graph of Observables and
+#   Computeds;
+# - the daemon's store and sessions without a socket (`obsbench alloc store-...`): a request line
+#   through a session, a set watched by 100 sessions, a set through a 50-deep chain of keys;
+# - the daemon itself (obsd --memory under valgrind, driven over its socket by obsload, the C load
+#   generator of Benchmarks/loadgen): sets and gets from one client with 16 in flight over 100
+#   keys, a set watched by 10 connections, a set through a 50-deep chain. Everything the daemon
+#   does per request is counted: reading, framing, the session, the store, the watches, the
+#   connection's output and its writes.
+#   bash Benchmarks/allocations.sh [engine|store|daemon]...     (all three by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "allocations.sh: valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(engine store daemon)
 swift build -c release --product obsbench >/dev/null
+swift build -c release --product obsd >/dev/null
 bin=.build/release/obsbench
-few=1000
-many=11000
 allocs() {
     valgrind --tool=memcheck --leak-check=no "$bin" alloc "$1" "$2" 2>&1 \
         | sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' | tr -d ,
 }
-printf '%-10s | %14s\n' shape "allocs/update"
-printf '%-10s | %14s\n' ---------- --------------
-for shape in chain diamond fan dynamic control; do
-    a=$(allocs "$shape" "$few")
-    b=$(allocs "$shape" "$many")
-    printf '%-10s | %14s\n' "$shape" "$(awk -v a="$a" -v b="$b" -v n=$((many - few)) 'BEGIN { printf "%.3f", (b - a) / n }')"
+per() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.3f", (b - a) / n }'; }
+row() { printf '%-34s | %14s\n' "$1" "$2"; }
+
+row shape "allocs/operation"
+row ---------------------------------- --------------
+for group in "${groups[@]}"; do
+    case "$group" in
+    engine)
+        for shape in chain diamond fan dynamic control; do
+            a=$(allocs "$shape" 1000)
+            b=$(allocs "$shape" 11000)
+            row "$shape" "$(per "$a" "$b" 10000)"
+        done
+        ;;
+    store)
+        for shape in store-request store-fanout store-chain; do
+            a=$(allocs "$shape" 1000)
+            b=$(allocs "$shape" 6000)
+            row "$shape" "$(per "$a" "$b" 5000)"
+        done
+        ;;
+    daemon)
+        load=$(bash Benchmarks/loadgen/build.sh)
+        work=$(mktemp -d)
+        trap 'rm -rf "$work"' EXIT
+        # obsd --memory under valgrind: runs `obsload ARGS` against it (several commands separated
+        # by `--`), stops it with SIGTERM and prints its allocation count.
+        daemon() {
+            rm -f "$work/obsd.sock" "$work/valgrind.log"
+            valgrind --tool=memcheck --leak-check=no --log-file="$work/valgrind.log" \
+                .build/release/obsd --memory --socket "$work/obsd.sock" --log-level warn &
+            local pid=$!
+            for _ in $(seq 1 600); do [ -S "$work/obsd.sock" ] && break; sleep 0.1; done
+            local command=()
+            for word in "$@" --; do
+                if [ "$word" = "--" ]; then
+                    "$load" "${command[@]}" --socket "$work/obsd.sock" >/dev/null
+                    command=()
+                else
+                    command+=("$word")
+                fi
+            done
+            kill -TERM "$pid"
+            wait "$pid" || true
+            sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' "$work/valgrind.log" | tr -d ,
+        }
+        fill=(requests --op set --clients 1 --depth 16 --total 1000 --keys 100)
+        for op in set get; do
+            a=$(daemon "${fill[@]}" -- requests --op "$op" --clients 1 --depth 16 --total 2000 --keys 100)
+            b=$(daemon "${fill[@]}" -- requests --op "$op" --clients 1 --depth 16 --total 12000 --keys 100)
+            row "daemon $op (16 in flight)" "$(per "$a" "$b" 10000)"
+        done
+        a=$(daemon fanout --shape key --watchers 10 --updates 1000)
+        b=$(daemon fanout --shape key --watchers 10 --updates 6000)
+        row "daemon set watched by 10 (per set)" "$(per "$a" "$b" 5000)"
+        a=$(daemon fanout --shape chain --updates 500)
+        b=$(daemon fanout --shape chain --updates 2500)
+        row "daemon set through a 50-deep chain" "$(per "$a" "$b" 2000)"
+        ;;
+    *)
+        echo "allocations.sh: unknown group $group (engine, store, daemon)" >&2
+        exit 64
+        ;;
+    esac
 done

@@ -2,9 +2,11 @@
 # obsd against redis-server on this machine: installs redis-server (and SQLite's headers for the
 # build) from Debian when missing, builds obsd and obsbench in release mode, and runs
 # `obsbench redis`, which starts both servers in temporary directories, drives them over their
-# Unix sockets, prints the table and writes the same as JSON. About three minutes.
-#   bash Benchmarks/compare-redis.sh [--json FILE] [--runs N] [--seconds S] [--only GROUPS]
-# With no --json the JSON goes to .build/compare-redis.json.
+# Unix sockets, prints the table and writes the same as JSON. About three minutes. The load
+# generator runs on CPU 0 and the servers on CPU 1 (taskset; `--pin none` to turn it off).
+#   bash Benchmarks/compare-redis.sh [--json FILE] [--runs N] [--seconds S] [--only GROUPS] [--client c]
+# With no --json the JSON goes to .build/compare-redis.json. `--client c` drives the request and
+# fan-out rows with obsload, the C load generator (Benchmarks/loadgen), built here with cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +24,17 @@ fi
 
 swift build -c release --product obsd >/dev/null
 swift build -c release --product obsbench >/dev/null
-args=("$@")
-[[ " $* " == *" --json "* ]] || args+=(--json .build/compare-redis.json)
+args=()
+while [ $# -gt 0 ]; do
+    if [ "$1" = "--client" ] && [ "${2:-}" = "c" ]; then
+        args+=(--client "$(bash Benchmarks/loadgen/build.sh)")
+        shift 2
+    else
+        args+=("$1")
+        shift
+    fi
+done
+[[ " ${args[*]} " == *" --json "* ]] || args+=(--json .build/compare-redis.json)
 # The 1,000-watcher rows hold about 2,000 connections open.
 ulimit -n 8192 2>/dev/null || true
 exec .build/release/obsbench redis "${args[@]}"

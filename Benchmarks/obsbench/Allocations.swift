@@ -97,7 +97,7 @@ private struct StoreShape {
     }
 
     func build() -> (Int) -> Void {
-        let store = try! Store(storage: MemoryStorage(), clock: SystemClock())
+        let store = try! Store(storage: DiscardingStorage(), clock: SystemClock())
         switch shape {
         case .request:
             let session = Session(store: store, access: .write, output: DroppingOutput())
@@ -116,6 +116,15 @@ private struct StoreShape {
             return { value in withExtendedLifetime(session) { _ = try! store.setValue(.int(Int64(value)), forKey: "src") } }
         }
     }
+}
+
+/// A storage that keeps nothing, as obsd's in `--memory` mode: the store builds no record of what
+/// a transaction changed.
+private final class DiscardingStorage: StateStorage {
+    var keepsCommits: Bool { false }
+    func load() throws(ObsError) -> StoredState { StoredState() }
+    func commit(_ transaction: StoredTransaction) throws(ObsError) {}
+    func sync() throws(ObsError) {}
 }
 
 /// An output that takes every line and sends nothing.

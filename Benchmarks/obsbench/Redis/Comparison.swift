@@ -6,10 +6,14 @@
 // every connection, so on two cores the load generator and the server each get about one.
 //
 // Usage: obsbench redis [--runs N] [--seconds S] [--json FILE] [--obsd PATH] [--only GROUPS]
-//                       [--watchers COUNTS] [--propagation SHAPES]
+//                       [--watchers COUNTS] [--propagation SHAPES] [--pin CLIENT,SERVER|none]
+//                       [--client PATH]
 // GROUPS is a comma-separated subset of: throughput, fanout, propagation, normal, strict, memory; COUNTS
 // the fan-out rows' watcher counts (default 1,10,100,1000); SHAPES the propagation rows (computed,
-// chain, fan). The subsets are for profiling one row.
+// chain, fan). The subsets are for profiling one row. `--pin` puts the load generator and the
+// servers on the given CPUs (default 0,1 on a machine with two or more; `none` lets them run
+// anywhere). `--client` drives the request and fan-out rows with obsload, the C load generator
+// (Benchmarks/loadgen), instead of this program's own client.
 import Foundation
 
 private struct ComparisonOptions {
@@ -20,6 +24,10 @@ private struct ComparisonOptions {
     var groups: Set<String> = ["throughput", "fanout", "propagation", "normal", "strict", "memory"]
     var watcherCounts = [1, 10, 100, 1000]
     var propagations = Propagation.allCases
+    var clientCore: Int? = ProcessInfo.processInfo.activeProcessorCount >= 2 ? 0 : nil
+    var serverCore: Int? = ProcessInfo.processInfo.activeProcessorCount >= 2 ? 1 : nil
+    /// obsload's path, when it drives the rows instead of this program.
+    var externalClient: String?
 
     init(_ arguments: ArraySlice<String>) throws(BenchError) {
         var remaining = arguments
@@ -33,6 +41,12 @@ private struct ComparisonOptions {
             case "--only": groups = Set(value.split(separator: ",").map(String.init))
             case "--watchers": watcherCounts = value.split(separator: ",").compactMap { Int($0) }
             case "--propagation": propagations = value.split(separator: ",").compactMap { Propagation(rawValue: String($0)) }
+            case "--client": externalClient = value
+            case "--pin":
+                let cores = value.split(separator: ",").compactMap { Int($0) }
+                guard value == "none" || cores.count == 2 else { throw BenchError("--pin takes CLIENT,SERVER or none") }
+                clientCore = cores.first
+                serverCore = cores.last
             default: throw BenchError("unknown option \(flag)")
             }
         }
@@ -42,6 +56,7 @@ private struct ComparisonOptions {
 func runRedisComparison() {
     do throws(BenchError) {
         let options = try ComparisonOptions(CommandLine.arguments.dropFirst(2))
+        if let core = options.clientCore { pinThisProcess(to: core) }
         let context = machineContext(options)
         print("## obsbench redis: obsd against redis-server, median of \(options.runs) runs of \(options.seconds) s")
         print()
@@ -54,7 +69,8 @@ func runRedisComparison() {
             if options.groups.contains("throughput") { rows += try throughputRows(servers, options) }
             if options.groups.contains("fanout") {
                 for watchers in options.watcherCounts {
-                    rows += try fanoutRows("fan-out, \(watchers) watcher\(watchers == 1 ? "" : "s")", servers, options) {
+                    rows += try fanoutRows("fan-out, \(watchers) watcher\(watchers == 1 ? "" : "s")", servers, options,
+                                           external: ("key", watchers)) {
                         keyFanout($0, watchers: watchers)
                     }
                 }
@@ -66,7 +82,7 @@ func runRedisComparison() {
                     case .chain: "50-deep chain"
                     case .fan: "1,000-wide fan"
                     }
-                    rows += try fanoutRows(name, servers, options) { propagation.shape($0) }
+                    rows += try fanoutRows(name, servers, options, external: (propagation.rawValue, 1)) { propagation.shape($0) }
                 }
             }
         }
@@ -92,9 +108,9 @@ func runRedisComparison() {
 }
 
 private func startBoth(durability: String, _ options: ComparisonOptions) throws(BenchError) -> [ServerProcess] {
-    let obsd = try ServerProcess(.obsd, durability: durability, obsdPath: options.obsdPath)
+    let obsd = try ServerProcess(.obsd, durability: durability, obsdPath: options.obsdPath, core: options.serverCore)
     do throws(BenchError) {
-        return [obsd, try ServerProcess(.redis, durability: durability, obsdPath: options.obsdPath)]
+        return [obsd, try ServerProcess(.redis, durability: durability, obsdPath: options.obsdPath, core: options.serverCore)]
     } catch {
         obsd.stop()
         throw error
@@ -131,7 +147,13 @@ private func requestRows(_ name: String, _ servers: [ServerProcess], _ options: 
     var cpu = ComparisonRow(name: "\(name), server CPU", unit: "us/op", higherIsBetter: false)
     for _ in 0..<options.runs {
         for server in servers {
-            let result = try measureRequests(server, clients: 50, depth: depth, seconds: options.seconds) { request(server.wire, $0) }
+            let result: LoadResult
+            if let client = options.externalClient {
+                result = try externalRequests(client, server, operation: name.hasPrefix("get") ? "get" : "set", depth: depth,
+                                              seconds: options.seconds)
+            } else {
+                result = try measureRequests(server, clients: 50, depth: depth, seconds: options.seconds) { request(server.wire, $0) }
+            }
             record(&rate, server.wire, result.opsPerSecond)
             record(&cpu, server.wire, result.serverCPU / result.opsPerSecond * 1e6)
         }
@@ -149,12 +171,21 @@ private func durableRows(_ durability: String, _ servers: [ServerProcess], _ opt
 }
 
 /// Deliveries per second at the highest rate, and set-to-last-watcher latency at 1,000 sets/s.
-private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: ComparisonOptions,
+private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: ComparisonOptions, external: (String, Int),
                         shape: (Wire) -> FanoutShape) throws(BenchError) -> [ComparisonRow] {
     var rate = ComparisonRow(name: "\(name): deliveries", unit: "/s", higherIsBetter: true)
     var p50 = ComparisonRow(name: "\(name): latency p50 at 1,000/s", unit: "ms", higherIsBetter: false)
     var p99 = ComparisonRow(name: "\(name): latency p99 at 1,000/s", unit: "ms", higherIsBetter: false)
     for server in servers {
+        if let client = options.externalClient {
+            for run in try externalFanout(client, server, shape: external.0, watchers: external.1, seconds: options.seconds,
+                                          runs: options.runs) {
+                record(&rate, server.wire, run.rate)
+                record(&p50, server.wire, run.p50)
+                record(&p99, server.wire, run.p99)
+            }
+            continue
+        }
         let run = try FanoutRun(server, shape(server.wire), window: 64)
         for _ in 0..<options.runs {
             record(&rate, server.wire, try run.rate(seconds: options.seconds).deliveriesPerSecond)
@@ -172,7 +203,7 @@ private func memoryRows(_ options: ComparisonOptions) throws(BenchError) -> [Com
     var loaded = ComparisonRow(name: "memory, 1M keys x 64 B", unit: "MiB", higherIsBetter: false)
     var empty = ComparisonRow(name: "memory, empty server", unit: "MiB", higherIsBetter: false)
     for wire in Wire.allCases {
-        let server = try ServerProcess(wire, durability: "memory", obsdPath: options.obsdPath)
+        let server = try ServerProcess(wire, durability: "memory", obsdPath: options.obsdPath, core: options.serverCore)
         defer { server.stop() }
         record(&empty, wire, Double(server.residentBytes) / 1_048_576)
         let keys = 1_000_000
@@ -195,6 +226,8 @@ private func machineContext(_ options: ComparisonOptions) -> [String: String] {
     }
     context["memory"] = "\(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB"
     context["obsd"] = options.obsdPath
+    context["client"] = options.externalClient.map { "obsload (\($0))" } ?? "obsbench"
+    context["pinned"] = options.clientCore.map { "client on CPU \($0), servers on CPU \(options.serverCore ?? 0) (taskset)" } ?? "no"
     context["redis"] = commandOutput("/bin/sh", ["-c", "redis-server --version"])
     context["kernel"] = commandOutput("/bin/uname", ["-r"])
     return context

@@ -11,7 +11,8 @@ final class ServerProcess {
     /// Starts obsd (`durability`: "memory", "normal" or "strict") or redis-server (`durability`:
     /// "memory" is no persistence at all, "normal" is appendonly with appendfsync no (written before
     /// the reply, never fsynced by the command), "strict" is appendonly with appendfsync always).
-    init(_ wire: Wire, durability: String, obsdPath: String) throws(BenchError) {
+    /// `core`: the CPU the server is pinned to (with taskset), or nil to let it run anywhere.
+    init(_ wire: Wire, durability: String, obsdPath: String, core: Int? = nil) throws(BenchError) {
         self.wire = wire
         directory = NSTemporaryDirectory() + "obsbench-\(wire.rawValue)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         socketPath = directory + "/\(wire.rawValue).sock"
@@ -40,6 +41,11 @@ final class ServerProcess {
             default: arguments += ["--appendonly", "no"]
             }
             process.arguments = arguments
+        }
+        if let core, let taskset = Self.which("taskset") {
+            // taskset execs the server, so the process (and its pid) is the server's own.
+            process.arguments = ["-c", String(core), process.executableURL!.path] + (process.arguments ?? [])
+            process.executableURL = URL(fileURLWithPath: taskset)
         }
         process.standardOutput = FileHandle.nullDevice
         do {
@@ -86,7 +92,7 @@ final class ServerProcess {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    private static func which(_ name: String) -> String? {
+    static func which(_ name: String) -> String? {
         for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
             let path = "\(directory)/\(name)"
             if FileManager.default.isExecutableFile(atPath: path) { return path }

@@ -1,0 +1,65 @@
+// The rows driven by obsload, the C load generator (Benchmarks/loadgen/obsload.c), instead of this
+// program's own client: the same requests, windows and pacing, from a client whose own cost is
+// small, so that a row does not measure the Swift client. The servers are this program's.
+import Foundation
+
+/// Runs `obsload requests` against `server`: 50 clients with `depth` in flight.
+func externalRequests(_ client: String, _ server: ServerProcess, operation: String, depth: Int,
+                      seconds: Double) throws(BenchError) -> LoadResult {
+    let output = try runClient(client, ["requests", "--socket", server.socketPath, "--proto", server.wire.rawValue, "--op", operation,
+                                        "--clients", "50", "--depth", String(depth), "--seconds", String(seconds),
+                                        "--pid", String(server.pid)])
+    guard let line = output.first, let rate = line["ops_per_s"], let cpu = line["server_cpu"] else {
+        throw BenchError("obsload printed no result")
+    }
+    return LoadResult(opsPerSecond: rate, serverCPU: cpu)
+}
+
+/// Runs `obsload fanout` against `server`: the shape set up once, then `runs` rate and latency runs.
+func externalFanout(_ client: String, _ server: ServerProcess, shape: String, watchers: Int, seconds: Double,
+                    runs: Int) throws(BenchError) -> [(rate: Double, p50: Double, p99: Double)] {
+    let output = try runClient(client, ["fanout", "--socket", server.socketPath, "--proto", server.wire.rawValue, "--shape", shape,
+                                        "--watchers", String(watchers), "--seconds", String(seconds), "--runs", String(runs)])
+    return try output.map { line throws(BenchError) in
+        guard let rate = line["deliveries_per_s"], let p50 = line["p50_ms"], let p99 = line["p99_ms"] else {
+            throw BenchError("obsload printed an incomplete result")
+        }
+        return (rate, p50, p99)
+    }
+}
+
+/// Runs obsload and reads its `name=value` lines.
+private func runClient(_ path: String, _ arguments: [String]) throws(BenchError) -> [[String: Double]] {
+    let process = Process()
+    let pipe = Pipe()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.standardOutput = pipe
+    do {
+        try process.run()
+    } catch {
+        throw BenchError("cannot run \(path): \(error)")
+    }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw BenchError("obsload \(arguments.first ?? "") failed") }
+    return String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+        var fields: [String: Double] = [:]
+        for pair in line.split(separator: " ") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, let value = Double(parts[1]) { fields[String(parts[0])] = value }
+        }
+        return fields
+    }
+}
+
+/// Pins this process (every thread, and the programs it starts) to one CPU, with taskset.
+func pinThisProcess(to core: Int) {
+    guard let taskset = ServerProcess.which("taskset") else { return }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: taskset)
+    process.arguments = ["-a", "-p", "-c", String(core), String(getpid())]
+    process.standardOutput = FileHandle.nullDevice
+    try? process.run()
+    process.waitUntilExit()
+}
