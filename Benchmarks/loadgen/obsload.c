@@ -8,7 +8,8 @@
  *   obsload requests --socket PATH --proto obsd|redis --op set|get --clients N --depth D
  *                    --seconds S [--total N] [--keys K] [--prefix P] [--pid PID]
  *       N connections, each keeping D requests in flight; 0.2 s of warm-up, then S seconds
- *       measured (or, with --total, until that many requests are answered, no warm-up). Request n
+ *       measured (or, with --total, until that many requests are answered, however long that
+ *       takes, no warm-up). Request n
  *       names key P(n mod K) (P: "k.", K: 10,000; K 0: a new key for every request).
  *       Prints `ops_per_s=X server_cpu=Y` (Y: the server's CPU seconds per second, from
  *       /proc/PID/stat, over the measured window).
@@ -337,6 +338,7 @@ static void run_requests(const char *path, enum proto proto, int is_set, int cli
         flush(connections[i]);
     }
     double warmup = total > 0 ? 0 : 0.2;
+    if (total > 0) seconds = 1e9;
     double start = now();
     run.end = start + warmup + seconds;
     run.time = start;

@@ -127,8 +127,19 @@ private final class DiscardingStorage: StateStorage {
     func sync() throws(ObsError) {}
 }
 
-/// An output that takes every line and sends nothing.
+/// An output that copies every line into a buffer, as the daemon's connection does, and empties
+/// it now and then, as the connection's write does at the end of each loop turn.
 private final class DroppingOutput: SessionOutput {
+    private var bytes = ByteBuffer()
     var pendingBytes: Int { 0 }
-    func write(_ line: EncodedLine) {}
+
+    func write(_ line: EncodedLine) {
+        line.head.withUnsafeBytes { head in line.body.withUnsafeBytes { write(head: head, body: $0, needsSync: line.needsSync) } }
+    }
+
+    func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
+        if bytes.count > 1 << 16 { bytes.removeAll() }
+        bytes.append(head)
+        bytes.append(body)
+    }
 }

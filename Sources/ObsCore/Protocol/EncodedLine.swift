@@ -35,6 +35,16 @@ public struct EncodedLine: Sendable {
 public protocol SessionOutput: AnyObject {
     /// Queues a line for the peer.
     func write(_ line: EncodedLine)
+    /// Queues the line made of `head` then `body` (ending with "\n"), copying the bytes: how the
+    /// session writes its answers and events, with no `EncodedLine` (and no allocation) per line.
+    func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool)
     /// Bytes written but not yet sent to the peer: past the store's limit, watches stop queuing.
     var pendingBytes: Int { get }
+}
+
+extension SessionOutput {
+    /// An output that keeps lines as `EncodedLine`s (a test's capture) gets one per line.
+    public func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
+        write(EncodedLine(head: Array(head), body: Array(body), needsSync: needsSync))
+    }
 }

@@ -37,7 +37,9 @@ extension WatchHub {
                     body = LineEncoding.body(events[index])
                     bodies[index] = body
                 }
-                sendEvent(EncodedLine(head: watch.head(events[index].kind), body: body, needsSync: true), of: watch, rev: rev)
+                watch.head(events[index].kind).withUnsafeBytes { head in
+                    body.withUnsafeBytes { body in sendEvent(head: head, body: body, needsSync: true, of: watch, rev: rev) }
+                }
             }
         }
     }

@@ -87,6 +87,14 @@ final class WatchHub {
     /// client overflows and gets no events until drained. Whether it was sent.
     @discardableResult
     func sendEvent(_ line: EncodedLine, of watch: Watch, rev: UInt64) -> Bool {
+        line.head.withUnsafeBytes { head in
+            line.body.withUnsafeBytes { body in sendEvent(head: head, body: body, needsSync: line.needsSync, of: watch, rev: rev) }
+        }
+    }
+
+    /// `sendEvent` of the line made of `head` and `body`, copied by the sink.
+    @discardableResult
+    func sendEvent(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, of watch: Watch, rev: UInt64) -> Bool {
         let client = watch.client
         guard watch.active, !client.overflowed else { return false }
         if client.sink.unsentBytes > configuration.maxOutputBytes {
@@ -95,7 +103,7 @@ final class WatchHub {
             stats.overflows += 1
             return false
         }
-        client.sink.send(line)
+        client.sink.send(head: head, body: body, needsSync: needsSync)
         stats.eventsSent += 1
         if watch.progress != nil {
             watch.lastSent = clock.monotonic

@@ -4,9 +4,18 @@
 protocol WatchSink: AnyObject {
     /// Queues one line for the client.
     func send(_ line: EncodedLine)
+    /// Queues the line made of `head` then `body`, copying the bytes (no `EncodedLine` per line).
+    func send(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool)
     /// Bytes queued for the client and not yet taken by it: past the limit, the client's watches
     /// overflow.
     var unsentBytes: Int { get }
+}
+
+extension WatchSink {
+    /// A sink that keeps `EncodedLine`s (a test's recording) gets one per line.
+    func send(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
+        send(EncodedLine(head: Array(head), body: Array(body), needsSync: needsSync))
+    }
 }
 
 /// What the watch unit reads of the store: the state of the keys a snapshot shows.

@@ -1,10 +1,11 @@
 // One client connection: its socket, its session (which frames and answers what it reads) and its
 // output buffer.
 //
-// Output is a queue of EncodedLines. A line's body is shared: an event sent to a thousand watchers
-// is one buffer queued a thousand times, each with its small per-watch head. The queue is written
-// only at the end of a loop turn, with one writev(2) of up to IOV_MAX buffers (a head and a body
-// per line), so a connection costs one system call per turn however many lines it got.
+// Output is one byte buffer: every line the session writes (its answers, and the events of its
+// watches) is copied to the end of it, and the buffer is written only at the end of a loop turn,
+// with one write(2), so a connection costs one system call per turn however many lines it got, and
+// a line costs a copy of its bytes, not an allocation. (An event sent to a thousand watchers is
+// encoded once and copied into a thousand buffers; the kernel copies each into its socket anyway.)
 //
 // Back-pressure: while a connection's unsent output is over the limit, obsd stops reading its
 // requests (so a client that pipelines without reading cannot make obsd buffer without bound) and
@@ -21,12 +22,13 @@ final class Connection: SessionOutput {
     // The output state is touched for every line (a thousand times per event with a thousand
     // watchers), only on the daemon's loop thread and never across a call that could reach it
     // again: dynamic exclusivity checks on it cost more than the queuing itself.
-    /// Lines waiting; those before `head` are written (compacted away once they are half the queue).
-    @exclusivity(unchecked) private var queue: [EncodedLine] = []
+    /// Lines waiting, as bytes; those before `head` are written (compacted away once they are half
+    /// the buffer).
+    @exclusivity(unchecked) private var output = ByteBuffer()
     @exclusivity(unchecked) private var head = 0
-    /// Bytes of `queue[head]` (head and body together) already written.
-    @exclusivity(unchecked) private var headOffset = 0
-    @exclusivity(unchecked) private(set) var pendingBytes = 0
+
+    /// Bytes queued and not yet written.
+    var pendingBytes: Int { output.count - head }
 
     /// The peer closed its side (or we stopped reading): finish writing, then close.
     var readClosed = false
@@ -47,7 +49,7 @@ final class Connection: SessionOutput {
     /// What decides whether a line waits for a batch to be written (nil in memory mode, where
     /// nothing waits).
     private let gate: WriteGate?
-    /// Where the queue waits: from `from` on, nothing is sent before batch `batch` is written.
+    /// Where the output waits: from byte `from` on, nothing is sent before batch `batch` is written.
     /// Ascending in both; usually empty, at most one entry per batch not yet written.
     private struct Hold {
         var from: Int
@@ -63,13 +65,19 @@ final class Connection: SessionOutput {
     }
 
     func write(_ line: EncodedLine) {
-        guard line.count > 0 else { return }
-        if let gate, let batch = gate.batch(toWaitFor: line.needsSync), batch > (holds.last?.batch ?? 0) {
-            if holds.isEmpty { gate.hold(self) }
-            holds.append(Hold(from: queue.count, batch: batch))
+        line.head.withUnsafeBytes { head in
+            line.body.withUnsafeBytes { body in write(head: head, body: body, needsSync: line.needsSync) }
         }
-        queue.append(line)
-        pendingBytes += line.count
+    }
+
+    func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
+        guard head.count + body.count > 0 else { return }
+        if let gate, let batch = gate.batch(toWaitFor: needsSync), batch > (holds.last?.batch ?? 0) {
+            if holds.isEmpty { gate.hold(self) }
+            holds.append(Hold(from: output.count, batch: batch))
+        }
+        output.append(head)
+        output.append(body)
         markDirty()
     }
 
@@ -80,11 +88,11 @@ final class Connection: SessionOutput {
         flushList.connections.append(self)
     }
 
-    /// The queue index of the first line that waits for a batch, if any.
+    /// Where the first line that waits for a batch starts, if one does.
     private var heldFrom: Int? { holds.first?.from }
 
     /// Whether some queued output may be written now (held lines may not).
-    var hasSendableOutput: Bool { head < (heldFrom ?? queue.count) }
+    var hasSendableOutput: Bool { head < (heldFrom ?? output.count) }
 
     /// Every batch up to `written` is written: the lines that waited for them may go. Returns
     /// whether some lines still wait (for a later batch).
@@ -98,96 +106,39 @@ final class Connection: SessionOutput {
     /// `held`: everything before the held lines went out; the rest waits for a group commit.
     enum FlushResult { case done, held, blocked(progress: Bool), failed }
 
-    /// Writes as much of the queue as the socket takes (up to the held lines), with one writev.
+    /// Writes as much of the output as the socket takes (up to the held lines), with one write.
     func flush() -> FlushResult {
-        let end = heldFrom ?? queue.count
+        let end = heldFrom ?? output.count
         guard head < end else { return heldFrom == nil ? .done : .held }
-        let written = writeQueue(queue, from: head, to: end, offset: headOffset)
+        let written = Glibc.write(fd, output.base! + head, end - head)
         if written < 0 {
             if errno == EAGAIN || errno == EINTR { return .blocked(progress: false) }
             return .failed
         }
-        consume(written)
-        if head == queue.count { return .done }
-        return head == end ? .held : .blocked(progress: written > 0)
-    }
-
-    /// One writev of the lines from `start` (less the `startOffset` bytes already written). The
-    /// queue comes as an argument, so the loop reads no property of the class, which would cost a
-    /// dynamic exclusivity check per access (per line, with a thousand watchers); its copy is gone
-    /// when this returns, before `consume` mutates the queue.
-    private func writeQueue(_ queue: [EncodedLine], from start: Int, to end: Int, offset startOffset: Int) -> Int {
-        // The arrays are not mutated until writev returns, so their buffers stay where they are.
-        withExtendedLifetime(queue) {
-            // 16 KiB of vectors on the stack: no allocation per flush.
-            withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.maxVectors) { vectors in
-                var used = 0
-                var index = start
-                var skip = startOffset
-                func add(_ part: [UInt8]) {
-                    if skip >= part.count {
-                        skip -= part.count
-                        return
-                    }
-                    part.withUnsafeBufferPointer { buffer in
-                        vectors[used] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress! + skip),
-                                              iov_len: buffer.count - skip)
-                    }
-                    used += 1
-                    skip = 0
-                }
-                while index < end, used + 2 <= Self.maxVectors {
-                    add(queue[index].head)
-                    add(queue[index].body)
-                    index += 1
-                }
-                return writev(fd, vectors.baseAddress, Int32(used))
-            }
-        }
-    }
-
-    private func consume(_ bytes: Int) {
-        if bytes == pendingBytes {
-            // Everything went out (the usual case): no need to walk the lines.
-            discardOutput()
-            return
-        }
-        pendingBytes -= bytes
-        var left = bytes
-        while left > 0 {
-            let available = queue[head].count - headOffset
-            if left >= available {
-                left -= available
-                headOffset = 0
-                queue[head] = Self.sent
-                head += 1
-            } else {
-                headOffset += left
-                left = 0
-            }
-        }
-        if head == queue.count {
-            queue.removeAll(keepingCapacity: queue.count <= 4096)
+        head += written
+        if head == output.count {
+            output.removeAll(keepingCapacityUpTo: Self.keptCapacity)
             head = 0
-        } else if head > 1024, head * 2 > queue.count {
-            queue.removeFirst(head)
+            return .done
+        }
+        let result: FlushResult = head == end ? .held : .blocked(progress: written > 0)
+        if head > Self.keptCapacity / 4, head * 2 > output.count {
+            output.removeFirst(head)
             for index in holds.indices { holds[index].from -= head }
             head = 0
         }
+        return result
     }
 
-    /// IOV_MAX on Linux: the most buffers one writev takes.
-    private static let maxVectors = 1024
-    /// Replaces written lines in the queue so their buffers are freed before compaction.
-    private static let sent = EncodedLine(body: [])
+    /// The most buffer a connection keeps once its output is written: enough for a turn's events
+    /// of any ordinary watch, without every idle connection holding what a burst once needed.
+    private static let keptCapacity = 1 << 18
 
     /// Drops whatever is still queued (the connection is being closed).
     func discardOutput() {
-        queue.removeAll(keepingCapacity: queue.capacity <= 4096)
+        output.removeAll(keepingCapacityUpTo: Self.keptCapacity)
         holds.removeAll()
         head = 0
-        headOffset = 0
-        pendingBytes = 0
     }
 }
 

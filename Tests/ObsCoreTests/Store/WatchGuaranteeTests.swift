@@ -235,11 +235,14 @@ final class WatchGuaranteeTests: XCTestCase {
         second.request(#"{"op":"watch","keys":["a"],"initial":false}"#)
         first.output.lines.removeAll()
         second.output.lines.removeAll()
+        first.output.bodyAddresses.removeAll()
+        second.output.bodyAddresses.removeAll()
         harness.connect().request(#"{"op":"set","key":"a","value":1}"#)
         let lines = first.output.lines + second.output.lines
         XCTAssertEqual(lines.count, 3)
-        let bodies = lines.map { line in line.body.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
-        XCTAssertEqual(Set(bodies).count, 1, "one encoding, shared")
+        let bodies = first.output.bodyAddresses + second.output.bodyAddresses
+        XCTAssertEqual(bodies.count, 3)
+        XCTAssertEqual(Set(bodies).count, 1, "one encoding, handed to every watcher's output")
         XCTAssertEqual(second.output.lines.map(\.text), [
             #"{"event":"change","watch":1,"key":"a","new":1,"rev":1,"created":true}"#,
             #"{"event":"change","watch":2,"key":"a","new":1,"rev":1,"created":true}"#,

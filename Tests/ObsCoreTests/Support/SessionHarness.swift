@@ -8,9 +8,18 @@ final class CaptureOutput: SessionOutput {
     /// When set, every written line adds its size to `pendingBytes` (nothing is ever sent).
     var accumulates = false
 
+    /// Where the body of each line written as bytes was: lines that share one encoding were
+    /// handed the same bytes.
+    var bodyAddresses: [UnsafeRawPointer?] = []
+
     func write(_ line: EncodedLine) {
         lines.append(line)
         if accumulates { pendingBytes += line.count }
+    }
+
+    func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
+        bodyAddresses.append(body.baseAddress)
+        write(EncodedLine(head: Array(head), body: Array(body), needsSync: needsSync))
     }
 
     /// The lines written since the last call, as text.
