@@ -42,10 +42,6 @@ public struct ByteBuffer: ~Copyable {
         bytes.withUnsafeBytes { append($0) }
     }
 
-    public mutating func append(_ text: StaticString) {
-        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-
     /// Room for `more` bytes after the current end, to be written through `end` and then counted
     /// with `didAppend`.
     public mutating func reserve(_ more: Int) {

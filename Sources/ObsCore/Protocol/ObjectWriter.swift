@@ -94,6 +94,7 @@ public enum LineEncoding {
 
     /// The shared part of a key event: everything after the `watch` member.
     static func body(_ event: KeyEvent) -> [UInt8] {
+        if let body = event.encodedBody { return body }
         var writer = ObjectWriter(continuing: true)
         writer.field("key", event.key)
         switch event.kind {

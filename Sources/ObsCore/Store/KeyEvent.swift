@@ -18,4 +18,7 @@ struct KeyEvent {
     var created: Bool
     /// delete: "ttl" or "ephemeral" when not a client's delete.
     var reason: String?
+    /// The body as it was encoded when the event was recorded (an error taken from the history),
+    /// sent as it is.
+    var encodedBody: [UInt8]?
 }

@@ -48,6 +48,8 @@ struct KeyPattern: Hashable, Sendable {
     let segments: [Segment]
     /// The literal segments before the first wildcard, joined by `.`: the pattern index's bucket.
     let prefix: String
+    /// `prefix` as the pattern index looks it up.
+    let prefixHash: Int
     var hasWildcard: Bool { segments.contains { $0 == .one || $0 == .any } }
 
     /// Parses `text`; throws `bad_key` when a segment is neither a name segment nor `*` / `**`.
@@ -77,6 +79,7 @@ struct KeyPattern: Hashable, Sendable {
         self.text = text
         self.segments = segments
         self.prefix = prefixParts.joined(separator: ".")
+        prefixHash = PrefixHash.of(prefix)
     }
 
     /// Whether `name` matches, read in place (this runs for every event and every candidate pattern:
@@ -84,6 +87,12 @@ struct KeyPattern: Hashable, Sendable {
     func matches(_ name: String) -> Bool {
         var name = name
         return name.withUTF8 { KeyPattern.match(segments[...], $0, from: 0) }
+    }
+
+    /// `matches` of a name given as its bytes.
+    func matches(_ name: UnsafeRawBufferPointer) -> Bool {
+        KeyPattern.match(segments[...], UnsafeBufferPointer(start: name.baseAddress?.assumingMemoryBound(to: UInt8.self), count: name.count),
+                         from: 0)
     }
 
     /// Whether `pattern` matches the segments of `name` from the one starting at `start`

@@ -315,21 +315,10 @@ public final class Store {
             newRev = rev
         }
         rev = newRev
-        var order = Array(changed.indices)
-        if changed.count > 1 {
-            // Compared by the nodes alone: an element of `changed` copied per comparison would
-            // copy its snapshot (measured: a 50-deep chain cost twice as much).
-            let nodes = changed.map(\.node)
-            order.sort { JSONValue.utf8Precedes(nodes[$0].name, nodes[$1].name) }
-        }
-        var events: [KeyEvent] = []
-        events.reserveCapacity(changed.count)
-        for index in order {
-            let (node, before) = changed[index]
+        watches.beginEvents(rev: newRev)
+        for (node, before) in changed {
             let id = ObjectIdentifier(node)
-            if let event = makeEvent(node, before, forced: transaction.forced.contains(id), reason: transaction.reason) {
-                events.append(event)
-            }
+            recordEvent(node, before, forced: transaction.forced.contains(id), reason: transaction.reason)
             if transaction.replicated, transaction.replicatedMetadata.contains(id) {
                 // Revisions the shared log gave this key, set when it was applied.
             } else if node.kind == nil {
@@ -346,28 +335,33 @@ public final class Store {
                 node.rev = newRev
             }
         }
-        watches.committed(events, rev: newRev)
+        watches.commitEvents()
         sweep(transaction.touched)
         return CommitResult(rev: newRev, persisted: !stored.isEmpty)
     }
 
-    private func makeEvent(_ node: KeyNode, _ before: KeySnapshot, forced: Bool, reason: String?) -> KeyEvent? {
-        if before.kind == node.kind && before.content == node.content && !forced { return nil }
-        switch node.content {
-        case .missing:
-            guard before.kind != nil else { return nil }
-            return KeyEvent(kind: .delete, key: node.name, old: before.content.value ?? before.lastGood, rev: rev,
-                            created: false, reason: reason)
-        case .error(let error):
-            return KeyEvent(kind: .error, key: node.name, error: error, rev: rev, created: before.kind == nil)
-        case .value(let value):
-            let old: JSONValue?
-            switch before.content {
-            case .value(let value): old = value
-            case .error: old = before.lastGood
-            case .missing: old = nil
+    /// Records the event of a changed key, if its change is one watches see.
+    private func recordEvent(_ node: KeyNode, _ before: KeySnapshot, forced: Bool, reason: String?) {
+        if before.kind == node.kind && before.content == node.content && !forced { return }
+        var name = node.name
+        name.withUTF8 { name in
+            let key = UnsafeRawBufferPointer(name)
+            switch node.content {
+            case .missing:
+                guard before.kind != nil else { return }
+                watches.appendEvent(.delete, key: key, created: false, old: .value(before.content.value ?? before.lastGood ?? .null),
+                                    reason: reason)
+            case .error(let error):
+                watches.appendEvent(.error, key: key, created: before.kind == nil, error: error)
+            case .value(let value):
+                let old: JSONValue?
+                switch before.content {
+                case .value(let value): old = value
+                case .error: old = before.lastGood
+                case .missing: old = nil
+                }
+                watches.appendEvent(.change, key: key, created: before.kind == nil, old: old.map { .value($0) }, new: .value(value))
             }
-            return KeyEvent(kind: .change, key: node.name, old: old, new: value, rev: rev, created: before.kind == nil)
         }
     }
 

@@ -14,14 +14,37 @@
 // - Non-finite doubles never come from the decoder, and the store refuses to create them; should
 //   one be encoded anyway it becomes `null`, so the output stays valid JSON.
 
+/// Where the canonical encoder writes: a byte array, or a `ByteBuffer` (the paths that write a line
+/// per request or per event, into memory they keep).
+public protocol JSONOutput: ~Copyable {
+    mutating func append(_ byte: UInt8)
+    mutating func append(_ bytes: UnsafeRawBufferPointer)
+}
+
+extension JSONOutput where Self: ~Copyable {
+    @inline(__always)
+    public mutating func append(_ text: StaticString) {
+        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+}
+
+extension Array: JSONOutput where Element == UInt8 {
+    @inline(__always)
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        append(contentsOf: bytes)
+    }
+}
+
+extension ByteBuffer: JSONOutput {}
+
 extension JSONValue: CustomStringConvertible {
     /// The canonical compact JSON encoding, appended to `buffer` as UTF-8.
-    public func encode(into buffer: inout [UInt8]) {
+    public func encode<Output: JSONOutput & ~Copyable>(into buffer: inout Output) {
         switch self {
         case .null:
-            buffer.append(contentsOf: "null".utf8)
+            buffer.append("null")
         case .bool(let value):
-            buffer.append(contentsOf: value ? "true".utf8 : "false".utf8)
+            buffer.append(value ? "true" : "false")
         case .int(let value):
             JSONValue.appendInteger(value, to: &buffer)
         case .double(let value):
@@ -61,7 +84,7 @@ extension JSONValue: CustomStringConvertible {
     /// The canonical compact JSON encoding.
     public var description: String { encoded }
 
-    static func appendMember(_ name: String, _ value: JSONValue, to buffer: inout [UInt8]) {
+    static func appendMember<Output: JSONOutput & ~Copyable>(_ name: String, _ value: JSONValue, to buffer: inout Output) {
         appendString(name, to: &buffer)
         buffer.append(UInt8(ascii: ":"))
         value.encode(into: &buffer)
@@ -80,9 +103,14 @@ extension JSONValue: CustomStringConvertible {
         return a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
-    static func appendInteger(_ value: Int64, to buffer: inout [UInt8]) {
+    static func appendInteger<Output: JSONOutput & ~Copyable>(_ value: Int64, to buffer: inout Output) {
         if value < 0 { buffer.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
+        appendDigits(value.magnitude, to: &buffer)
+    }
+
+    /// The decimal digits of `value`.
+    static func appendDigits<Output: JSONOutput & ~Copyable>(_ value: UInt64, to buffer: inout Output) {
+        var magnitude = value
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var i = digits.count
             repeat {
@@ -90,41 +118,45 @@ extension JSONValue: CustomStringConvertible {
                 digits[i] = UInt8(truncatingIfNeeded: magnitude % 10) &+ UInt8(ascii: "0")
                 magnitude /= 10
             } while magnitude != 0
-            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
+            buffer.append(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(digits)[i...]))
         }
     }
 
-    static func appendDouble(_ value: Double, to buffer: inout [UInt8]) {
+    static func appendDouble<Output: JSONOutput & ~Copyable>(_ value: Double, to buffer: inout Output) {
         if let integer = Int64(exactly: value) {
             appendInteger(integer, to: &buffer)
         } else if value.isFinite {
-            buffer.append(contentsOf: value.description.utf8)
+            var text = value.description
+            text.withUTF8 { buffer.append(UnsafeRawBufferPointer($0)) }
         } else {
-            buffer.append(contentsOf: "null".utf8)
+            buffer.append("null")
         }
     }
 
-    static func appendString(_ string: String, to buffer: inout [UInt8]) {
-        buffer.append(UInt8(ascii: "\""))
+    static func appendString<Output: JSONOutput & ~Copyable>(_ string: String, to buffer: inout Output) {
         var string = string
-        string.withUTF8 { utf8 in
-            // Bytes from `runStart` to the current index need no escaping and are copied at once.
-            var runStart = 0
-            for i in utf8.indices {
-                let byte = utf8[i]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
-                    continue
-                }
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
-                appendEscaped(byte, to: &buffer)
-                runStart = i + 1
+        string.withUTF8 { appendString(UnsafeRawBufferPointer($0), to: &buffer) }
+    }
+
+    /// A string given as its UTF-8 bytes.
+    static func appendString<Output: JSONOutput & ~Copyable>(_ utf8: UnsafeRawBufferPointer, to buffer: inout Output) {
+        buffer.append(UInt8(ascii: "\""))
+        // Bytes from `runStart` to the current index need no escaping and are copied at once.
+        var runStart = 0
+        for i in utf8.indices {
+            let byte = utf8[i]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                continue
             }
-            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            buffer.append(UnsafeRawBufferPointer(rebasing: utf8[runStart..<i]))
+            appendEscaped(byte, to: &buffer)
+            runStart = i + 1
         }
+        buffer.append(UnsafeRawBufferPointer(rebasing: utf8[runStart...]))
         buffer.append(UInt8(ascii: "\""))
     }
 
-    static func appendEscaped(_ byte: UInt8, to buffer: inout [UInt8]) {
+    static func appendEscaped<Output: JSONOutput & ~Copyable>(_ byte: UInt8, to buffer: inout Output) {
         let short: UInt8
         switch byte {
         case UInt8(ascii: "\""): short = UInt8(ascii: "\"")
@@ -136,7 +168,7 @@ extension JSONValue: CustomStringConvertible {
         case 0x09: short = UInt8(ascii: "t")
         default:
             let hexDigits: StaticString = "0123456789abcdef"
-            buffer.append(contentsOf: "\\u00".utf8)
+            buffer.append("\\u00")
             buffer.append(hexDigits.utf8Start[Int(byte >> 4)])
             buffer.append(hexDigits.utf8Start[Int(byte & 0x0F)])
             return

@@ -53,9 +53,10 @@ final class Watch {
     // (Delivery state, touched for every event: the hub is used by one thread at a time, so no
     // dynamic exclusivity checks.)
     @exclusivity(unchecked) var collectRev: UInt64 = 0
+    /// Where in the transaction's records each of its events is.
     @exclusivity(unchecked) var collected: [Int] = []
     @exclusivity(unchecked) var publishStamp: UInt64 = 0
-    let heads: [[UInt8]]
+    let heads: WatchHeads
 
     init(id: Int, client: WatchClient, entries: [WatchedPattern], options: Options, now: Double) {
         self.id = id
@@ -67,20 +68,13 @@ final class Watch {
         progress = options.progress
         channels = options.channels
         lastSent = now
-        heads = [EventName.change, .delete, .error].map { LineEncoding.head($0, watch: id) }
+        heads = WatchHeads(watch: id)
     }
 
     func matches(_ key: String) -> Bool { entries.contains { $0.pattern.matches(key) } }
+    func matches(_ key: UnsafeRawBufferPointer) -> Bool { entries.contains { $0.pattern.matches(key) } }
 
     var patterns: [KeyPattern] { entries.map(\.pattern) }
-
-    func head(_ kind: KeyEvent.Kind) -> [UInt8] {
-        switch kind {
-        case .change: heads[0]
-        case .delete: heads[1]
-        case .error: heads[2]
-        }
-    }
 
     /// Whether events wait in `pending` instead of going out at once.
     var holdsEvents: Bool { mode == .latest || throttle != nil || debounce != nil }
@@ -109,6 +103,38 @@ final class Watch {
         }
         return merged
     }
+}
+
+/// The per-watch part of a watch's event lines (`{"event":"change","watch":N`, and the same for
+/// `delete`, `error` and `publish`), encoded once when the watch starts, in memory of its own: the
+/// delivery of an event reads them with no reference counting.
+final class WatchHeads {
+    private let bytes: UnsafeMutableRawBufferPointer
+    private let ends: (Int, Int, Int, Int)
+
+    init(watch: Int) {
+        var all: [UInt8] = []
+        var ends: [Int] = []
+        for event in [EventName.change, .delete, .error, .publish] {
+            all += LineEncoding.head(event, watch: watch)
+            ends.append(all.count)
+        }
+        bytes = .allocate(byteCount: all.count, alignment: 8)
+        bytes.copyBytes(from: all)
+        self.ends = (ends[0], ends[1], ends[2], ends[3])
+    }
+
+    deinit { bytes.deallocate() }
+
+    func head(_ kind: KeyEvent.Kind) -> UnsafeRawBufferPointer {
+        switch kind {
+        case .change: UnsafeRawBufferPointer(rebasing: bytes[0..<ends.0])
+        case .delete: UnsafeRawBufferPointer(rebasing: bytes[ends.0..<ends.1])
+        case .error: UnsafeRawBufferPointer(rebasing: bytes[ends.1..<ends.2])
+        }
+    }
+
+    var publish: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[ends.2..<ends.3]) }
 }
 
 /// Every watch listing one pattern.

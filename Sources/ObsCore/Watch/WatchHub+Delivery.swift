@@ -1,60 +1,119 @@
 /// Delivering committed changes and channel messages to watches.
+///
+/// A transaction's events are written once, as `EventRecord`s, into `open` (`beginEvents`, then
+/// `appendEvent` for each changed key, in the order the store met them), and `commitEvents` keeps
+/// them in the history and hands each to every watch with a matching pattern: the same bytes to
+/// every watch, after its own small head. No event allocates: the records go to a buffer and a
+/// ring that keep their memory.
 extension WatchHub {
-    /// One committed transaction: its events (sorted by key) join the history and go to every
-    /// watch with a matching pattern; each watch gets them contiguously, in key order, once each.
-    /// Each event is encoded once, whatever the number of watches.
-    func committed(_ events: [KeyEvent], rev: UInt64) {
-        self.rev = rev
-        history.append(rev: rev, events: events)
-        guard patterns.count > 0, !events.isEmpty else { return }
+    /// Starts recording the events of the transaction that commits `rev`.
+    func beginEvents(rev: UInt64) {
+        open.removeAll(keepingCapacityUpTo: 1 << 20)
+        openRev = rev
+    }
+
+    /// Records one event of the open transaction (see `ByteBuffer.appendEvent`).
+    func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, created: Bool, old: EventValue? = nil,
+                     new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
+        open.appendEvent(kind, key: key, rev: openRev, created: created, old: old, new: new, error: error, reason: reason)
+    }
+
+    /// The open transaction is committed: its events join the history and go to every watch with a
+    /// matching pattern; each watch gets them contiguously, in key order, once each.
+    func commitEvents() {
+        rev = openRev
+        let events = EventRecords(open.bytes)
+        history.append(rev: rev, events: events.bytes)
+        guard patterns.count > 0, !events.bytes.isEmpty else { return }
+        let first = EventRecord(base: events.bytes.baseAddress!)
+        if first.length == events.bytes.count {
+            // One event, the usual transaction: each watch gets it as it is found.
+            patterns.forEachEntry(matching: first.key) { entry in
+                for watch in entry.watches where watch.active && watch.collectRev != rev {
+                    watch.collectRev = rev
+                    deliver(first, to: watch)
+                    if watch.flushesWhenDrained { flushLatest(watch) }
+                }
+            }
+            return
+        }
+        deliverEach(events)
+    }
+
+    /// Several events: collected per watch first, so that each watch gets its events together, in
+    /// key order, and an event that two of its patterns match once.
+    private func deliverEach(_ events: EventRecords) {
         var touched: [Watch] = []
-        for index in events.indices {
-            patterns.forEachEntry(matching: events[index].key) { entry in
+        for record in events {
+            let offset = record.base - events.bytes.baseAddress!
+            patterns.forEachEntry(matching: record.key) { entry in
                 for watch in entry.watches where watch.active {
                     if watch.collectRev != rev {
                         watch.collectRev = rev
                         watch.collected.removeAll(keepingCapacity: true)
                         touched.append(watch)
                     }
-                    if watch.collected.last != index { watch.collected.append(index) }
+                    if watch.collected.last != offset { watch.collected.append(offset) }
                 }
             }
         }
-        guard !touched.isEmpty else { return }
-        var bodies = [[UInt8]?](repeating: nil, count: events.count)
-        let now = clock.monotonic
+        let base = events.bytes.baseAddress!
         for watch in touched {
-            if watch.holdsEvents {
-                for index in watch.collected { hold(events[index], in: watch, now: now) }
-                if watch.flushesWhenDrained { flushLatest(watch) }
-                continue
+            if watch.collected.count > 1 {
+                watch.collected.sort { EventRecord(base: base + $0).keyPrecedes(EventRecord(base: base + $1)) }
             }
-            for index in watch.collected {
-                let body: [UInt8]
-                if let cached = bodies[index] {
-                    body = cached
-                } else {
-                    body = LineEncoding.body(events[index])
-                    bodies[index] = body
-                }
-                watch.head(events[index].kind).withUnsafeBytes { head in
-                    body.withUnsafeBytes { body in sendEvent(head: head, body: body, needsSync: true, of: watch, rev: rev) }
-                }
+            for offset in watch.collected { deliver(EventRecord(base: base + offset), to: watch) }
+            if watch.flushesWhenDrained { flushLatest(watch) }
+        }
+    }
+
+    /// One event to one watch: sent, or held by a watch that holds events.
+    private func deliver(_ record: EventRecord, to watch: Watch) {
+        if watch.holdsEvents {
+            hold(KeyEvent(record, rev: rev), in: watch, now: clock.monotonic)
+            return
+        }
+        sendEvent(head: watch.heads.head(record.kind), body: record.body, needsSync: true, of: watch, rev: rev)
+    }
+
+    /// The events of `transaction`, given as values (tests, and callers without a store).
+    func committed(_ events: [KeyEvent], rev: UInt64) {
+        beginEvents(rev: rev)
+        for event in events {
+            var key = event.key
+            key.withUTF8 { key in
+                appendEvent(event.kind, key: UnsafeRawBufferPointer(key), created: event.created, old: event.old.map { .value($0) },
+                            new: event.new.map { .value($0) }, error: event.error, reason: event.reason)
             }
         }
+        commitEvents()
     }
 
     /// `publish`: the number of watches the message was queued for.
     func publish(_ channel: String, _ payload: JSONValue) -> Int {
+        var channel = channel
+        return channel.withUTF8 { channel in publish(UnsafeRawBufferPointer(channel), .value(payload)) }
+    }
+
+    /// `publish` of a channel given as its name's bytes, with a payload encoded or not.
+    func publish(_ channel: UnsafeRawBufferPointer, _ payload: EventValue) -> Int {
         publishes &+= 1
         let stamp = publishes
-        let body = LineEncoding.body([("channel", .string(channel)), ("payload", payload)])
+        open.removeAll(keepingCapacityUpTo: 1 << 20)
+        open.append(#","channel":"#)
+        JSONValue.appendString(channel, to: &open)
+        open.append(#","payload":"#)
+        switch payload {
+        case .encoded(let bytes): open.append(bytes)
+        case .value(let value): value.encode(into: &open)
+        }
+        open.append("}\n")
+        let body = open.bytes
         var delivered = 0
         patterns.forEachEntry(matching: channel) { entry in
             for watch in entry.watches where watch.active && watch.channels && watch.publishStamp != stamp {
                 watch.publishStamp = stamp
-                let line = EncodedLine(head: LineEncoding.head(.publish, watch: watch.id), body: body)
-                if sendEvent(line, of: watch, rev: rev) { delivered += 1 }
+                if sendEvent(head: watch.heads.publish, body: body, needsSync: false, of: watch, rev: rev) { delivered += 1 }
             }
         }
         return delivered
@@ -62,7 +121,8 @@ extension WatchHub {
 
     /// Sends one event now (a watch that holds events, when it lets one go).
     func send(_ event: KeyEvent, to watch: Watch) {
-        sendEvent(EncodedLine(head: watch.head(event.kind), body: LineEncoding.body(event), needsSync: true), of: watch, rev: event.rev)
+        sendEvent(EncodedLine(head: Array(watch.heads.head(event.kind)), body: LineEncoding.body(event), needsSync: true), of: watch,
+                  rev: event.rev)
     }
 
     // MARK: Held events (latest, throttle, debounce)

@@ -19,13 +19,19 @@ extension WatchHub {
     /// Replays history after `since`, then `synced`; when that is older than the history kept,
     /// `compacted` and a snapshot instead.
     func sendReplay(_ watch: Watch, since: UInt64) {
-        guard let transactions = history.transactions(after: since) else {
+        var matching: [EventRecord] = []
+        let kept = history.forEachTransaction(after: since) { rev, events in
+            matching.removeAll(keepingCapacity: true)
+            for record in events where watch.matches(record.key) { matching.append(record) }
+            matching.sort { $0.keyPrecedes($1) }
+            for record in matching {
+                sendEvent(head: watch.heads.head(record.kind), body: record.body, needsSync: true, of: watch, rev: rev)
+            }
+        }
+        guard kept else {
             sendControl(watch, .compacted, [("compact_rev", .int(Int64(history.start)))])
             sendSnapshot(watch)
             return
-        }
-        for transaction in transactions {
-            for event in transaction.events where watch.matches(event.key) { send(event, to: watch) }
         }
         sendControl(watch, .synced, [("rev", .int(Int64(rev)))])
     }

@@ -14,6 +14,10 @@ final class WatchHub {
     var rev: UInt64
     var patterns = PatternIndex<WatchedPattern>()
     var history: History
+    /// The events of the transaction being committed, as `EventRecord`s (also the body of a
+    /// `publish` being sent).
+    var open = ByteBuffer()
+    var openRev: UInt64 = 0
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
     var timers = DeadlineHeap<Watch>()
     var stats = WatchStats()
