@@ -74,8 +74,17 @@ final class DaemonLoop {
 
     /// Step 1: seconds until something is due (nil: nothing is).
     private func nextTimeout(now: Double) -> Double? {
-        let due = [store.nextDeadline, nextWatchdog, server.nextExpiry(now: now).map { now + $0 }, stopping,
-                   server.hasUnflushedOutput ? now : nil, gate?.retryAt].compactMap { $0 }.min()
+        // The earliest of these, without an array per turn.
+        var due: Double?
+        func consider(_ time: Double?) {
+            if let time, time < (due ?? .infinity) { due = time }
+        }
+        consider(store.nextDeadline)
+        consider(nextWatchdog)
+        consider(server.nextExpiry(now: now).map { now + $0 })
+        consider(stopping)
+        consider(server.hasUnflushedOutput ? now : nil)
+        consider(gate?.retryAt)
         return due.map { max(0, $0 - now) }
     }
 

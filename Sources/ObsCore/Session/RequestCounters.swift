@@ -8,6 +8,21 @@ struct RequestCounters {
     /// Sessions (connections) opened since the store started.
     var sessionsOpened: UInt64 = 0
 
+    /// Where the hot operations' counts are in `byOperation`.
+    private let hotIndexes: [Int] = ["get", "set", "incr", "ping", "publish"].map { Operations.indexByName[$0]! }
+
+    /// A hot request (Session+Hot.swift).
+    mutating func count(_ operation: RequestScanner.Operation) {
+        let index = switch operation {
+        case .get: hotIndexes[0]
+        case .set: hotIndexes[1]
+        case .incr: hotIndexes[2]
+        case .ping: hotIndexes[3]
+        case .publish: hotIndexes[4]
+        }
+        byOperation[index] += 1
+    }
+
     mutating func count(_ error: ObsError) {
         byError[error.code, default: 0] += 1
     }

@@ -19,12 +19,12 @@ extension Session {
         defer { engine.exit() }
         if let key = request.string("key") {
             try KeyName.validate(key)
-            guard let node = store.existing(key) else { throw ObsError(.notFound, "no key '\(key)'") }
-            node.settle()
-            switch node.content {
+            guard let found = store.view(key) else { throw ObsError(.notFound, "no key '\(key)'") }
+            found.settle()
+            switch found.content {
             case .value(let value):
-                return Reply(fields: [("key", .string(key)), ("value", value), ("kind", .string(node.kind!.rawValue)),
-                                      ("rev", .int(Int64(node.rev))), ("version", .int(Int64(node.version)))])
+                return Reply(fields: [("key", .string(key)), ("value", value), ("kind", .string(found.kind.rawValue)),
+                                      ("rev", .int(Int64(found.rev))), ("version", .int(Int64(found.version)))])
             case .error(let error):
                 throw ObsError(.evalError, error.message)
             case .missing:
@@ -35,11 +35,11 @@ extension Session {
         let parsed = try KeyPattern(pattern)
         var items: [JSONValue] = []
         for name in store.keyNames(matching: parsed) {
-            let node = store.existing(name)!
-            node.settle()
-            var item: [String: JSONValue] = ["key": .string(name), "kind": .string(node.kind!.rawValue),
-                                             "rev": .int(Int64(node.rev)), "version": .int(Int64(node.version))]
-            switch node.content {
+            let found = store.view(name)!
+            found.settle()
+            var item: [String: JSONValue] = ["key": .string(name), "kind": .string(found.kind.rawValue),
+                                             "rev": .int(Int64(found.rev)), "version": .int(Int64(found.version))]
+            switch found.content {
             case .value(let value): item["value"] = value
             case .error(let error): item["error"] = .object(["code": .string(error.code.rawValue), "message": .string(error.message)])
             case .missing: continue
@@ -52,7 +52,7 @@ extension Session {
     /// A key's kind as list, graph and describe show it: "missing" for a binding's key that does
     /// not exist (yet).
     private func shownKind(_ name: String) -> JSONValue {
-        .string(store.existing(name)?.kind?.rawValue ?? "missing")
+        .string(store.view(name)?.kind.rawValue ?? "missing")
     }
 
     func list(_ request: Request) throws(ObsError) -> Reply {
@@ -66,14 +66,15 @@ extension Session {
     func describe(_ request: Request) throws(ObsError) -> Reply {
         let key = request.string("key")!
         try KeyName.validate(key)
-        let node = store.existing(key)
+        let found = store.view(key)
+        let node = found?.node
         let targets = store.boundTargets(of: key)
-        guard node != nil || store.bindings[key] != nil || !targets.isEmpty else { throw ObsError(.notFound, "no key '\(key)'") }
+        guard found != nil || store.bindings[key] != nil || !targets.isEmpty else { throw ObsError(.notFound, "no key '\(key)'") }
         engine.enter()
         defer { engine.exit() }
-        node?.settle()
+        found?.settle()
         var fields: [(String, JSONValue)] = [("key", .string(key)), ("kind", shownKind(key))]
-        switch node?.content {
+        switch found?.content {
         case .value(let value): fields.append(("value", value))
         case .error(let error): fields.append(("error", .object(["code": .string(error.code.rawValue), "message": .string(error.message)])))
         case .missing, nil: break
@@ -87,9 +88,9 @@ extension Session {
             fields.append(("binding", .object(inbound)))
         }
         if !targets.isEmpty { fields.append(("bound_to", .array(targets.map { .string($0) }))) }
-        fields.append(("rev", .int(Int64(node?.rev ?? 0))))
-        fields.append(("created_rev", .int(Int64(node?.createdRev ?? 0))))
-        fields.append(("version", .int(Int64(node?.version ?? 0))))
+        fields.append(("rev", .int(Int64(found?.rev ?? 0))))
+        fields.append(("created_rev", .int(Int64(found?.createdRev ?? 0))))
+        fields.append(("version", .int(Int64(found?.version ?? 0))))
         if let expiresAt = node?.expiresAt {
             fields.append(("ttl_ms", .int(Int64(max(0, ((expiresAt - store.clock.now) * 1000).rounded())))))
         }
@@ -104,7 +105,7 @@ extension Session {
         var edges: [JSONValue] = []
         for name in names {
             nodes.append(.object(["key": .string(name), "kind": shownKind(name)]))
-            for dep in store.existing(name)?.dependencyNames ?? [] {
+            for dep in store.view(name)?.node?.dependencyNames ?? [] {
                 edges.append(.object(["from": .string(dep), "to": .string(name), "type": "dep"]))
             }
             if let binding = store.bindings[name] {

@@ -69,6 +69,7 @@ public final class Session {
 
     /// One framed request line (without its newline).
     private func handle(line: UnsafeRawBufferPointer) {
+        if handleHot(line) { return }
         let request: JSONValue
         do {
             request = try JSONValue.parse(line, maxDepth: store.configuration.maxJSONDepth)

@@ -61,6 +61,16 @@ final class SessionLines: WatchSink {
         write(answer)
     }
 
+    /// Runs `handle`, which encodes its answer and returns its bytes and whether it needs a sync,
+    /// and writes that answer before the lines sent meanwhile (the hot path: no `EncodedLine`).
+    func answerBytes(_ handle: () -> (UnsafeRawBufferPointer, Bool)) {
+        holding = true
+        let (answer, needsSync) = handle()
+        holding = false
+        output.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: answer, needsSync: needsSync)
+        releaseHeld()
+    }
+
     /// The pending answer: written, then the lines that waited for it.
     func resolve(_ answer: EncodedLine) {
         if isHandling {

@@ -156,7 +156,7 @@ extension Store {
     func shownKeyNames(matching pattern: KeyPattern) -> [String] {
         var names = Set(keyNames(matching: pattern))
         for binding in bindings.values {
-            for name in [binding.from, binding.to] where pattern.matches(name) && existing(name) == nil { names.insert(name) }
+            for name in [binding.from, binding.to] where pattern.matches(name) && view(name) == nil { names.insert(name) }
         }
         return names.sorted(by: JSONValue.utf8Precedes)
     }
@@ -170,7 +170,7 @@ extension Store {
     /// The keys `name` takes its value from: a computed's last dependencies, a bound key's source.
     func inputs(of name: String, ignoringBindingsInto ignored: Set<String>) -> [String] {
         var result: [String] = []
-        if let node = nodes[name], node.kind == .computed { result = node.dependencyNames }
+        if let node = view(name)?.node, node.kind == .computed { result = node.dependencyNames }
         if !ignored.contains(name), let binding = bindings[name] { result.append(binding.source(of: name)) }
         return result
     }

@@ -4,9 +4,15 @@ enum KeyName {
     static let maxBytes = 256
 
     static func isValid(_ name: String) -> Bool {
-        guard !name.isEmpty, name.utf8.count <= maxBytes else { return false }
+        var name = name
+        return name.withUTF8 { isValid(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `isValid` of a name given as its bytes.
+    static func isValid(_ name: UnsafeRawBufferPointer) -> Bool {
+        guard !name.isEmpty, name.count <= maxBytes else { return false }
         var segmentLength = 0
-        for byte in name.utf8 {
+        for byte in name {
             if byte == UInt8(ascii: ".") {
                 guard segmentLength > 0 else { return false }
                 segmentLength = 0

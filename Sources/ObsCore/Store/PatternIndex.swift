@@ -49,6 +49,13 @@ struct PatternIndex<Entry: PatternKeyed> {
         name.withUTF8 { forEachEntry(matching: UnsafeRawBufferPointer($0), body) }
     }
 
+    /// Whether some entry's pattern matches `name`.
+    func anyEntry(matching name: UnsafeRawBufferPointer) -> Bool {
+        var found = false
+        forEachEntry(matching: name) { _ in found = true }
+        return found
+    }
+
     /// `forEachEntry` of a name given as its bytes.
     func forEachEntry(matching name: UnsafeRawBufferPointer, _ body: (Entry) -> Void) {
         guard !byPrefix.isEmpty else { return }

@@ -4,18 +4,18 @@ extension Store {
     /// bindings, sorted by key.
     func dump() -> [(String, JSONValue)] {
         var keys: [JSONValue] = []
-        for name in nodes.keys.sorted(by: JSONValue.utf8Precedes) {
-            guard let node = existing(name) else { continue }
-            var item: [String: JSONValue] = ["key": .string(name), "kind": .string(node.kind!.rawValue),
-                                             "rev": .int(Int64(node.rev)), "created_rev": .int(Int64(node.createdRev)),
-                                             "version": .int(Int64(node.version))]
-            if node.kind == .computed {
-                guard let expression = node.expression else { continue }
+        for name in allNames().sorted(by: JSONValue.utf8Precedes) {
+            guard let key = view(name) else { continue }
+            var item: [String: JSONValue] = ["key": .string(name), "kind": .string(key.kind.rawValue),
+                                             "rev": .int(Int64(key.rev)), "created_rev": .int(Int64(key.createdRev)),
+                                             "version": .int(Int64(key.version))]
+            if key.kind == .computed {
+                guard let expression = key.node?.expression else { continue }
                 item["expr"] = .string(expression.source)
             } else {
-                guard node.owner == nil, let value = node.content.value else { continue }
+                guard key.owner == nil, let value = key.content.value else { continue }
                 item["value"] = value
-                if let expiresAt = node.expiresAt { item["expires_at"] = .double(expiresAt) }
+                if let expiresAt = key.expiresAt { item["expires_at"] = .double(expiresAt) }
             }
             keys.append(.object(item))
         }
@@ -63,10 +63,10 @@ extension Store {
         if replace {
             for target in Set(bindings.values.map(\.to)) { try unbind(target) }
             let keep = Set(values.map(\.0) + definitions.map(\.0))
-            for name in nodes.keys.sorted() where !keep.contains(name) { _ = try delete(name) }
+            for name in allNames().sorted() where !keep.contains(name) { _ = try delete(name) }
         }
         for (name, value, expiresAt) in values {
-            if existing(name)?.kind == .computed { _ = try delete(name) }
+            if view(name)?.kind == .computed { _ = try delete(name) }
             _ = try set(name, value)
             if let expiresAt, let node = existing(name) {
                 node.expiresAt = expiresAt

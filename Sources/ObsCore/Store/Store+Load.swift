@@ -4,7 +4,11 @@ extension Store {
         engine.enter()
         defer { engine.exit() }
         for key in state.keys {
-            let node = node(key.key, create: true)!
+            guard let expiresAt = key.expiresAt else {
+                loadPlain(key)
+                continue
+            }
+            let node = node(key.key, create: true, placeholder: false)!
             setKind(node, .value)
             node.content = .value(key.value)
             node.committed = node.content
@@ -12,8 +16,8 @@ extension Store {
             node.rev = key.rev
             node.createdRev = key.createdRev
             node.version = key.version
-            node.expiresAt = key.expiresAt
-            if let expiresAt = key.expiresAt { expiries.push(expiresAt, node) }
+            node.expiresAt = expiresAt
+            expiries.push(expiresAt, node)
         }
         for definition in state.definitions {
             let node = node(definition.key, create: true)!
@@ -38,7 +42,7 @@ extension Store {
             install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)
         }
         for name in evaluationOrder(state.definitions) {
-            if let node = nodes[name], node.expression != nil { engine.refresh(node) }
+            if let node = view(name)?.node, node.expression != nil { engine.refresh(node) }
         }
     }
 
@@ -49,7 +53,7 @@ extension Store {
     private func evaluationOrder(_ definitions: [StoredDefinition]) -> [String] {
         var names: [String: Set<String>] = [:]
         for definition in definitions {
-            names[definition.key] = nodes[definition.key]?.expression?.referencedKeys ?? []
+            names[definition.key] = view(definition.key)?.node?.expression?.referencedKeys ?? []
         }
         var visited = Set<String>()
         var order: [String] = []

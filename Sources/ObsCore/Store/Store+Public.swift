@@ -4,7 +4,18 @@ extension Store {
     /// Sets a value key as one transaction; the store's revision after it.
     @discardableResult
     public func setValue(_ value: JSONValue, forKey key: String) throws(ObsError) -> UInt64 {
-        try transact { () throws(ObsError) in try set(key, value) }.1.rev
+        if sharedLog == nil, current == nil {
+            scratch.removeAll(keepingCapacityUpTo: 1 << 16)
+            value.encode(into: &scratch)
+            var name = key
+            // A plain key is written as `set` requests write it (Store+PlainKeys.swift).
+            let plain = name.withUTF8 { name -> Result<UInt64, ObsError>? in
+                guard let write = prepareSet(UnsafeRawBufferPointer(name), scratch.bytes) else { return nil }
+                return Result { () throws(ObsError) in try commit(write) }
+            }
+            if let plain { return try plain.get() }
+        }
+        return try transact { () throws(ObsError) in try set(key, value) }.1.rev
     }
 
     /// Defines (or redefines) a computed key as one transaction; the store's revision after it.
@@ -15,11 +26,11 @@ extension Store {
 
     /// The current value of a key (nil when missing or in the error state).
     public func value(forKey key: String) -> JSONValue? {
-        guard let node = existing(key) else { return nil }
+        guard let found = view(key) else { return nil }
         engine.enter()
-        node.settle()
+        found.settle()
         engine.exit()
-        return node.content.value
+        return found.content.value
     }
 
     /// How many keys exist.

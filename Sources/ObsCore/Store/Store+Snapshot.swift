@@ -8,10 +8,11 @@ extension Store: WatchedState {
         var items: [KeyState] = []
         items.reserveCapacity(names.count)
         for name in names.sorted(by: JSONValue.utf8Precedes) {
-            guard let node = existing(name) else { continue }
-            node.settle()
-            guard let kind = node.kind, node.content != .missing else { continue }
-            items.append(KeyState(key: name, kind: kind, content: node.content, rev: node.rev))
+            guard let key = view(name) else { continue }
+            key.settle()
+            let content = key.content
+            guard content != .missing else { continue }
+            items.append(KeyState(key: name, kind: key.kind, content: content, rev: key.rev))
         }
         return items
     }

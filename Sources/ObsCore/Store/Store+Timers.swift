@@ -30,10 +30,10 @@ extension Store {
         while let first = expiries.first, first.deadline <= now {
             _ = expiries.pop()
             let node = first.element
-            guard node.exists, node.expiresAt == first.deadline, nodes[node.name] === node else { continue }
+            guard node.exists, node.expiresAt == first.deadline, isCurrent(node) else { continue }
             write(reason: "ttl") { [self] () throws(ObsError) in
                 // Run again after a lost race: only if that same deadline still holds.
-                guard node.exists, node.expiresAt == first.deadline, nodes[node.name] === node else { return }
+                guard node.exists, node.expiresAt == first.deadline, isCurrent(node) else { return }
                 _ = try delete(node.name)
             }
         }
@@ -88,11 +88,11 @@ extension Store {
 
     /// Removes the ephemeral keys `owner` still owns, as one transaction with reason "ephemeral".
     func removeEphemeralKeys(_ names: Set<String>, owner: UInt64) {
-        guard names.contains(where: { existing($0)?.owner == owner }) else { return }
+        guard names.contains(where: { view($0)?.owner == owner }) else { return }
         write(reason: "ephemeral") { [self] () throws(ObsError) in
             // Those it still owns when it runs (again, after a lost race, the keys may have a
             // new owner).
-            for name in names where existing(name)?.owner == owner { _ = try delete(name) }
+            for name in names where view(name)?.owner == owner { _ = try delete(name) }
         }
     }
 
@@ -100,9 +100,8 @@ extension Store {
         guard placeholders.count > 64 else { return }
         let names = placeholders
         placeholders.removeAll()
-        for name in names {
-            guard let node = nodes[name], !node.exists else { continue }
-            if node.hasSubscribers { placeholders.append(name) } else { nodes[name] = nil }
+        for name in names where isPlaceholder(name) {
+            if !forgetIfUnread(name) { placeholders.append(name) }
         }
         matchSources.removeAll { !$0.node.hasSubscribers }
     }

@@ -36,7 +36,7 @@ extension Store {
     {
         try KeyName.validate(key)
         try checkValueSize(value)
-        let found = nodes[key]
+        let found = node(key, create: false)
         if found?.kind == .computed { throw ObsError(.readOnly, "'\(key)' is a computed key") }
         if let ifRev {
             let currentRev = found?.exists == true ? max(found!.rev, 1) : 0
@@ -84,7 +84,7 @@ extension Store {
     /// `incr`: the new value.
     func incr(_ key: String, by: JSONValue) throws(ObsError) -> JSONValue {
         try KeyName.validate(key)
-        let found = nodes[key]
+        let found = node(key, create: false)
         if found?.kind == .computed { throw ObsError(.readOnly, "'\(key)' is a computed key") }
         self.current?.depend(on: key)
         let current = found?.exists == true ? found!.content.value ?? .null : .int(0)
@@ -110,7 +110,7 @@ extension Store {
         try KeyName.validate(key)
         let expression = try compile(source)
         current?.depend(on: key)
-        if nodes[key]?.kind == .value && !replace {
+        if view(key)?.kind == .value && !replace {
             throw ObsError(.exists, "'\(key)' is a value key; define it with replace: true")
         }
         let node = node(key, create: true, placeholder: false)!
@@ -142,7 +142,7 @@ extension Store {
         }
         let mapExpression = try map.map { source throws(ObsError) in try compile(source, allowValue: true) }
         let unmapExpression = try unmap.map { source throws(ObsError) in try compile(source, allowValue: true) }
-        for target in twoWay ? [to, from] : [to] where existing(target)?.kind == .computed {
+        for target in twoWay ? [to, from] : [to] where view(target)?.kind == .computed {
             throw ObsError(.readOnly, "'\(target)' is a computed key")
         }
         let ignored: Set<String> = twoWay ? [to, from] : [to]

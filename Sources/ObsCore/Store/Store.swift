@@ -8,10 +8,11 @@ public final class Store {
     public let configuration: StoreConfiguration
     let storage: any StateStorage
     /// `storage.keepsCommits`, read once: when false, no `StoredTransaction` is built.
-    private let keepsCommits: Bool
+    let keepsCommits: Bool
     let clock: any StoreClock
 
-    var nodes: [String: KeyNode] = [:]
+    /// Every key: plain value keys as records, the others as nodes (Store+Records.swift).
+    var keys = KeyTable()
     var keyCount = 0
     var computedCount = 0
     /// The global revision: one per committed transaction.
@@ -45,12 +46,20 @@ public final class Store {
     public var writeRefusal: ObsError?
     /// The length of the request line being handled, if any: a bound on its values' sizes.
     var requestLineBytes: Int?
+    /// Whether sessions answer the hot operations from the line's bytes (Session+Hot.swift); when
+    /// false everything takes the general path, which is what the tests of the hot path compare it
+    /// with.
+    var answersHotRequests = true
     /// Cluster mode: the log that decides every transaction that changes shared state
     /// (Store+SharedLog.swift). Nil on one host, where the store decides and pays nothing for it.
     public var sharedLog: (any SharedLog)?
 
     /// Every client's watches, and the delivery of this store's changes to them.
     let watches: WatchHub
+    /// Where a value is encoded on its way to a record (demotion, `incr`), and where the hot path
+    /// encodes its answers: memory kept from one request to the next.
+    @exclusivity(unchecked) var scratch = ByteBuffer()
+    @exclusivity(unchecked) var answerBuffer = ByteBuffer()
 
     /// Loads the storage's state and evaluates every computed from it.
     public init(configuration: StoreConfiguration = .init(), storage: any StateStorage, clock: any StoreClock) throws(ObsError) {
@@ -74,7 +83,8 @@ public final class Store {
             binding.forward?.cancel()
             binding.backward?.cancel()
         }
-        for node in nodes.values where node.expression != nil {
+        keys.forEach { entry in
+            guard case .node(let node) = entry, node.expression != nil else { return }
             node.observer?.cancel()
             node.observer = nil
             engine.detachDependencies(of: node)
@@ -82,24 +92,7 @@ public final class Store {
         engine.exit()
     }
 
-    // MARK: Nodes
-
-    /// The node of `name`; with `create`, a new node for a missing key (a `placeholder` when it is
-    /// made for a reader rather than a writer: `tick()` forgets it once nothing reads it).
-    func node(_ name: String, create: Bool, placeholder: Bool = true) -> KeyNode? {
-        if let node = nodes[name] { return node }
-        guard create else { return nil }
-        let node = KeyNode(name: name, store: self)
-        nodes[name] = node
-        if placeholder { placeholders.append(name) }
-        return node
-    }
-
-    /// The node of an existing key.
-    func existing(_ name: String) -> KeyNode? {
-        guard let node = nodes[name], node.exists else { return nil }
-        return node
-    }
+    // MARK: Keys
 
     /// Changes whether and how a key exists, keeping counts and `match()` memberships current.
     func setKind(_ node: KeyNode, _ kind: KeyKind?) {
@@ -127,10 +120,18 @@ public final class Store {
     /// for reads, never on the write path.
     func keyNames(matching pattern: KeyPattern) -> [String] {
         if !pattern.hasWildcard {
-            return existing(pattern.text) != nil ? [pattern.text] : []
+            return view(pattern.text) != nil ? [pattern.text] : []
         }
-        return nodes.values.lazy.filter { $0.exists && pattern.matches($0.name) }.map(\.name)
-            .sorted(by: JSONValue.utf8Precedes)
+        var names: [String] = []
+        keys.forEach { entry in
+            switch entry {
+            case .node(let node):
+                if node.exists, pattern.matches(node.name) { names.append(node.name) }
+            case .record(let record):
+                if pattern.matches(record.name) { names.append(String(decoding: record.name, as: UTF8.self)) }
+            }
+        }
+        return names.sorted(by: JSONValue.utf8Precedes)
     }
 
     /// Turns a node into a computed with `expression`, or (nil) stops it being one.
@@ -207,7 +208,7 @@ public final class Store {
             evaluateTouched(transaction)
             engine.exit()
             current = nil
-            sweep(transaction.touched)
+            sweep(transaction)
             throw error
         }
         evaluateTouched(transaction)
@@ -230,7 +231,7 @@ public final class Store {
         evaluateTouched(transaction)
         engine.exit()
         current = nil
-        sweep(transaction.touched)
+        sweep(transaction)
         return (value, proposal)
     }
 
@@ -289,7 +290,7 @@ public final class Store {
         let changed = changes(of: transaction)
         let bindingTargets = changedBindings(of: transaction)
         if changed.isEmpty && bindingTargets.isEmpty, !mode.isReplicated {
-            sweep(transaction.touched)
+            sweep(transaction)
             return CommitResult(rev: rev, persisted: false)
         }
         let newRev: UInt64
@@ -336,7 +337,7 @@ public final class Store {
             }
         }
         watches.commitEvents()
-        sweep(transaction.touched)
+        sweep(transaction)
         return CommitResult(rev: newRev, persisted: !stored.isEmpty)
     }
 
@@ -397,12 +398,5 @@ public final class Store {
             }
         }
         return stored
-    }
-
-    /// Forgets nodes of missing keys that nothing reads any more.
-    func sweep(_ candidates: [KeyNode]) {
-        for node in candidates where node.kind == nil && !node.hasSubscribers && nodes[node.name] === node {
-            nodes[node.name] = nil
-        }
     }
 }

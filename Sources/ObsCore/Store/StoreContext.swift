@@ -12,7 +12,8 @@ struct StoreContext: ExpressionContext {
     }
 
     func exists(key name: String) -> Bool {
-        guard let node = store.node(name, create: engine.isTracking) else { return false }
+        guard engine.isTracking else { return store.view(name) != nil }
+        let node = store.node(name, create: true)!
         engine.recordRead(of: node)
         return node.exists
     }
@@ -39,6 +40,10 @@ struct StoreContext: ExpressionContext {
 
     private func read(_ name: String, tracked: Bool) throws(ObsError) -> JSONValue? {
         let tracking = tracked && engine.isTracking
+        if !tracking, case .record(let record)? = store.view(name) {
+            // Read without recording: a plain key need not become a node.
+            return KeyView.record(record).content.value
+        }
         guard let node = lookup(name, tracking: tracking) else { return nil }
         if node.isEvaluating {
             if tracking { engine.recordRead(of: node) }

@@ -30,6 +30,9 @@ final class Transaction {
     /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
     let serial: UInt64
     var touched: [KeyNode] = []
+    /// Plain keys made nodes during the transaction (to be made records again at its end, if
+    /// nothing else needs them as nodes).
+    var promoted: [KeyNode] = []
     /// `before[i]` is the state of `touched[i]` before this transaction.
     var before: [KeySnapshot] = []
     /// Keys written with `always: true`: a change event even when equal.

@@ -50,6 +50,8 @@ extension WatchHub {
             }
             return
         }
+        // After every write of the client's output: looked at without making a list first.
+        guard client.watches.values.contains(where: { $0.flushesWhenDrained }) else { return }
         for watch in client.orderedWatches where watch.flushesWhenDrained { flushLatest(watch) }
     }
 }

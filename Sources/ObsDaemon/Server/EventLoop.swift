@@ -18,6 +18,9 @@ final class EventLoop {
 
     private let epoll: Int32
     private var events = [epoll_event](repeating: epoll_event(), count: 256)
+    /// What the last wait found; its storage is reused by the next (the turn has let go of it by
+    /// then), so a turn allocates nothing.
+    private var ready: [Ready] = []
 
     init() throws(SystemError) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -52,15 +55,16 @@ final class EventLoop {
         let count = events.withUnsafeMutableBufferPointer { buffer in
             epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), milliseconds)
         }
-        guard count > 0 else { return [] }
-        return (0..<Int(count)).map { index in
+        ready.removeAll(keepingCapacity: true)
+        for index in 0..<Int(max(0, count)) {
             let flags = events[index].events
-            return Ready(
+            ready.append(Ready(
                 fd: events[index].data.fd,
                 readable: flags & EPOLLIN.rawValue != 0,
                 writable: flags & EPOLLOUT.rawValue != 0,
-                hangup: flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0)
+                hangup: flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0))
         }
+        return ready
     }
 
     private func control(_ operation: Int32, _ fd: Int32, _ interest: UInt32) throws(SystemError) {

@@ -20,6 +20,8 @@ final class Server {
     /// more than its deliveries).
     private var stalled: [Int32: Connection] = [:]
     private let flushList = FlushList()
+    /// The connections being flushed (`flush`).
+    private var flushing: [Connection] = []
     /// Holds lines until the changes they show are written (nil in memory mode, where nothing waits).
     private let gate: WriteGate?
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
@@ -153,13 +155,15 @@ final class Server {
 
     /// Writes every connection that got output this turn, one writev each.
     func flush(now: Double) {
-        let batch = flushList.connections
-        flushList.connections.removeAll(keepingCapacity: true)
-        for connection in batch {
+        // The list is swapped with the spare one (whatever this flush lists again goes to the
+        // next turn's), so that neither array is ever copied: no allocation per turn.
+        swap(&flushList.connections, &flushing)
+        for connection in flushing {
             connection.isDirty = false
             guard connection.isOpen else { continue }
             write(connection, now: now)
         }
+        flushing.removeAll(keepingCapacity: true)
     }
 
     /// Connections whose socket became writable again.

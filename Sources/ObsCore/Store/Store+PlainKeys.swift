@@ -1,0 +1,119 @@
+/// The hot writes of plain keys, straight from bytes: `set` and `incr` of a key that is a record
+/// (or missing), committed as a transaction of one change without a `Transaction`, a snapshot or a
+/// node, its event recorded from the bytes the key keeps. A write is prepared first, changing
+/// nothing, and is nil when it is one the general path must make (and answer): a key that is a
+/// node, an invalid name, a value over the limit, a new key that a `match()` would see, an `incr`
+/// of anything but an integer or one that overflows. Called outside any transaction, on one host
+/// (`sharedLog == nil`).
+extension Store {
+    /// A write of a plain key, checked and ready to commit (valid until the store next changes).
+    struct PlainWrite {
+        let name: UnsafeRawBufferPointer
+        /// The new value's canonical encoding.
+        let value: UnsafeRawBufferPointer
+        /// The key's slot and record; nil when the key is missing.
+        let existing: (slot: Int, record: KeyRecord)?
+        let hash: Int
+        /// The value is the key's already: nothing to commit.
+        let unchanged: Bool
+    }
+
+    /// The record of a plain key, for `get`.
+    func plainRecord(_ name: UnsafeRawBufferPointer) -> KeyRecord? {
+        guard let slot = keys.find(name, hash: KeyTable.hash(name)), case .record(let record) = keys.entry(at: slot) else { return nil }
+        return record
+    }
+
+    /// `set` of a plain key to an encoded value.
+    func prepareSet(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> PlainWrite? {
+        guard value.count <= configuration.maxValueBytes, let (existing, hash) = plainSlot(name) else { return nil }
+        return PlainWrite(name: name, value: value, existing: existing, hash: hash,
+                          unchanged: existing?.record.value.elementsEqualBytes(value) ?? false)
+    }
+
+    /// `incr` of a plain key holding an integer (a missing key counts as 0); the new value's
+    /// encoding is in `scratch`.
+    func prepareIncr(_ name: UnsafeRawBufferPointer, by: Int64) -> PlainWrite? {
+        guard let (existing, hash) = plainSlot(name) else { return nil }
+        var current: Int64 = 0
+        if let (_, record) = existing {
+            guard let integer = Self.integer(record.value) else { return nil }
+            current = integer
+        }
+        let (sum, overflow) = current.addingReportingOverflow(by)
+        guard !overflow else { return nil }
+        scratch.removeAll(keepingCapacityUpTo: 1 << 16)
+        JSONValue.appendInteger(sum, to: &scratch)
+        return PlainWrite(name: name, value: scratch.bytes, existing: existing, hash: hash, unchanged: existing != nil && sum == current)
+    }
+
+    /// Commits a prepared write: stored (when the storage keeps commits), a revision, its event.
+    /// The revision the key has after it (the current one when nothing changed).
+    func commit(_ write: PlainWrite) throws(ObsError) -> UInt64 {
+        precondition(current == nil && sharedLog == nil, "a plain write runs alone, on one host")
+        guard !write.unchanged else { return rev }
+        let newRev = rev + 1
+        let existing = write.existing
+        if keepsCommits {
+            var stored = StoredTransaction(rev: newRev)
+            stored.putKeys = [StoredKey(key: String(decoding: write.name, as: UTF8.self), value: (try? JSONValue.parse(write.value)) ?? .null,
+                                        rev: newRev, createdRev: existing?.record.createdRev ?? newRev,
+                                        version: (existing?.record.version ?? 0) + 1)]
+            do {
+                try storage.commit(stored)
+            } catch {
+                throw ObsError(.internal, "storage: \(error.message)")
+            }
+        }
+        rev = newRev
+        watches.beginEvents(rev: newRev)
+        watches.appendEvent(.change, key: write.name, created: existing == nil, old: existing.map { .encoded($0.record.value) },
+                            new: .encoded(write.value))
+        if let (slot, record) = existing {
+            let updated = record.replacingValue(write.value)
+            updated.rev = newRev
+            updated.version += 1
+            if updated.address != record.address { keys.replace(at: slot, with: .record(updated), hash: write.hash) }
+        } else {
+            keys.insert(.record(KeyRecord.make(name: write.name, value: write.value, rev: newRev, createdRev: newRev, version: 1)),
+                        hash: write.hash)
+            keyCount += 1
+        }
+        watches.commitEvents()
+        return newRev
+    }
+
+    /// Where a plain key is: its slot and record, or (missing) nothing, with the name's hash; nil
+    /// when the key is a node, or its name is invalid, or it is missing and creating it would
+    /// change what a `match()` reads.
+    private func plainSlot(_ name: UnsafeRawBufferPointer) -> (existing: (slot: Int, record: KeyRecord)?, hash: Int)? {
+        guard KeyName.isValid(name) else { return nil }
+        let hash = KeyTable.hash(name)
+        guard let slot = keys.find(name, hash: hash) else {
+            if matchSources.count > 0, matchSources.anyEntry(matching: name) { return nil }
+            return (nil, hash)
+        }
+        guard case .record(let record) = keys.entry(at: slot) else { return nil }
+        return ((slot, record), hash)
+    }
+
+    /// The integer a canonical encoding holds, if it is one within `Int64`.
+    private static func integer(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
+        var index = 0
+        let negative = bytes[0] == UInt8(ascii: "-")
+        if negative { index = 1 }
+        guard index < bytes.count else { return nil }
+        var value: Int64 = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (product, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = product.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+            guard !overflow, !overflow2 else { return nil }
+            value = sum
+            index += 1
+        }
+        return negative ? -value : value
+    }
+}

@@ -1,0 +1,123 @@
+import XCTest
+@testable import ObsCore
+
+/// The hot path (RequestScanner.swift, Session+Hot.swift, Store+PlainKeys.swift) answers some
+/// requests from their bytes; everything it answers must be answered exactly as the general path
+/// (JSONValue.parse, the operation table, transactions of nodes) answers it. Two stores get the
+/// same random lines, one with the hot path and one without; every line written to every session
+/// (answers and events), the stats and the dump must be the same bytes.
+final class HotPathParityTests: XCTestCase {
+    /// Lines of every kind the scanner meets: hot requests written as clients write them, and the
+    /// near misses it must leave to the general path (escapes, fractions, -0, leading zeros,
+    /// big numbers, containers, other fields, duplicate members, bad syntax, bad names, nodes).
+    private func randomLine(_ random: inout SplitMix64) -> String {
+        let keys = ["a", "b.c", "k.1", "k.2", "long.name.with.many.segments-and_more", "c", "bad..key", "x y", ""]
+        let values = ["1", "-7", "0", "-0", "01", "1.5", "2e3", "123456789012345678", "9223372036854775807", "99999999999999999999",
+                      "\"text\"", "\"with \\\"escape\\\"\"", "\"caf\u{e9}\"", "\"\\u0041\"", "true", "false", "null", "[1,2]",
+                      "{\"b\":1,\"a\":2}", "\"\"", "-9223372036854775808"]
+        let ids = ["1", "\"r-1\"", "null", "1.0", "-0", "[1]", "true", "12345678901234567890"]
+        func string(_ text: String) -> String { "\"\(text)\"" }
+        var members: [String] = []
+        let op = random.pick(["get", "set", "incr", "ping", "publish", "set", "get", "incr", "delete", "nope"])
+        if random.below(10) > 0 { members.append("\"op\":\(string(op))") }
+        if random.below(3) > 0 { members.append("\"id\":\(random.pick(ids))") }
+        switch op {
+        case "publish":
+            if random.below(8) > 0 { members.append("\"channel\":\(string(random.pick(keys)))") }
+            if random.below(3) > 0 { members.append("\"payload\":\(random.pick(values))") }
+        case "ping":
+            break
+        default:
+            if random.below(10) > 0 {
+                let key = random.below(12) == 0 ? random.pick(["1", "null", "[\"a\"]"]) : string(random.pick(keys))
+                members.append("\"key\":\(key)")
+            }
+            if op == "set" || random.below(6) == 0 { members.append("\"value\":\(random.pick(values))") }
+            if op == "incr" && random.below(2) == 0 { members.append("\"by\":\(random.pick(["1", "-3", "2.5", "\"1\"", "0", "9223372036854775807"]))") }
+        }
+        if random.below(12) == 0 { members.append(random.pick(["\"ttl_ms\":5000", "\"ephemeral\":true", "\"if_rev\":3", "\"always\":true",
+                                                                 "\"pattern\":\"k.*\"", "\"extra\":1"])) }
+        if random.below(20) == 0, let first = members.first { members.append(first) }
+        members.shuffle(using: &random)
+        let separator = random.pick([",", ", ", " , "])
+        var line = "{" + members.joined(separator: separator) + "}"
+        switch random.below(40) {
+        case 0: line = " " + line + "\t"
+        case 1: line.removeLast()
+        case 2: line = "[" + line + "]"
+        default: break
+        }
+        return line
+    }
+
+    func test_hotAndGeneralPaths_writeTheSameLines() {
+        for seed in UInt64(1)...6 {
+            var random = SplitMix64(seed: seed)
+            let hot = Harness(), general = Harness()
+            general.store.answersHotRequests = false
+            let hotClients = (0..<3).map { _ in hot.connect() }
+            let generalClients = (0..<3).map { _ in general.connect() }
+            // Watches on both, so that events are compared too; a computed and a binding make some
+            // keys nodes, which the hot path must leave alone.
+            for (harness, clients) in [(hot, hotClients), (general, generalClients)] {
+                clients[1].request(#"{"op":"watch","keys":["**"],"initial":false}"#)
+                clients[2].request(#"{"op":"watch","keys":["k.*","a"],"mode":"latest","initial":false}"#)
+                clients[0].request(#"{"op":"define","key":"c","expr":"$k.1 + 1"}"#)
+                clients[0].request(#"{"op":"define","key":"m","expr":"count(match(\"b.*\"))"}"#)
+                _ = harness
+            }
+            var scanned = 0
+            for step in 0..<1500 {
+                let line = randomLine(&random)
+                if line.utf8CString.withUnsafeBytes({ RequestScanner.scan(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }) != nil {
+                    scanned += 1
+                }
+                let sender = random.below(3) == 2 ? 0 : random.below(2)
+                hotClients[sender].session.receive(line)
+                generalClients[sender].session.receive(line)
+                for index in 0..<3 {
+                    let hotLines = hotClients[index].output.take()
+                    let generalLines = generalClients[index].output.take()
+                    XCTAssertEqual(hotLines, generalLines, "seed \(seed), step \(step), client \(index), line \(line)")
+                    if hotLines != generalLines { return }
+                }
+            }
+            XCTAssertGreaterThan(scanned, 300, "a good part of the lines should be the scanner's")
+            XCTAssertEqual(hotClients[0].send(#"{"op":"dump"}"#), generalClients[0].send(#"{"op":"dump"}"#))
+            let stats = { (client: Client) in client.request(#"{"op":"stats"}"#).filter { $0.key != "uptime_s" } }
+            XCTAssertEqual(stats(hotClients[0]), stats(generalClients[0]))
+            XCTAssertGreaterThanOrEqual(hot.store.keyCount, 3)
+        }
+    }
+
+    /// The hot path does answer what it is for (the parity test would pass, uselessly, if it never
+    /// did), and leaves the rest.
+    func test_hotPath_answersTheHotOperations_andLeavesTheRest() {
+        let harness = Harness()
+        let client = harness.connect()
+        let reader = harness.connect(.read)
+        client.request(#"{"op":"define","key":"c","expr":"1"}"#)
+        let cases: [(String, Bool, Session)] = [
+            (#"{"op":"set","key":"a","value":"v","id":1}"#, true, client.session),
+            (#"{"op":"get","key":"a"}"#, true, client.session),
+            (#" { "id" : "x" , "op" : "incr" , "key" : "n" , "by" : -2 } "#, true, client.session),
+            (#"{"op":"ping"}"#, true, client.session),
+            (#"{"op":"publish","channel":"ch","payload":7}"#, true, client.session),
+            (#"{"op":"set","key":"a","value":[1]}"#, false, client.session),
+            (#"{"op":"set","key":"a","value":"v","ttl_ms":10}"#, false, client.session),
+            (#"{"op":"set","key":"c","value":1}"#, false, client.session),
+            (#"{"op":"get","key":"c"}"#, false, client.session),
+            (#"{"op":"get","key":"missing"}"#, false, client.session),
+            (#"{"op":"set","key":"a","value":"v"}"#, false, reader.session),
+            (#"{"op":"incr","key":"a"}"#, false, client.session),
+            (#"{"op":"set","key":"a","key":"b","value":1}"#, false, client.session),
+            (#"{"op":"set","key":"a","value":1.5}"#, false, client.session),
+            (#"{"op":"set","key":"a\u0062","value":1}"#, false, client.session),
+        ]
+        for (line, hot, session) in cases {
+            let handled = line.utf8CString.withUnsafeBytes { session.handleHot(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
+            XCTAssertEqual(handled, hot, line)
+        }
+        if case .record? = harness.store.view("a") {} else { XCTFail("a plain key is a record") }
+    }
+}
