@@ -74,7 +74,7 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
                 return
             }
             changed = key.touchedBy == current.serial
-                && (current.snapshot(of: key).content != key.content || current.forced.contains(ObjectIdentifier(key)))
+                && (current.snapshot(of: key).content != key.content || current.isForced(key))
         }
         return changed
     }

@@ -24,32 +24,50 @@ enum KeyKind: String, Sendable {
 /// saw, compared by the first checker). As a computed key it is recomputable: `update()` evaluates
 /// its expression, recording each key read as a dependency.
 final class KeyNode: ReactiveNode, @unchecked Sendable {
+    // The store's state of the key. Read and written for every key of every transaction, only by
+    // the store's one thread, never across a call that could reach the same field again: no
+    // dynamic exclusivity checks (they cost more than the copies themselves).
     let name: String
-    unowned let store: Store
-    var kind: KeyKind?
-    var content: KeyContent = .missing
+    /// The store owns its nodes (its key table) and outlives every transaction that runs them:
+    /// reaching it costs no reference counting.
+    unowned(unsafe) let store: Store
+    @exclusivity(unchecked) var kind: KeyKind?
+    @exclusivity(unchecked) var content: KeyContent = .missing
     /// Value keys: the content as of the last time a subscriber checked it.
-    var committed: KeyContent = .missing
+    @exclusivity(unchecked) var committed: KeyContent = .missing
     /// An `always` write since the last check: a change even when equal.
-    var forced = false
-    var expression: Expression?
+    @exclusivity(unchecked) var forced = false
+    /// A computed's expression, behind a reference: read for every evaluation and every
+    /// transaction that records the key, where copying the expression itself would cost a
+    /// reference count per part of it.
+    @exclusivity(unchecked) private var definition: Definition?
+    var expression: Expression? {
+        get { definition?.expression }
+        set { definition = newValue.map(Definition.init) }
+    }
+    /// Whether it has an expression (a computed whose stored definition compiles).
+    var isComputed: Bool { definition != nil }
+    /// The source of its expression, if it has one.
+    var expressionSource: String? { definition?.expression.source }
     /// The last successful value, for the `old` of a recovery from the error state.
-    var lastGood: JSONValue?
-    var rev: UInt64 = 0
-    var createdRev: UInt64 = 0
-    var version: UInt64 = 0
+    @exclusivity(unchecked) var lastGood: JSONValue?
+    @exclusivity(unchecked) var rev: UInt64 = 0
+    @exclusivity(unchecked) var createdRev: UInt64 = 0
+    @exclusivity(unchecked) var version: UInt64 = 0
     /// Wall-clock expiry of a key set with `ttl_ms`.
-    var expiresAt: Double?
+    @exclusivity(unchecked) var expiresAt: Double?
     /// The session owning an ephemeral key.
-    var owner: UInt64?
+    @exclusivity(unchecked) var owner: UInt64?
     /// Bumped on every applied write; a two-way binding recognises its partner's writes by it.
-    var writeCount: UInt64 = 0
+    @exclusivity(unchecked) var writeCount: UInt64 = 0
     /// Computed keys: the watcher that makes the store evaluate it in every transaction that
     /// reaches it (history and watches need every change).
-    var observer: KeyObserver?
-    /// The serial of the last transaction that recorded this node, and its place in that record.
-    var touchedBy: UInt64 = 0
-    var touchedIndex = 0
+    @exclusivity(unchecked) var observer: KeyObserver?
+    /// The serial of the last transaction that recorded this node, and the node's state before it
+    /// (kept on the node: recording a key costs no growing array of snapshots; cleared when the
+    /// transaction ends, so that it keeps no old value alive).
+    @exclusivity(unchecked) var touchedBy: UInt64 = 0
+    @exclusivity(unchecked) var before = KeySnapshot()
 
     init(name: String, store: Store) {
         self.name = name
@@ -60,7 +78,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     var exists: Bool { kind != nil }
 
     override func update() -> Bool {
-        guard let expression else {
+        guard let definition else {
             markChecked()
             let changed = forced || committed != content
             committed = content
@@ -70,7 +88,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         store.touch(self)
         let result: KeyContent
         do {
-            let value = try engine.track(self) { try expression.evaluate(in: StoreContext(store: store)) }
+            let value = try engine.track(self) { try definition.expression.evaluate(in: StoreContext(store: store)) }
             // Values no client could decode (and that chains could deepen without end) are refused:
             // a value travels inside a line's object, which takes one level of the limit.
             let depth = store.configuration.maxJSONDepth - 1
@@ -104,7 +122,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// A read that settles a dirty value key first, as `Observable` does, so that every subscriber
     /// of a dirty source is marked before anyone sees its new value.
     func settle() {
-        if expression == nil {
+        if !isComputed {
             engine.settleSource(self)
         } else {
             engine.refresh(self)
@@ -124,6 +142,13 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         forEachSubscriber { if let key = $0 as? KeyNode { names.append(key.name) } }
         return names
     }
+}
+
+/// A computed key's compiled expression, shared by reference.
+final class Definition {
+    let expression: Expression
+
+    init(_ expression: Expression) { self.expression = expression }
 }
 
 /// The watcher of one computed key. It does nothing when run: being queued is what makes the

@@ -14,7 +14,7 @@ protocol PatternKeyed: AnyObject {
 /// entries of another prefix with the same hash, which their own match then rules out.
 struct PatternIndex<Entry: PatternKeyed> {
     private var byText: [String: Entry] = [:]
-    private var byPrefix: [Int: [Entry]] = [:]
+    private var byPrefix = PrefixTable<Entry>()
 
     var count: Int { byText.count }
 
@@ -23,16 +23,14 @@ struct PatternIndex<Entry: PatternKeyed> {
         if let entry = byText[pattern.text] { return entry }
         let entry = make()
         byText[pattern.text] = entry
-        byPrefix[pattern.prefixHash, default: []].append(entry)
+        byPrefix.add(entry, hash: pattern.prefixHash)
         return entry
     }
 
     mutating func remove(_ entry: Entry) {
         guard byText[entry.pattern.text] === entry else { return }
         byText[entry.pattern.text] = nil
-        let prefix = entry.pattern.prefixHash
-        byPrefix[prefix]?.removeAll { $0 === entry }
-        if byPrefix[prefix]?.isEmpty == true { byPrefix[prefix] = nil }
+        byPrefix.remove(entry, hash: entry.pattern.prefixHash)
     }
 
     /// Removes every entry for which `isUnused` holds.
@@ -60,7 +58,7 @@ struct PatternIndex<Entry: PatternKeyed> {
     func forEachEntry(matching name: UnsafeRawBufferPointer, _ body: (Entry) -> Void) {
         guard !byPrefix.isEmpty else { return }
         func visit(_ hash: Int) {
-            guard let bucket = byPrefix[hash] else { return }
+            guard let bucket = byPrefix.bucket(hash) else { return }
             for entry in bucket where entry.pattern.matches(name) { body(entry) }
         }
         var hash = PrefixHash()
@@ -70,6 +68,69 @@ struct PatternIndex<Entry: PatternKeyed> {
             hash.add(byte)
         }
         visit(hash.value)
+    }
+}
+
+/// Buckets of entries by prefix hash: open addressing on the hash itself (it is already random),
+/// so that a lookup that finds nothing, as most do, costs a load and a compare.
+private struct PrefixTable<Entry: AnyObject> {
+    /// 0 marks an empty slot (a hash of 0 is kept as 1).
+    private var hashes = [Int](repeating: 0, count: 8)
+    private var buckets = [[Entry]](repeating: [], count: 8)
+    private var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    private static func key(_ hash: Int) -> Int { hash == 0 ? 1 : hash }
+
+    private func slot(_ key: Int) -> (index: Int, found: Bool) {
+        let mask = hashes.count - 1
+        var index = key & mask
+        while hashes[index] != 0 {
+            if hashes[index] == key { return (index, true) }
+            index = (index + 1) & mask
+        }
+        return (index, false)
+    }
+
+    func bucket(_ hash: Int) -> [Entry]? {
+        let (index, found) = slot(Self.key(hash))
+        return found ? buckets[index] : nil
+    }
+
+    mutating func add(_ entry: Entry, hash: Int) {
+        let key = Self.key(hash)
+        let (index, found) = slot(key)
+        if found {
+            buckets[index].append(entry)
+            return
+        }
+        hashes[index] = key
+        buckets[index] = [entry]
+        count += 1
+        if count * 2 > hashes.count { rehash(hashes.count * 2) }
+    }
+
+    mutating func remove(_ entry: Entry, hash: Int) {
+        let (index, found) = slot(Self.key(hash))
+        guard found else { return }
+        buckets[index].removeAll { $0 === entry }
+        guard buckets[index].isEmpty else { return }
+        // Rebuilt without it: removals are rare (a watch's last pattern going), lookups are not.
+        hashes[index] = 0
+        count -= 1
+        rehash(hashes.count)
+    }
+
+    private mutating func rehash(_ size: Int) {
+        let oldHashes = hashes, oldBuckets = buckets
+        hashes = [Int](repeating: 0, count: size)
+        buckets = [[Entry]](repeating: [], count: size)
+        for index in oldHashes.indices where oldHashes[index] != 0 {
+            let (slot, _) = slot(oldHashes[index])
+            hashes[slot] = oldHashes[index]
+            buckets[slot] = oldBuckets[index]
+        }
     }
 }
 

@@ -42,7 +42,7 @@ extension Store {
             install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)
         }
         for name in evaluationOrder(state.definitions) {
-            if let node = view(name)?.node, node.expression != nil { engine.refresh(node) }
+            if let node = view(name)?.node, node.isComputed { engine.refresh(node) }
         }
     }
 

@@ -91,7 +91,7 @@ extension Store {
         }
         for key in transaction.putKeys {
             let node = node(key.key, create: true, placeholder: false)!
-            if node.expression != nil { setExpression(node, nil) }
+            if node.isComputed { setExpression(node, nil) }
             touch(node)
             current?.redefined.insert(ObjectIdentifier(node))
             current?.replicatedMetadata.insert(ObjectIdentifier(node))

@@ -24,7 +24,13 @@ public final class Store {
     var bindingCount = 0
     /// The requests its sessions answered, for `stats`.
     var requestCounters = RequestCounters()
-    var current: Transaction?
+    /// The open transaction. (Read for every key a transaction records, by the store's one thread:
+    /// no dynamic exclusivity checks.)
+    @exclusivity(unchecked) var current: Transaction?
+    /// The record the next transaction uses (Transaction.reset), and the list `commit` fills:
+    /// kept from one transaction to the next.
+    var spareTransaction: Transaction?
+    private var changedNodes: [KeyNode] = []
     /// Keys with a TTL, by wall-clock deadline (stale entries are skipped when popped).
     var expiries = DeadlineHeap<KeyNode>()
     /// Computeds that read the clock, re-evaluated every `timeRefreshInterval`.
@@ -84,7 +90,7 @@ public final class Store {
             binding.backward?.cancel()
         }
         keys.forEach { entry in
-            guard case .node(let node) = entry, node.expression != nil else { return }
+            guard case .node(let node) = entry, node.isComputed else { return }
             node.observer?.cancel()
             node.observer = nil
             engine.detachDependencies(of: node)
@@ -136,7 +142,7 @@ public final class Store {
 
     /// Turns a node into a computed with `expression`, or (nil) stops it being one.
     func setExpression(_ node: KeyNode, _ expression: Expression?) {
-        if node.expression != nil, expression == nil {
+        if node.isComputed, expression == nil {
             // As a source again, it compares later writes with what its readers last saw.
             node.committed = node.content
             node.observer?.cancel()
@@ -168,7 +174,7 @@ public final class Store {
         while index < transaction.touched.count {
             let node = transaction.touched[index]
             index += 1
-            if node.expression != nil { engine.refresh(node) }
+            if node.isComputed { engine.refresh(node) }
         }
     }
 
@@ -178,15 +184,15 @@ public final class Store {
     func touch(_ node: KeyNode) {
         guard let current, node.touchedBy != current.serial else { return }
         node.touchedBy = current.serial
-        node.touchedIndex = current.touched.count
+        KeySnapshot.record(node)
         current.touched.append(node)
-        current.before.append(KeySnapshot(node))
     }
 
     /// Runs `body` as one transaction: all of it commits with one new revision, or (when it throws)
     /// none of it does.
     func transact<T>(reason: String? = nil, mode: CommitMode = .local, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, CommitResult) {
         let (value, transaction) = try run(reason: reason, mode: mode, body)
+        defer { spareTransaction = transaction }
         let result = try commit(transaction, mode)
         return (value, result)
     }
@@ -196,8 +202,9 @@ public final class Store {
     private func run<T>(reason: String?, mode: CommitMode, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, Transaction) {
         precondition(current == nil, "store transactions do not nest")
         transactionSerial += 1
-        let transaction = Transaction(serial: transactionSerial, reason: reason, replicated: mode.isReplicated,
-                                      recordsDependencies: sharedLog != nil)
+        let transaction = spareTransaction ?? Transaction(serial: 0, reason: nil)
+        spareTransaction = nil
+        transaction.reset(serial: transactionSerial, reason: reason, replicated: mode.isReplicated, recordsDependencies: sharedLog != nil)
         current = transaction
         engine.enter()
         let value: T
@@ -209,6 +216,7 @@ public final class Store {
             engine.exit()
             current = nil
             sweep(transaction)
+            spareTransaction = transaction
             throw error
         }
         evaluateTouched(transaction)
@@ -232,6 +240,7 @@ public final class Store {
         engine.exit()
         current = nil
         sweep(transaction)
+        spareTransaction = transaction
         return (value, proposal)
     }
 
@@ -244,7 +253,7 @@ public final class Store {
         }
         for node in transaction.touched.reversed() {
             let before = transaction.snapshot(of: node)
-            if before.expression == nil { setExpression(node, nil) }
+            if before.expressionSource == nil { setExpression(node, nil) }
             setKind(node, before.kind)
             node.lastGood = before.lastGood
             node.rev = before.rev
@@ -252,8 +261,10 @@ public final class Store {
             node.version = before.version
             node.expiresAt = before.expiresAt
             node.owner = before.owner
-            if let expression = before.expression {
+            if let source = before.expressionSource {
                 node.content = before.content
+                // The definition it had compiled then; it compiles again.
+                let expression = node.expressionSource == source ? node.expression : try? compile(source)
                 setExpression(node, expression)
             } else {
                 node.write(before.content, always: false)
@@ -263,15 +274,14 @@ public final class Store {
 
     /// The keys a transaction changed (or redefined, or wrote with `always`), with their state
     /// before it.
-    private func changes(of transaction: Transaction) -> [(node: KeyNode, before: KeySnapshot)] {
-        var changed: [(node: KeyNode, before: KeySnapshot)] = []
-        for (index, node) in transaction.touched.enumerated() {
-            let id = ObjectIdentifier(node)
-            let before = transaction.before[index]
-            if before.kind != node.kind || before.content != node.content || transaction.forced.contains(id)
-                || transaction.redefined.contains(id)
-            {
-                changed.append((node, before))
+    private func changes(of transaction: Transaction) -> [KeyNode] {
+        var changed = changedNodes
+        changedNodes = []
+        changed.removeAll(keepingCapacity: changed.capacity <= 4096)
+        for node in transaction.touched {
+            if node.before.kind != node.kind || node.before.content != node.content || transaction.isForced(node)
+                || transaction.isRedefined(node) {
+                changed.append(node)
             }
         }
         return changed
@@ -288,6 +298,7 @@ public final class Store {
 
     private func commit(_ transaction: Transaction, _ mode: CommitMode) throws(ObsError) -> CommitResult {
         let changed = changes(of: transaction)
+        defer { changedNodes = changed }
         let bindingTargets = changedBindings(of: transaction)
         if changed.isEmpty && bindingTargets.isEmpty, !mode.isReplicated {
             sweep(transaction)
@@ -307,6 +318,7 @@ public final class Store {
                     rollback(transaction)
                     evaluateTouched(transaction)
                     engine.exit()
+                    sweep(transaction)
                     throw ObsError(.internal, "storage: \(error.message)")
                 }
             }
@@ -317,17 +329,16 @@ public final class Store {
         }
         rev = newRev
         watches.beginEvents(rev: newRev)
-        for (node, before) in changed {
-            let id = ObjectIdentifier(node)
-            recordEvent(node, before, forced: transaction.forced.contains(id), reason: transaction.reason)
-            if transaction.replicated, transaction.replicatedMetadata.contains(id) {
+        for node in changed {
+            recordEvent(node, forced: transaction.isForced(node), reason: transaction.reason)
+            if transaction.replicated, transaction.replicatedMetadata.contains(ObjectIdentifier(node)) {
                 // Revisions the shared log gave this key, set when it was applied.
             } else if node.kind == nil {
                 node.rev = 0
                 node.createdRev = 0
                 node.version = 0
             } else {
-                if before.kind == nil {
+                if node.before.kind == nil {
                     node.createdRev = newRev
                     node.version = 1
                 } else {
@@ -342,36 +353,38 @@ public final class Store {
     }
 
     /// Records the event of a changed key, if its change is one watches see.
-    private func recordEvent(_ node: KeyNode, _ before: KeySnapshot, forced: Bool, reason: String?) {
-        if before.kind == node.kind && before.content == node.content && !forced { return }
+    private func recordEvent(_ node: KeyNode, forced: Bool, reason: String?) {
+        let wasMissing = node.before.kind == nil
+        if node.before.kind == node.kind && node.before.content == node.content && !forced { return }
         var name = node.name
         name.withUTF8 { name in
             let key = UnsafeRawBufferPointer(name)
             switch node.content {
             case .missing:
-                guard before.kind != nil else { return }
-                watches.appendEvent(.delete, key: key, created: false, old: .value(before.content.value ?? before.lastGood ?? .null),
+                guard !wasMissing else { return }
+                watches.appendEvent(.delete, key: key, created: false, old: .value(node.before.content.value ?? node.before.lastGood ?? .null),
                                     reason: reason)
             case .error(let error):
-                watches.appendEvent(.error, key: key, created: before.kind == nil, error: error)
+                watches.appendEvent(.error, key: key, created: wasMissing, error: error)
             case .value(let value):
                 let old: JSONValue?
-                switch before.content {
+                switch node.before.content {
                 case .value(let value): old = value
-                case .error: old = before.lastGood
+                case .error: old = node.before.lastGood
                 case .missing: old = nil
                 }
-                watches.appendEvent(.change, key: key, created: before.kind == nil, old: old.map { .value($0) }, new: .value(value))
+                watches.appendEvent(.change, key: key, created: wasMissing, old: old.map { .value($0) }, new: .value(value))
             }
         }
     }
 
     /// What a transaction changes of the persisted state; with `includeEphemeral` (a proposal to a
     /// shared log, which keeps them) ephemeral keys too, with their owner.
-    private func storedTransaction(_ rev: UInt64, _ changed: [(node: KeyNode, before: KeySnapshot)], _ bindingTargets: [String],
+    private func storedTransaction(_ rev: UInt64, _ changed: [KeyNode], _ bindingTargets: [String],
                                    includeEphemeral: Bool) -> StoredTransaction {
         var stored = StoredTransaction(rev: rev)
-        for (node, before) in changed {
+        for node in changed {
+            let before = node.before
             if node.kind == .value, node.owner == nil || includeEphemeral, case .value(let value) = node.content {
                 var key = StoredKey(key: node.name, value: value, rev: rev,
                                     createdRev: before.kind == nil ? rev : node.createdRev,
@@ -382,7 +395,7 @@ public final class Store {
                 stored.deletedKeys.append(node.name)
             }
             if node.kind == .computed, let expression = node.expression {
-                if before.expression?.source != expression.source || before.kind != .computed {
+                if before.expressionSource != expression.source || before.kind != .computed {
                     stored.putDefinitions.append(StoredDefinition(
                         key: node.name, expr: expression.source, createdRev: before.kind == nil ? rev : node.createdRev))
                 }

@@ -1,7 +1,8 @@
 /// What expressions evaluated by the store read: each key read (missing keys included) becomes a
 /// dependency of the evaluation under way (`Engine.track`), if any.
 struct StoreContext: ExpressionContext {
-    unowned let store: Store
+    /// Made for one evaluation, by the store itself: it outlives it.
+    unowned(unsafe) let store: Store
 
     func value(ofKey name: String) throws(ObsError) -> JSONValue? {
         try read(name, tracked: true)

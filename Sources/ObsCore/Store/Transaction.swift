@@ -1,40 +1,46 @@
 /// A key's state before a transaction first touched it: what its events compare against and what
-/// a rollback restores.
+/// a rollback restores. A computed's expression is kept as its source (a copy of the compiled
+/// expression, taken for every computed of every transaction, cost several references each; a
+/// rollback that must restore another definition compiles it again).
 struct KeySnapshot {
     var kind: KeyKind?
-    var content: KeyContent
-    var expression: Expression?
+    var content: KeyContent = .missing
+    var expressionSource: String?
     var lastGood: JSONValue?
-    var rev: UInt64
-    var createdRev: UInt64
-    var version: UInt64
+    var rev: UInt64 = 0
+    var createdRev: UInt64 = 0
+    var version: UInt64 = 0
     var expiresAt: Double?
     var owner: UInt64?
 
-    init(_ node: KeyNode) {
-        kind = node.kind
-        content = node.content
-        expression = node.expression
-        lastGood = node.lastGood
-        rev = node.rev
-        createdRev = node.createdRev
-        version = node.version
-        expiresAt = node.expiresAt
-        owner = node.owner
+    /// Records `node`'s state, field by field (no whole snapshot is built and copied).
+    static func record(_ node: KeyNode) {
+        node.before.kind = node.kind
+        node.before.content = node.content
+        node.before.expressionSource = node.expressionSource
+        node.before.lastGood = node.lastGood
+        node.before.rev = node.rev
+        node.before.createdRev = node.createdRev
+        node.before.version = node.version
+        node.before.expiresAt = node.expiresAt
+        node.before.owner = node.owner
     }
 }
 
 /// The record of one open transaction: the keys and bindings it touched, in order, with their
 /// state before it.
+///
+/// The store reuses one record from transaction to transaction (`Store.spareTransaction`), so that
+/// its lists keep their capacity.
 final class Transaction {
     /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
-    let serial: UInt64
+    private(set) var serial: UInt64
+    /// The keys it touched, in order; each keeps its state before the transaction
+    /// (`KeyNode.before`).
     var touched: [KeyNode] = []
     /// Plain keys made nodes during the transaction (to be made records again at its end, if
     /// nothing else needs them as nodes).
     var promoted: [KeyNode] = []
-    /// `before[i]` is the state of `touched[i]` before this transaction.
-    var before: [KeySnapshot] = []
     /// Keys written with `always: true`: a change event even when equal.
     var forced: Set<ObjectIdentifier> = []
     /// Keys whose definition or metadata (expression, TTL, owner) changed: a revision even without
@@ -44,12 +50,12 @@ final class Transaction {
     var bindingsBefore: [String: KeyBinding?] = [:]
     var bindingOrder: [String] = []
     /// The `reason` of the delete events (TTL expiry, ephemeral removal).
-    let reason: String?
+    private(set) var reason: String?
     /// Applying what a shared log decided (cluster mode): bindings write nothing (the log's
     /// transaction holds what they wrote where it was decided).
-    let replicated: Bool
+    private(set) var replicated: Bool
     /// Cluster mode: the keys whose state decided the outcome (`depends`) are recorded.
-    let recordsDependencies: Bool
+    private(set) var recordsDependencies: Bool
     /// Keys whose state decided what this transaction does, beyond what it writes blindly: an
     /// `if_rev` key, an incremented key, a key expired or removed as ephemeral. A shared log
     /// commits the transaction only if none of them changed since this store applied it.
@@ -64,12 +70,35 @@ final class Transaction {
         self.recordsDependencies = recordsDependencies
     }
 
+    /// Makes this record a new transaction's, empty (the lists keep their capacity).
+    func reset(serial: UInt64, reason: String?, replicated: Bool, recordsDependencies: Bool) {
+        self.serial = serial
+        self.reason = reason
+        self.replicated = replicated
+        self.recordsDependencies = recordsDependencies
+        touched.removeAll(keepingCapacity: touched.capacity <= 4096)
+        promoted.removeAll(keepingCapacity: promoted.capacity <= 4096)
+        if !forced.isEmpty { forced.removeAll() }
+        if !redefined.isEmpty { redefined.removeAll() }
+        if !bindingsBefore.isEmpty { bindingsBefore.removeAll() }
+        bindingOrder.removeAll(keepingCapacity: true)
+        depends.removeAll(keepingCapacity: true)
+        if !replicatedMetadata.isEmpty { replicatedMetadata.removeAll() }
+    }
+
+    /// Whether `node` was written with `always` in this transaction.
+    func isForced(_ node: KeyNode) -> Bool { !forced.isEmpty && forced.contains(ObjectIdentifier(node)) }
+
+    /// Whether `node`'s definition or metadata changed in this transaction.
+    func isRedefined(_ node: KeyNode) -> Bool { !redefined.isEmpty && redefined.contains(ObjectIdentifier(node)) }
+
     /// Notes that the outcome depends on `key`'s current state (cluster mode only).
     func depend(on key: String) {
         if recordsDependencies { depends.append(key) }
     }
 
-    func snapshot(of node: KeyNode) -> KeySnapshot { before[node.touchedIndex] }
+    /// The state of a node this transaction touched, before it.
+    func snapshot(of node: KeyNode) -> KeySnapshot { node.before }
 }
 
 /// The outcome of a committed (or empty) write.

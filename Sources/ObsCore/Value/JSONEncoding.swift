@@ -108,18 +108,42 @@ extension JSONValue: CustomStringConvertible {
         appendDigits(value.magnitude, to: &buffer)
     }
 
-    /// The decimal digits of `value`.
+    /// The decimal digits of `value`, two at a time (revisions, versions and counts go out with
+    /// every answer and event).
     static func appendDigits<Output: JSONOutput & ~Copyable>(_ value: UInt64, to buffer: inout Output) {
-        var magnitude = value
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var i = digits.count
-            repeat {
-                i -= 1
-                digits[i] = UInt8(truncatingIfNeeded: magnitude % 10) &+ UInt8(ascii: "0")
-                magnitude /= 10
-            } while magnitude != 0
-            buffer.append(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(digits)[i...]))
+        if value < 10 {
+            buffer.append(UInt8(truncatingIfNeeded: value) &+ UInt8(ascii: "0"))
+            return
         }
+        var magnitude = value
+        // 20 digits at most, written from the end of a 24-byte scratch on the stack.
+        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &scratch) { digits in
+            var i = digits.count
+            while magnitude >= 100 {
+                let pair = Int(magnitude % 100) &* 2
+                magnitude /= 100
+                i -= 2
+                digits[i] = digitPairs[pair]
+                digits[i + 1] = digitPairs[pair + 1]
+            }
+            if magnitude >= 10 {
+                let pair = Int(magnitude) &* 2
+                i -= 2
+                digits[i] = digitPairs[pair]
+                digits[i + 1] = digitPairs[pair + 1]
+            } else {
+                i -= 1
+                digits[i] = UInt8(truncatingIfNeeded: magnitude) &+ UInt8(ascii: "0")
+            }
+            buffer.append(UnsafeRawBufferPointer(rebasing: digits[i...]))
+        }
+    }
+
+    /// "00", "01", ... "99".
+    private static var digitPairs: UnsafeRawBufferPointer {
+        let table: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+        return UnsafeRawBufferPointer(start: table.utf8Start, count: table.utf8CodeUnitCount)
     }
 
     static func appendDouble<Output: JSONOutput & ~Copyable>(_ value: Double, to buffer: inout Output) {

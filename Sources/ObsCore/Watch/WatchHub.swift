@@ -16,8 +16,8 @@ final class WatchHub {
     var history: History
     /// The events of the transaction being committed, as `EventRecord`s (also the body of a
     /// `publish` being sent).
-    var open = ByteBuffer()
-    var openRev: UInt64 = 0
+    @exclusivity(unchecked) var open = ByteBuffer()
+    @exclusivity(unchecked) var openRev: UInt64 = 0
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
     var timers = DeadlineHeap<Watch>()
     var stats = WatchStats()
