@@ -5,12 +5,13 @@ let engine = Engine()
 
 /// The engine's state. Everything here is guarded by `lock`, except what the delivering thread
 /// alone touches (`delivering`, `handlerDepth`), as noted.
+@usableFromInline
 final class Engine: @unchecked Sendable {
-    let lock = EngineLock()
+    @usableFromInline let lock = EngineLock()
     /// How many times the lock's owner has entered; the transaction ends when it returns to 0.
-    @exclusivity(unchecked) var depth = 0
+    @usableFromInline @exclusivity(unchecked) var depth = 0
     /// The computed or effect whose reads are being recorded, if any.
-    @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
+    @usableFromInline @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
     /// The first error met by a `.value` read during the current evaluation: it fails the reader.
     @exclusivity(unchecked) var poison: (any Error)?
     /// Whether `poison` is set (a flag, so the hot path never touches the existential).
@@ -55,7 +56,7 @@ final class Engine: @unchecked Sendable {
     // MARK: Transactions
 
     /// Enters the engine: takes the lock, or re-enters it on the thread that holds it.
-    @inline(__always)
+    @inlinable
     func enter() {
         if lock.isHeldByCurrentThread {
             depth += 1
@@ -66,7 +67,7 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Leaves the engine; the outermost exit ends the transaction.
-    @inline(__always)
+    @inlinable
     func exit() {
         if depth > 1 {
             depth -= 1
@@ -78,8 +79,8 @@ final class Engine: @unchecked Sendable {
     /// Ends the outermost transaction: flushes watchers, releases dropped nodes, unlocks, and
     /// delivers the changes unless another thread is already delivering (it will deliver ours, in
     /// order).
-    @inline(never)
-    private func endTransaction() {
+    @usableFromInline @inline(never)
+    func endTransaction() {
         settle()
         let deliver = deliveringThread == 0 && (!deliveryQueue.isEmpty || deferredHead < deferredWrites.count)
         if deliver { deliveringThread = currentThreadID() }

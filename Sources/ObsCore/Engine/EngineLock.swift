@@ -8,7 +8,7 @@ import Darwin
 import Synchronization
 
 /// A stable number for the calling thread, used to recognise re-entry by the lock's owner.
-@inline(__always)
+@inlinable
 func currentThreadID() -> UInt {
     #if canImport(Darwin)
     return UInt(bitPattern: pthread_self())
@@ -21,9 +21,10 @@ func currentThreadID() -> UInt {
 /// engine on this thread (a computed's closure reading another node, a batch body) re-enters
 /// without locking again. The owner word is atomic because other threads read it to learn that
 /// they are *not* the owner; only the owner ever writes its own id there.
+@usableFromInline
 final class EngineLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let owner = Atomic<UInt>(0)
+    @usableFromInline let owner = Atomic<UInt>(0)
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -37,12 +38,12 @@ final class EngineLock: @unchecked Sendable {
     }
 
     /// Whether the calling thread holds the lock.
-    @inline(__always)
+    @inlinable
     var isHeldByCurrentThread: Bool {
         owner.load(ordering: .relaxed) == currentThreadID()
     }
 
-    @inline(__always)
+    @usableFromInline
     func lock() {
         pthread_mutex_lock(mutex)
         owner.store(currentThreadID(), ordering: .relaxed)

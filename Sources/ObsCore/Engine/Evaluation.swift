@@ -41,7 +41,7 @@ extension Engine {
     }
 
     /// Records that the evaluation under way, if any, read `node`.
-    @inline(__always)
+    @inlinable
     func recordRead(of node: ReactiveNode) {
         if let reader = activeSub { link(node.ref, reader) }
     }

@@ -6,7 +6,7 @@
 /// when the link is removed.
 extension Engine {
     /// Records that `sub` (running now) read `dep`.
-    @inline(__always)
+    @inlinable
     func link(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) {
         let prevDep = sub.depsTail
         if let prevDep, prevDep.dep === dep { return }
@@ -18,8 +18,8 @@ extension Engine {
         insertLink(dep, sub, after: prevDep, before: nextDep)
     }
 
-    @inline(never)
-    private func insertLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
+    @usableFromInline @inline(never)
+    func insertLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
                             after prevDep: LinkRef?, before nextDep: LinkRef?) {
         // A node read twice in one run, not consecutively, is linked once.
         if let last = dep.subsTail, last.sub === sub, isTracked(last, by: sub) { return }
