@@ -12,6 +12,12 @@ final class Engine: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var depth = 0
     /// The computed or effect whose reads are being recorded, if any.
     @usableFromInline @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
+    /// A number for the evaluation under way (`activeSub`'s run), given when it first needs one
+    /// (0: none yet), never given twice (`lastEpoch`); Tracking.swift says what it is for. Every
+    /// evaluation that begins or ends sets it back to 0, so that the run interrupted by a nested one
+    /// goes on with a new number.
+    @exclusivity(unchecked) var evaluationEpoch: UInt64 = 0
+    @exclusivity(unchecked) var lastEpoch: UInt64 = 0
     /// The first error met by a `.value` read during the current evaluation: it fails the reader.
     @exclusivity(unchecked) var poison: (any Error)?
     /// Whether `poison` is set (a flag, so the hot path never touches the existential).

@@ -63,7 +63,7 @@ extension Engine {
     /// Makes `watcher` depend on `node` outside any evaluation: a watcher of exactly one node,
     /// whose dependency never changes.
     func attach(_ watcher: ReactiveNode, to node: ReactiveNode) {
-        link(node.ref, watcher.ref)
+        appendLink(node.ref, watcher.ref, after: watcher.depsTail, before: nil)
     }
 
     /// Makes a computed node recompute when it is next refreshed, whatever its dependencies did.
@@ -96,6 +96,7 @@ extension Engine {
             poisoned = false
         }
         activeSub = node.ref
+        evaluationEpoch = 0
         node.depsTail = nil
         node.flags.remove([.dirty, .pending])
         node.flags.insert(.running)
@@ -111,6 +112,7 @@ extension Engine {
         node.flags.remove(.running)
         let failed = poisoned
         activeSub = outer.reader
+        evaluationEpoch = 0
         if outer.poisoned {
             if failed { outerFailure = poison }
             poison = outerPoisons.removeLast()

@@ -48,6 +48,9 @@ public class ReactiveNode: @unchecked Sendable {
     /// The engine, reachable without touching the lazily initialised global on every call:
     /// `withEngine` is how the per-read and per-run paths get it.
     @usableFromInline final let engineRef = Unmanaged.passUnretained(engine)
+    /// The evaluation that last linked this node as a dependency (Tracking.swift): a node read
+    /// again in the same evaluation is found linked without a search.
+    @exclusivity(unchecked) final var readEpoch: UInt64 = 0
 
     init(flags: NodeFlags) {
         self.flags = flags
@@ -117,6 +120,10 @@ extension Unmanaged where Instance == ReactiveNode {
     @inlinable var subs: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.subs } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.subs = newValue } }
+    }
+    var readEpoch: UInt64 {
+        get { _withUnsafeGuaranteedRef { $0.readEpoch } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.readEpoch = newValue } }
     }
     @inlinable var subsTail: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.subsTail } }

@@ -5,7 +5,9 @@
 /// until it is removed; a link holds one retain on its `dep`, given back (after the transaction)
 /// when the link is removed.
 extension Engine {
-    /// Records that `sub` (running now) read `dep`.
+    /// Records that `sub`, the evaluation under way, read `dep`. A reader whose dependencies are
+    /// stable reads them in the same order as last time: each read finds its link as the one after
+    /// the last read (`depsTail`), and moves on to it, at the cost of a comparison.
     @inlinable
     func link(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) {
         let prevDep = sub.depsTail
@@ -18,11 +20,28 @@ extension Engine {
         insertLink(dep, sub, after: prevDep, before: nextDep)
     }
 
+    /// A read out of last run's order: a node read again in this run (not right after itself) is
+    /// linked once; anything else gets a new link. A node found or linked here is stamped with the
+    /// run's number (`readEpoch`, `evaluationEpoch`), so that reading it again in this run (a
+    /// computed that reads a source between each of its other reads) needs no search. A nested
+    /// run gives the one it interrupted a new number; then the search is made again.
     @usableFromInline @inline(never)
     func insertLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
-                            after prevDep: LinkRef?, before nextDep: LinkRef?) {
-        // A node read twice in one run, not consecutively, is linked once.
+                    after prevDep: LinkRef?, before nextDep: LinkRef?) {
+        if evaluationEpoch == 0 {
+            lastEpoch &+= 1
+            evaluationEpoch = lastEpoch
+        } else if dep.readEpoch == evaluationEpoch {
+            return
+        }
+        dep.readEpoch = evaluationEpoch
         if let last = dep.subsTail, last.sub === sub, isTracked(last, by: sub) { return }
+        appendLink(dep, sub, after: prevDep, before: nextDep)
+    }
+
+    /// Links `sub` to `dep`: after `prevDep` in `sub`'s dependencies, last in `dep`'s subscribers.
+    func appendLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
+                    after prevDep: LinkRef?, before nextDep: LinkRef?) {
         let link = makeLink(dep, sub)
         link.nextDep = nextDep
         if let prevDep { prevDep.nextDep = link } else { sub.deps = link }

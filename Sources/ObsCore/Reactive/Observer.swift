@@ -66,7 +66,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @un
     /// Subscribes and captures the current value, queueing it for delivery when `initial`.
     /// Called inside the engine, so nothing can change between the snapshot and the subscription.
     func start(initial: Bool) {
-        engine.link(target.ref, ref)
+        engine.attach(self, to: target)
         observeTarget(starting: true, initial: initial)
     }
 

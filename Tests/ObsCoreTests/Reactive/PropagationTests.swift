@@ -90,6 +90,42 @@ final class PropagationTests: XCTestCase {
         XCTAssertEqual(seen.entries, ["b2", "a2", "a3"])
     }
 
+    /// A node read again and again in one run, between other reads, is one dependency: linked
+    /// once, whatever was read in between (here `inner`, brought up to date inside the run, which
+    /// reads `b` itself), and every one of them is followed.
+    /// ```
+    ///   a   b
+    ///   |\ /|
+    ///   | inner = b * 10
+    ///    \ |
+    ///    outer = a + inner + a + b + a + inner
+    /// ```
+    func test_repeatedReads_areOneDependencyEach() {
+        let a = Observable(1), b = Observable(2)
+        let inner = Computed { b.value * 10 }
+        let outer = Computed { a.value + inner.value + a.value + b.value + a.value + inner.value }
+        let seen = Log<Int>()
+        let token = outer.observe(initial: true) { seen.append($0.newValue) }
+        defer { token.cancel() }
+        func dependencies() -> [ObjectIdentifier] {
+            engine.enter()
+            defer { engine.exit() }
+            var found: [ObjectIdentifier] = []
+            outer.forEachDependency { found.append(ObjectIdentifier($0)) }
+            return found
+        }
+        let expected = [ObjectIdentifier(a), ObjectIdentifier(inner), ObjectIdentifier(b)]
+        XCTAssertEqual(dependencies(), expected)
+        b.value = 3          // inner recomputes inside outer's run
+        XCTAssertEqual(dependencies(), expected)
+        a.value = 2
+        XCTAssertEqual(dependencies(), expected)
+        XCTAssertEqual(seen.entries, [45, 66, 69])
+        var aSubscribers = 0
+        a.forEachSubscriber { _ in aSubscribers += 1 }
+        XCTAssertEqual(aSubscribers, 1, "a is linked to outer once")
+    }
+
     /// ```
     ///   flag   expensive (computed, unobserved)
     ///      \   /
