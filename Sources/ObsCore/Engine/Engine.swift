@@ -64,10 +64,11 @@ final class Engine: @unchecked Sendable {
     /// Enters the engine: takes the lock, or re-enters it on the thread that holds it.
     @inlinable
     func enter() {
-        if lock.isHeldByCurrentThread {
+        let thread = currentThreadID()
+        if lock.isHeld(by: thread) {
             depth += 1
         } else {
-            lock.lock()
+            lock.lock(as: thread)
             depth = 1
         }
     }

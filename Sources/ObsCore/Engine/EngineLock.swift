@@ -17,41 +17,45 @@ func currentThreadID() -> UInt {
     #endif
 }
 
-/// The engine's lock: a plain mutex plus the owner's thread id, so that code already inside the
-/// engine on this thread (a computed's closure reading another node, a batch body) re-enters
-/// without locking again. The owner word is atomic because other threads read it to learn that
-/// they are *not* the owner; only the owner ever writes its own id there.
+/// The engine's lock: a mutex plus the owner's thread id, so that code already inside the engine
+/// on this thread (a computed's closure reading another node, a batch body) re-enters without
+/// locking again. The owner word is atomic because other threads read it to learn that they are
+/// *not* the owner; only the owner ever writes its own id there.
+///
+/// The mutex is Synchronization's (a futex on Linux): taking and giving it back uncontended is one
+/// compare-and-swap each, inlined, where `pthread_mutex_lock` and `_unlock` were two calls of
+/// some 20 instructions each. Every read from outside a transaction takes it, so that counted.
 @usableFromInline
 final class EngineLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let mutex = Mutex(())
     @usableFromInline let owner = Atomic<UInt>(0)
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    init() {}
 
     /// Whether the calling thread holds the lock.
     @inlinable
-    var isHeldByCurrentThread: Bool {
-        owner.load(ordering: .relaxed) == currentThreadID()
+    var isHeldByCurrentThread: Bool { isHeld(by: currentThreadID()) }
+
+    /// Whether the thread whose id is `thread` holds the lock.
+    @inlinable
+    func isHeld(by thread: UInt) -> Bool {
+        owner.load(ordering: .relaxed) == thread
     }
 
-    @usableFromInline
     func lock() {
-        pthread_mutex_lock(mutex)
-        owner.store(currentThreadID(), ordering: .relaxed)
+        lock(as: currentThreadID())
     }
 
-    @inline(__always)
+    /// Takes the lock for the calling thread, whose id is `thread`. (Out of line: the engine's
+    /// entry, inlined into every read, only calls it when the thread is not inside already.)
+    @usableFromInline @inline(never)
+    func lock(as thread: UInt) {
+        mutex._unsafeLock()
+        owner.store(thread, ordering: .relaxed)
+    }
+
     func unlock() {
         owner.store(0, ordering: .relaxed)
-        pthread_mutex_unlock(mutex)
+        mutex._unsafeUnlock()
     }
 }
