@@ -12,6 +12,10 @@ final class Engine: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var depth = 0
     /// The computed or effect whose reads are being recorded, if any.
     @usableFromInline @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
+    /// The last dependency `activeSub` has read so far in its run (nil: none yet): where its next
+    /// read is expected, and after which the dependencies it did not read are cut off. (The
+    /// evaluation's, not the node's: a node needs it only while it runs.)
+    @usableFromInline @exclusivity(unchecked) var depsTail: LinkRef?
     /// A number for the evaluation under way (`activeSub`'s run), given when it first needs one
     /// (0: none yet), never given twice (`lastEpoch`); Tracking.swift says what it is for. Every
     /// evaluation that begins or ends sets it back to 0, so that the run interrupted by a nested one

@@ -55,7 +55,7 @@ extension Engine {
     @inline(__always)
     func expectedRead() -> ReactiveNode? {
         guard let reader = activeSub else { return nil }
-        let tail = reader.depsTail
+        let tail = depsTail
         guard let next = tail != nil ? tail!.nextDep : reader.deps else { return nil }
         return next.dep.takeUnretainedValue()
     }
@@ -63,7 +63,9 @@ extension Engine {
     /// Makes `watcher` depend on `node` outside any evaluation: a watcher of exactly one node,
     /// whose dependency never changes.
     func attach(_ watcher: ReactiveNode, to node: ReactiveNode) {
-        appendLink(node.ref, watcher.ref, after: watcher.depsTail, before: nil)
+        var last = watcher.deps
+        while let next = last?.nextDep { last = next }
+        appendLink(node.ref, watcher.ref, after: last, before: nil)
     }
 
     /// Makes a computed node recompute when it is next refreshed, whatever its dependencies did.
@@ -83,13 +85,14 @@ extension Engine {
     /// What an evaluation saves of the one it interrupts.
     struct OuterEvaluation {
         let reader: Unmanaged<ReactiveNode>?
+        let depsTail: LinkRef?
         let poisoned: Bool
     }
 
     /// Starts running `node`'s code: its reads are recorded from its first dependency on.
     @inline(__always)
     private func beginEvaluation(of node: ReactiveNode) -> OuterEvaluation {
-        let outer = OuterEvaluation(reader: activeSub, poisoned: poisoned)
+        let outer = OuterEvaluation(reader: activeSub, depsTail: depsTail, poisoned: poisoned)
         if poisoned {
             outerPoisons.append(poison!)
             poison = nil
@@ -97,7 +100,7 @@ extension Engine {
         }
         activeSub = node.ref
         evaluationEpoch = 0
-        node.depsTail = nil
+        depsTail = nil
         node.flags.remove([.dirty, .pending])
         node.flags.insert(.running)
         evaluationDepth += 1
@@ -122,7 +125,8 @@ extension Engine {
             poison = nil
             poisoned = false
         }
-        purgeStaleDependencies(of: node)
+        purgeDependencies(of: node, after: depsTail)
+        depsTail = outer.depsTail
         return failed
     }
 

@@ -42,8 +42,6 @@ public class ReactiveNode: @unchecked Sendable {
     // `Unmanaged`: walking the graph costs no reference counting.
     @usableFromInline @exclusivity(unchecked) final var subs: LinkRef?
     @usableFromInline @exclusivity(unchecked) final var deps: LinkRef?
-    /// While the node runs: the last dependency read so far.
-    @usableFromInline @exclusivity(unchecked) final var depsTail: LinkRef?
     @usableFromInline @exclusivity(unchecked) final var subsTail: LinkRef?
     /// The engine, reachable without touching the lazily initialised global on every call:
     /// `withEngine` is how the per-read and per-run paths get it.
@@ -112,10 +110,6 @@ extension Unmanaged where Instance == ReactiveNode {
     @inlinable var deps: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.deps } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.deps = newValue } }
-    }
-    @inlinable var depsTail: LinkRef? {
-        get { _withUnsafeGuaranteedRef { $0.depsTail } }
-        nonmutating set { _withUnsafeGuaranteedRef { $0.depsTail = newValue } }
     }
     @inlinable var subs: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.subs } }

@@ -10,11 +10,11 @@ extension Engine {
     /// the last read (`depsTail`), and moves on to it, at the cost of a comparison.
     @inlinable
     func link(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) {
-        let prevDep = sub.depsTail
+        let prevDep = depsTail
         if let prevDep, prevDep.dep === dep { return }
         let nextDep = prevDep != nil ? prevDep!.nextDep : sub.deps
         if let nextDep, nextDep.dep === dep {
-            sub.depsTail = nextDep
+            depsTail = nextDep
             return
         }
         insertLink(dep, sub, after: prevDep, before: nextDep)
@@ -36,25 +36,26 @@ extension Engine {
         }
         dep.readEpoch = evaluationEpoch
         if let last = dep.subsTail, last.sub === sub, isTracked(last, by: sub) { return }
-        appendLink(dep, sub, after: prevDep, before: nextDep)
+        depsTail = appendLink(dep, sub, after: prevDep, before: nextDep)
     }
 
     /// Links `sub` to `dep`: after `prevDep` in `sub`'s dependencies, last in `dep`'s subscribers.
+    @discardableResult
     func appendLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
-                    after prevDep: LinkRef?, before nextDep: LinkRef?) {
+                    after prevDep: LinkRef?, before nextDep: LinkRef?) -> LinkRef {
         let link = makeLink(dep, sub)
         link.nextDep = nextDep
         if let prevDep { prevDep.nextDep = link } else { sub.deps = link }
-        sub.depsTail = link
         link.prevSub = dep.subsTail
         link.nextSub = nil
         if let tail = dep.subsTail { tail.nextSub = link } else { dep.subs = link }
         dep.subsTail = link
+        return link
     }
 
     /// Whether `link` is among the dependencies `sub` has read so far in this run.
     private func isTracked(_ link: LinkRef, by sub: Unmanaged<ReactiveNode>) -> Bool {
-        guard let tail = sub.depsTail else { return false }
+        guard let tail = depsTail else { return false }
         var next = sub.deps
         while let current = next {
             if current === link { return true }
@@ -64,10 +65,11 @@ extension Engine {
         return false
     }
 
-    /// Unlinks every dependency of `sub` after its `depsTail`: those its last run did not read.
+    /// Unlinks every dependency of `sub` after `tail`, the last one its run read (nil: it read
+    /// none): those it did not read.
     @inline(__always)
-    func purgeStaleDependencies(of sub: ReactiveNode) {
-        if let tail = sub.depsTail {
+    func purgeDependencies(of sub: ReactiveNode, after tail: LinkRef?) {
+        if let tail {
             guard let stale = tail.nextDep else { return }
             tail.nextDep = nil
             purge(from: stale)
@@ -89,8 +91,7 @@ extension Engine {
     /// Removes every dependency of a node that is going away or being cancelled.
     func detachDependencies(of sub: ReactiveNode) {
         enter()
-        sub.depsTail = nil
-        purgeStaleDependencies(of: sub)
+        purgeDependencies(of: sub, after: nil)
         exit()
     }
 
