@@ -37,6 +37,9 @@ enum AllocationShape: String, CaseIterable {
     /// reading two of the row above, a computed reading two leaves, observed; each update writes
     /// one source and reads the two leaves.
     case layers
+    /// Configurations of the dynamic-graph benchmark, one `runGraph` iteration per update:
+    /// "simple component", "dynamic component", "large web app", "wide dense", "very dynamic".
+    case simple, component, webapp, wide, verydynamic
     /// The positive control: an observable whose values allocate by themselves (a fresh 100-byte
     /// string per update), so about one allocation per update must show.
     case control
@@ -106,6 +109,11 @@ enum AllocationShape: String, CaseIterable {
                     for leaf in leaves { _ = leaf.value }
                 }
             }
+        case .simple: return DynamicGraphBench.probe("simple")
+        case .component: return DynamicGraphBench.probe("dynamic component")
+        case .webapp: return DynamicGraphBench.probe("large")
+        case .wide: return DynamicGraphBench.probe("wide")
+        case .verydynamic: return DynamicGraphBench.probe("very")
         case .dynamic:
             let left = Observable(0), right = Observable(0)
             let pick = Computed { head.value % 2 == 0 ? left.value : right.value + head.value }

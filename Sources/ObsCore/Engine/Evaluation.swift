@@ -46,6 +46,25 @@ extension Engine {
         if let reader = activeSub { link(node.ref, reader) }
     }
 
+    /// Records the read of `node` if the evaluation under way read it at this point last time, or
+    /// read it just before (the common case of a reader whose dependencies are stable); false if
+    /// no evaluation is recording or the read is another one (then nothing is recorded: the caller
+    /// reads the long way, through `recordRead`). Called inside the engine.
+    @inlinable @inline(__always)
+    func recordExpectedRead(of node: ReactiveNode) -> Bool {
+        guard let reader = activeSub else { return false }
+        let dep = node.ref
+        if let tail = depsTail {
+            if tail.dep === dep { return true }
+            guard let next = tail.nextDep, next.dep === dep else { return false }
+            depsTail = next
+            return true
+        }
+        guard let first = reader.deps, first.dep === dep else { return false }
+        depsTail = first
+        return true
+    }
+
     /// Whether an evaluation is recording its reads now.
     var isTracking: Bool { activeSub != nil }
 

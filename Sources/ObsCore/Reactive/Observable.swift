@@ -41,12 +41,8 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
         @_specialize(where Value == Bool)
         @_specialize(where Value == String)
         @inlinable get {
-            withEngine { engine in
-                engine.enter()
-                let value = readInside(engine)
-                engine.exit()
-                return value
-            }
+            if readsInPlace() { return storage }
+            return valueOutOfPlace()
         }
         set {
             withEngine { engine in
@@ -94,6 +90,28 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
         if flags.contains(.dirty) { commit() }
         engine.recordRead(of: self)
         return storage
+    }
+
+    /// Whether a read of `.value` can take the value as it is: the calling thread is inside the
+    /// engine, in an evaluation that read this observable at this point last time (or just now),
+    /// and it was not written since its subscribers last looked. The read is then recorded.
+    @inlinable @inline(__always)
+    final func readsInPlace() -> Bool {
+        withEngine { engine in
+            engine.lock.isHeld(by: currentThreadID()) && !flags.contains(.dirty)
+                && engine.recordExpectedRead(of: self)
+        }
+    }
+
+    /// Every other read of `.value`: entering the engine, settling a write.
+    @inlinable @inline(never)
+    final func valueOutOfPlace() -> Value {
+        withEngine { engine in
+            engine.enter()
+            let value = readInside(engine)
+            engine.exit()
+            return value
+        }
     }
 
     /// A read of a dirty source settles it first, so that every subscriber of a dirty source is
