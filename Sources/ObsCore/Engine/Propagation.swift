@@ -77,10 +77,12 @@ extension Engine {
     /// ahead in the link pages (`LinkRef.runAhead`), so that the nodes a layered graph's next
     /// layers are made of are loaded by the time the walk reaches them.
     ///
-    /// All this costs a few percent on small graphs, which the caches hold anyway (diamond +7%,
-    /// triangle +5%): a walk starts out marking each subscriber as it meets it, and turns to the
-    /// ring and the running ahead once it has met `markLagAfter` subscribers. The order is the same
-    /// either way (the ring is empty when it turns).
+    /// All this costs instructions, for nothing where the caches hold the graph anyway (diamond
+    /// +7%, triangle +5%; 10-13% of the marking of the dynamic benchmark's 100 x 15 and 1000 x 5
+    /// graphs): a walk starts out marking each subscriber as it meets it, and turns to the ring
+    /// and the running ahead only once it has met `markLagAfter` subscribers, in a graph whose links
+    /// fill `prefetchingPages` pages or more. The order is the same either way (the ring is empty
+    /// when it turns).
     private func markPending(from first: LinkRef) {
         let base = linkStack.count
         var head = base
@@ -88,7 +90,7 @@ extension Engine {
         let mask = Engine.markRingCapacity - 1
         var ringHead = 0
         var ringTail = 0
-        var untilLarge = Engine.markLagAfter
+        var untilLarge = links.pageCount >= Engine.prefetchingPages ? Engine.markLagAfter : Int.max
         linkStack.append(first)
         while true {
             if head < linkStack.count {
@@ -126,8 +128,12 @@ extension Engine {
     /// its ring (a power of two above it).
     static var markLag: Int { 16 }
     static var markRingCapacity: Int { 32 }
-    /// How many subscribers a marking walk meets before it starts prefetching ahead.
+    /// How many subscribers a marking walk meets before it starts prefetching ahead, and how many
+    /// link pages a graph must fill for that (64: 1 MiB of links, a graph of about 2 MiB, beyond
+    /// what a core's own cache holds beside everything else: cellx at 5,000 layers, the dynamic
+    /// benchmark's 1000-wide graphs; not cellx at 2,500 or the 100 x 15 graph).
     static var markLagAfter: Int { 256 }
+    static var prefetchingPages: Int { 64 }
 
     /// Marks one subscriber the walk reached: a computed is marked `pending` and its subscribers
     /// queued for the walk, a watcher is marked and queued for the flush; one already marked in

@@ -222,26 +222,34 @@ final class PropagationTests: XCTestCase {
     }
 
     /// The marking walk prefetches a subscriber and marks it some steps later, through a small ring
-    /// (Propagation.swift). That must not change what it queues or in which order: breadth first,
-    /// each list in subscription order, here with lists far longer than the ring.
+    /// (Propagation.swift), in a graph large enough (here made so by 30,000 other links). That must
+    /// not change what it queues or in which order: breadth first, each list in subscription
+    /// order, here with lists far longer than the ring.
     /// ```
-    ///   s -> 100 observers (0...99), then c
-    ///   c -> 50 observers (100...149), then d
-    ///   d -> 50 observers (150...199)
+    ///   s -> 300 observers (0...299), then c
+    ///   c -> 50 observers (300...349), then d
+    ///   d -> 50 observers (350...399)
     /// ```
     func test_marking_queuesWatchersBreadthFirstInSubscriptionOrder() {
+        let ballast = Observable(0)
+        let fillers = (0..<30_000).map { _ in Computed { ballast.value } }
+        for filler in fillers { _ = filler.value }
+        engine.enter()
+        XCTAssertGreaterThanOrEqual(engine.links.pageCount, Engine.prefetchingPages, "a graph the walk prefetches in")
+        engine.exit()
+        defer { withExtendedLifetime(fillers) {} }
         let s = Observable(0)
         let c = Computed { s.value + 1 }
         let d = Computed { c.value + 1 }
         let order = Log<Int>()
         var tokens: [ObservationToken] = []
-        for id in 0..<100 { tokens.append(s.observe { _ in order.append(id) }) }
-        for id in 100..<150 { tokens.append(c.observe { _ in order.append(id) }) }
-        for id in 150..<200 { tokens.append(d.observe { _ in order.append(id) }) }
+        for id in 0..<300 { tokens.append(s.observe { _ in order.append(id) }) }
+        for id in 300..<350 { tokens.append(c.observe { _ in order.append(id) }) }
+        for id in 350..<400 { tokens.append(d.observe { _ in order.append(id) }) }
         s.value = 1
-        XCTAssertEqual(order.entries, Array(0..<200))
+        XCTAssertEqual(order.entries, Array(0..<400))
         batch { s.value = 2 }
-        XCTAssertEqual(order.entries, Array(0..<200) + Array(0..<200))
+        XCTAssertEqual(order.entries, Array(0..<400) + Array(0..<400))
         tokens.removeAll()
     }
 
