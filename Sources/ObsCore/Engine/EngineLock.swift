@@ -54,6 +54,7 @@ final class EngineLock: @unchecked Sendable {
         owner.store(thread, ordering: .relaxed)
     }
 
+    @usableFromInline
     func unlock() {
         owner.store(0, ordering: .relaxed)
         mutex._unsafeUnlock()

@@ -103,11 +103,24 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
         }
     }
 
-    /// Every other read of `.value`: entering the engine, settling a write.
+    /// Every other read of `.value`: entering the engine, settling a write. A read from outside
+    /// the engine of an observable with no write to settle only takes the lock: it changes nothing,
+    /// so the transaction it makes has nothing to settle.
     @inlinable @inline(never)
     final func valueOutOfPlace() -> Value {
         withEngine { engine in
-            engine.enter()
+            let thread = currentThreadID()
+            if engine.lock.isHeld(by: thread) {
+                engine.depth += 1
+            } else {
+                engine.lock.lock(as: thread)
+                if !flags.contains(.dirty) {
+                    let value = storage
+                    engine.lock.unlock()
+                    return value
+                }
+                engine.depth = 1
+            }
             let value = readInside(engine)
             engine.exit()
             return value
