@@ -1,4 +1,5 @@
 import Glibc
+import ObsCore
 
 /// A connected Unix stream socket read and written as lines, with deadlines. One owner at a time.
 final class LineSocket {
@@ -9,16 +10,19 @@ final class LineSocket {
     }
 
     private(set) var fd: Int32
-    private var buffer: [UInt8] = []
-    private var start = 0
+    /// The daemon's answers can be as long as the whole state (`dump`): no limit on the client.
+    private var framer = LineFramer(maxLineBytes: .max)
+    /// Lines framed but not yet read, oldest at `next`.
+    private var lines: [[UInt8]] = []
+    private var next = 0
 
-    /// Connects to `path`; nil when nothing listens there (or it cannot be reached).
-    init?(path: String) {
+    /// Connects to `path`; the failure says why it could not.
+    init(path: String) throws(ConnectFailure) {
         let bytes = Array(path.utf8)
         var address = sockaddr_un()
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .pathTooLong }
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { throw .other(String(cString: strerror(errno))) }
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let result = withUnsafePointer(to: &address) {
@@ -27,8 +31,9 @@ final class LineSocket {
             }
         }
         guard result == 0 else {
+            let code = errno
             close(fd)
-            return nil
+            throw ConnectFailure.diagnose(code, path: path)
         }
     }
 
@@ -53,16 +58,13 @@ final class LineSocket {
     /// The next line (without its newline), waiting at most until `deadline` (monotonic seconds).
     func readLine(deadline: Double?) -> Read {
         while true {
-            if let newline = buffer[start...].firstIndex(of: 0x0A) {
-                var end = newline
-                if end > start, buffer[end - 1] == 0x0D { end -= 1 }
-                let line = Array(buffer[start..<end])
-                start = newline + 1
-                if start > 65536 || start == buffer.count {
-                    buffer.removeFirst(start)
-                    start = 0
+            if next < lines.count {
+                let line = lines[next]
+                next += 1
+                if next == lines.count {
+                    lines.removeAll(keepingCapacity: true)
+                    next = 0
                 }
-                if line.isEmpty { continue }
                 return .line(line)
             }
             var waitMs: Int32 = -1
@@ -79,7 +81,10 @@ final class LineSocket {
             let count = recv(fd, &chunk, chunk.count, 0)
             if count < 0, errno == EINTR || errno == EAGAIN { continue }
             guard count > 0 else { return .closed }
-            buffer += chunk[..<count]
+            chunk.withUnsafeBytes { raw in
+                // An unlimited framer never refuses a line.
+                try? framer.append(UnsafeRawBufferPointer(rebasing: raw[..<count])) { lines.append(Array($0)) }
+            }
         }
     }
 }

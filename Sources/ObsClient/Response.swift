@@ -15,8 +15,11 @@ public struct Response: Sendable {
 
 /// One event of a watch, as the daemon sent it.
 public struct WatchEvent: Sendable {
-    /// `initial`, `synced`, `change`, `delete`, `error`, `publish`, `overflow`, `compacted`, `progress`.
+    /// The event's name as sent: `initial`, `synced`, `change`, `delete`, `error`, `publish`,
+    /// `overflow`, `compacted`, `progress`.
     public let kind: String
+    /// The event, when it is one of the protocol's (nil for a name this client does not know).
+    public var name: EventName? { EventName(rawValue: kind) }
     public let fields: [String: JSONValue]
     /// The line as the daemon wrote it, minus its `watch` field (field order kept).
     public let line: String
@@ -28,7 +31,7 @@ public struct WatchEvent: Sendable {
 
     /// The store revision the event belongs to, for resuming (snapshot items carry the key's own).
     var resumeRevision: UInt64? {
-        guard kind != "initial", let rev = fields["rev"]?.intValue, rev >= 0 else { return nil }
+        guard name != .initial, let rev = fields["rev"]?.intValue, rev >= 0 else { return nil }
         return UInt64(rev)
     }
 

@@ -7,13 +7,10 @@
 // 2. apply the `definitions` file, if set (Definitions.swift);
 // 3. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
 // 4. sd_notify READY=1.
-// Each loop turn: wait (until the next timer: store, watchdog, client_timeout, a write retry),
-// handle signals, accept, read requests, take the writer thread's outcome, run due timers, hand
-// the turn's writes to the writer thread if it is free (GroupCommitStorage), release the lines that
-// waited for a finished batch, then flush every connection once.
-// Shutdown (SIGTERM, SIGINT): STOPPING=1, stop accepting, answer the requests already received,
-// send goodbye, flush (at most `flushDeadline` seconds; answers still wait for their batch),
-// write what is left and close the database, remove the socket.
+// Then the loop runs (DaemonLoop.swift) until the shutdown sequence (SIGTERM, SIGINT): STOPPING=1,
+// stop accepting, answer the requests already received, send goodbye, flush (at most
+// `DaemonLoop.flushDeadline` seconds; answers still wait for their batch); then what is left is
+// written, the database closed and the socket removed.
 import CLinux
 import Glibc
 import ObsCore
@@ -25,8 +22,6 @@ public struct DaemonError: Error, CustomStringConvertible {
 }
 
 public final class Daemon {
-    /// How long shutdown waits for clients to take their last bytes.
-    static let flushDeadline = 3.0
     /// How often pending writes are tried again while the database cannot be written.
     static let writeRetryInterval = 1.0
 
@@ -73,6 +68,35 @@ public final class Daemon {
             }
             if lock >= 0 { close(lock) }
         }
+        let store = try restore(from: storage)
+        let listener = try listen()
+        let gate = settings.durability == .memory ? nil : WriteGate(storage: storage, store: store, log: log)
+        let loop: EventLoop
+        let server: Server
+        do throws(SystemError) {
+            loop = try EventLoop()
+            server = try Server(loop: loop, listener: listener, store: store, gate: gate, limits: settings.limits,
+                                policy: policy(settings), log: log)
+            for fd in [gate?.completionFD, signals?.fd, control?.fd].compactMap({ $0 }) { try loop.add(fd, EventLoop.input) }
+        } catch {
+            listener.removeSocketFile()
+            throw DaemonError("cannot start the event loop: \(error)")
+        }
+        log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(settings.durability == .memory ? "in memory" : settings.databasePath), durability \(settings.durability.rawValue)")
+        notifier.send("READY=1\nSTATUS=listening\nMAINPID=\(getpid())")
+
+        let turns = DaemonLoop(loop: loop, server: server, store: store, gate: gate, signals: signals, control: control,
+                               notifier: notifier, log: log, watchdog: watchdogInterval(environment).map { $0 / 2 }) { [unowned self] in
+            reload(server: server, store: store, notifier: notifier)
+        }
+        try turns.run()
+        log.info("stopped")
+    }
+
+    // MARK: - Start-up pieces
+
+    /// Start-up, step 1: the store, restored from the storage; then step 2, the definitions file.
+    private func restore(from storage: GroupCommitStorage) throws(DaemonError) -> Store {
         let store: Store
         do throws(ObsError) {
             store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
@@ -81,119 +105,18 @@ public final class Daemon {
         }
         log.info("restored revision \(store.rev)")
         if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log) }
+        return store
+    }
 
-        let listener: Listener
+    /// Start-up, step 3: the socket systemd passed, or one bound under the security rules.
+    private func listen() throws(DaemonError) -> Listener {
         do throws(ListenerError) {
-            if let activated = try Listener.activated(environment) {
-                listener = activated
-            } else {
-                listener = try Listener.bind(settings)
-            }
+            if let activated = try Listener.activated(environment) { return activated }
+            return try Listener.bind(settings)
         } catch {
             throw DaemonError(error.description)
         }
-        let loop: EventLoop
-        let server: Server
-        do throws(SystemError) {
-            loop = try EventLoop()
-            server = try Server(loop: loop, listener: listener, store: store,
-                                storage: settings.durability == .memory ? nil : storage, limits: settings.limits,
-                                policy: policy(settings), log: log)
-            if let completion = storage.completionFD { try loop.add(completion, EventLoop.input) }
-            if let signals { try loop.add(signals.fd, EventLoop.input) }
-            if let control { try loop.add(control.fd, EventLoop.input) }
-        } catch {
-            listener.removeSocketFile()
-            throw DaemonError("cannot start the event loop: \(error)")
-        }
-        log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(settings.durability == .memory ? "in memory" : settings.databasePath), durability \(settings.durability.rawValue)")
-        notifier.send("READY=1\nSTATUS=listening\nMAINPID=\(getpid())")
-
-        let watchdog = watchdogInterval(environment).map { $0 / 2 }
-        var nextWatchdog = watchdog.map { monotonicSeconds() + $0 }
-        var stopping: Double?
-        var lastListener: Listener?
-
-        while true {
-            var now = monotonicSeconds()
-            var timeout = [store.nextDeadline.map { $0 - now }, nextWatchdog.map { $0 - now },
-                           server.nextExpiry(now: now), stopping.map { $0 - now },
-                           server.hasUnflushedOutput ? 0 : nil,
-                           storage.retryAt.map { $0 - now }].compactMap { $0 }.min()
-            if let value = timeout { timeout = max(0, value) }
-            var stopRequested = false
-            var reloadRequested = false
-            var writerFinished = false
-            for ready in loop.wait(timeout: timeout) {
-                if ready.fd == storage.completionFD {
-                    writerFinished = true
-                } else if ready.fd == signals?.fd {
-                    for action in signals!.drain() {
-                        switch action {
-                        case .stop(let signal):
-                            log.info("received \(signal == SIGINT ? "SIGINT" : "SIGTERM"); shutting down")
-                            stopRequested = true
-                        case .reload: reloadRequested = true
-                        }
-                    }
-                } else if ready.fd == control?.fd {
-                    let requests = control!.take()
-                    stopRequested = stopRequested || requests.stop
-                    reloadRequested = reloadRequested || requests.reload
-                } else if ready.fd == server.listenerFD {
-                    server.acceptAll()
-                } else {
-                    if ready.readable || ready.hangup { server.readable(ready.fd, hangup: ready.hangup) }
-                    if ready.writable { server.writable(ready.fd, now: now) }
-                }
-            }
-            now = monotonicSeconds()
-            if reloadRequested, stopping == nil { reload(server: server, store: store, notifier: notifier) }
-            if stopRequested, stopping == nil {
-                notifier.send("STOPPING=1")
-                lastListener = server.stopAccepting()
-                server.sayGoodbye()
-                stopping = now + Self.flushDeadline
-            }
-            if let deadline = store.nextDeadline, deadline <= now { store.tick() }
-            server.expireStalled(now: now)
-            do throws(GroupCommitFailure) {
-                if writerFinished { try storage.takeOutcome(now: now) }
-                storage.endTurn(now: now)
-                server.releaseHeld(through: storage.written)
-                if store.writeRefusal != nil, !storage.isFailing {
-                    store.writeRefusal = nil
-                    log.info("the database can be written again; writes are accepted")
-                }
-            } catch .write(let error) {
-                // A full disk, say: the writes stay pending (their answers held) and are tried
-                // again every `writeRetryInterval`; meanwhile new writes get a clear error instead
-                // of a wait.
-                if store.writeRefusal == nil {
-                    log.error("\(error.message); refusing writes until the database can be written")
-                    store.writeRefusal = ObsError(.internal, "the database cannot be written (\(error.message)); writes are refused until it can be")
-                }
-            } catch {
-                // After a failed fsync nothing can be promised: acknowledging would break strict's
-                // promise, so obsd stops without acknowledging the unsynced writes.
-                log.error("\(error.message); stopping without acknowledging unsynced writes")
-                server.dropAll()
-                (lastListener ?? server.stopAccepting())?.removeSocketFile()
-                throw DaemonError(error.message)
-            }
-            server.flush(now: now)
-            if let interval = watchdog, let due = nextWatchdog, due <= now {
-                notifier.send("WATCHDOG=1")
-                nextWatchdog = now + interval
-            }
-            if let deadline = stopping, server.connections.isEmpty || now >= deadline { break }
-        }
-        server.dropAll()
-        lastListener?.removeSocketFile()
-        log.info("stopped")
     }
-
-    // MARK: - Start-up pieces
 
     private func openStorage() throws(DaemonError) -> (GroupCommitStorage, Int32) {
         guard settings.durability != .memory else { return (GroupCommitStorage(), -1) }

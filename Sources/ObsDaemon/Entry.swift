@@ -1,6 +1,7 @@
 // obsd's command line: help, version, --check, and otherwise the daemon, with exit codes
 // 0 (success), 1 (cannot start, or --check found a problem) and 64 (usage error).
 import Glibc
+import ObsClient
 import ObsCore
 
 public enum Obsd {
@@ -10,7 +11,7 @@ public enum Obsd {
         do throws(UsageError) {
             options = try CommandLineOptions.parse(arguments)
         } catch {
-            Logger.standardError(error.description + "\n")
+            Logger.standardError(usageMessage(error))
             return 64
         }
         if options.help {
@@ -81,4 +82,9 @@ extension Configuration {
         var info = stat()
         return stat(path, &info) == 0
     }
+}
+
+/// A command line obsd cannot run with, as it goes to stderr (with exit code 64).
+func usageMessage(_ error: UsageError) -> String {
+    "obsd: \(error.message)\nSee 'obsd --help'.\n"
 }

@@ -1,24 +1,24 @@
 import Glibc
+import Synchronization
 
 /// Writes one line per message to stderr. Under systemd (`JOURNAL_STREAM` set) each line starts
 /// with the syslog priority `<N>` so journald records the level; otherwise with the level's name.
 public final class Logger: @unchecked Sendable {
     // Only the daemon's loop thread changes the level (on reload); the lock keeps the tests'
     // concurrent readers correct.
-    private let lock = Mutex()
-    private var minimum: LogLevel
+    private let minimum: Mutex<LogLevel>
     private let journal: Bool
     private let sink: (String) -> Void
 
     public init(level: LogLevel, journal: Bool, sink: @escaping (String) -> Void = Logger.standardError) {
-        minimum = level
+        minimum = Mutex(level)
         self.journal = journal
         self.sink = sink
     }
 
     public var level: LogLevel {
-        get { lock.withLock { minimum } }
-        set { lock.withLock { minimum = newValue } }
+        get { minimum.withLock { $0 } }
+        set { minimum.withLock { $0 = newValue } }
     }
 
     public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
@@ -65,19 +65,5 @@ extension String {
     /// The message on one line: newlines become spaces.
     func replacingNewlines() -> String {
         String(map { $0 == "\n" || $0 == "\r" ? " " : $0 })
-    }
-}
-
-/// A pthread mutex, for the few values read from more than one thread.
-final class Mutex: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
     }
 }

@@ -1,5 +1,5 @@
 /// Writes a JSON object member by member in a fixed order (protocol lines list their fields in
-/// the order protocol.md shows), values in the canonical encoding.
+/// the order docs/protocol.md shows), values in the canonical encoding.
 struct ObjectWriter {
     var bytes: [UInt8] = []
     private var needsComma: Bool
@@ -64,8 +64,8 @@ struct ObjectWriter {
     }
 }
 
-/// The lines of protocol.md's responses and events.
-enum LineEncoding {
+/// The lines of the protocol's responses and events (docs/protocol.md).
+public enum LineEncoding {
     static func response(id: JSONValue, fields: [(String, JSONValue)], raw: [(String, [UInt8])] = [], needsSync: Bool = false) -> EncodedLine {
         var writer = ObjectWriter()
         writer.field("id", id)
@@ -75,7 +75,8 @@ enum LineEncoding {
         return EncodedLine(body: writer.closed(), needsSync: needsSync)
     }
 
-    static func error(id: JSONValue, _ error: ObsError) -> EncodedLine {
+    /// A failure response; `id` null for an error not tied to a request.
+    public static func error(id: JSONValue, _ error: ObsError) -> EncodedLine {
         var writer = ObjectWriter()
         writer.field("id", id)
         writer.field("ok", false)

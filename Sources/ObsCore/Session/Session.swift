@@ -1,7 +1,7 @@
 import Foundation
 
-/// One connection's state machine, with no I/O: request lines in (`receive`), response and event
-/// lines out (to its `SessionOutput`). Responses are written in request order; the events a
+/// One connection's state machine, with no I/O: the bytes the client sent in (`receive`), response
+/// and event lines out (to its `SessionOutput`). Responses are written in request order; the events a
 /// request causes for this session's own watches follow its response.
 public final class Session {
     /// The owner of the ephemeral keys this session sets.
@@ -9,11 +9,18 @@ public final class Session {
     let store: Store
     public let access: Access
     let lines: SessionLines
+    /// Splits what the client sends into request lines, and enforces the line limit.
+    private var framer: LineFramer
+    /// Lines received while an answer is pending, handled in order once it is given. (The daemon
+    /// reads nothing more from a waiting session's connection, so these are at most what one read
+    /// brought.)
+    private var waitingLines: [[UInt8]] = []
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
     var ephemeralKeys: Set<String> = []
-    /// Set when the session must be closed after its output is flushed (a line over the limit).
+    /// Set when the session must be closed after its output is flushed (a line over the limit):
+    /// nothing it receives after that is read.
     public private(set) var wantsClose = false
     public private(set) var isClosed = false
     /// Whether the output passed its limit and events are being dropped until `outputDrained()`:
@@ -24,46 +31,66 @@ public final class Session {
         self.store = store
         self.access = access
         lines = SessionLines(output: output)
+        framer = LineFramer(maxLineBytes: store.configuration.maxLineBytes)
         watchClient = store.watches.register(lines)
         id = store.nextOwnerID
         store.nextOwnerID += 1
+        store.requestCounters.sessionsOpened += 1
     }
 
-    /// Handles one request line (without its newline; a trailing "\r" is ignored).
-    public func receive(line: UnsafeRawBufferPointer) {
+    /// Handles the bytes a client sent: every complete request line among them, in order (a line
+    /// cut short waits for the rest). A line over the limit is answered `too_large`, and the
+    /// session then wants to be closed (`wantsClose`) and reads nothing more.
+    public func receive(bytes: UnsafeRawBufferPointer) {
         guard !isClosed, !wantsClose else { return }
-        var bytes = line
-        if let last = bytes.last, last == UInt8(ascii: "\r") { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast()) }
-        if bytes.count > store.configuration.maxLineBytes {
-            lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line of \(bytes.count) bytes is over the limit of \(store.configuration.maxLineBytes)")))
+        do throws(LineTooLong) {
+            try framer.append(bytes) { line in
+                guard !isClosed else { return }
+                if isWaiting || !waitingLines.isEmpty {
+                    waitingLines.append(Array(line))
+                } else {
+                    handle(line: line)
+                }
+            }
+        } catch {
+            let error = ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             wantsClose = true
-            return
         }
-        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+    }
+
+    /// Handles request text: lines ended by "\n" (a last line without one is taken as ended).
+    public func receive(_ text: String) {
+        var text = text
+        if !text.hasSuffix("\n") { text += "\n" }
+        text.withUTF8 { receive(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// One framed request line (without its newline).
+    private func handle(line: UnsafeRawBufferPointer) {
         let request: JSONValue
         do {
-            request = try JSONValue.parse(bytes, maxDepth: store.configuration.maxJSONDepth)
+            request = try JSONValue.parse(line, maxDepth: store.configuration.maxJSONDepth)
         } catch {
+            store.requestCounters.count(error.obsError)
             lines.send(LineEncoding.error(id: .null, error.obsError))
             return
         }
         guard case .object(let object) = request else {
-            lines.send(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
+            let error = ObsError(.badJSON, "a request must be a JSON object")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             return
         }
-        store.requestLineBytes = bytes.count
+        store.requestLineBytes = line.count
         defer { store.requestLineBytes = nil }
         lines.answer { handle(object) }
     }
 
-    /// Handles one request line given as text.
-    public func receive(_ line: String) {
-        var line = line
-        line.withUTF8 { receive(line: UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Runs one request through the operation table; its answer line.
-    private func handle(_ object: [String: JSONValue]) -> EncodedLine {
+    /// Runs one request through the operation table; its answer line, or nil when the answer comes
+    /// later (`answerLater`).
+    private func handle(_ object: [String: JSONValue]) -> EncodedLine? {
         var id = object["id"] ?? .null
         do throws(ObsError) {
             switch id {
@@ -75,17 +102,43 @@ public final class Session {
             }
             guard let opValue = object["op"] else { throw ObsError(.badRequest, "missing field 'op'") }
             guard case .string(let name) = opValue else { throw ObsError(.badRequest, "field 'op' must be a string") }
-            guard let operation = Operations.byName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            guard let index = Operations.indexByName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            store.requestCounters.byOperation[index] += 1
+            let operation = Operations.all[index]
             if store.isShuttingDown { throw ObsError(.shuttingDown, "the daemon is stopping") }
             if operation.access == .write && access == .read {
                 throw ObsError(.permissionDenied, "'\(name)' needs write access")
             }
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
-            let reply = try perform(operation, request)
-            return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            switch try perform(operation, request) {
+            case .now(let reply): return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            case .later: return nil
+            }
         } catch {
+            store.requestCounters.count(error)
             return LineEncoding.error(id: id, error)
+        }
+    }
+
+    // MARK: Answers that come later (cluster mode)
+
+    /// Whether an answer is pending: the session handles nothing more (what arrives waits, in
+    /// order) until it is given, and the daemon stops reading the connection meanwhile.
+    public var isWaiting: Bool { lines.isWaiting }
+
+    /// Gives the pending answer to request `id`, then handles the lines that waited for it.
+    func answerLater(id: JSONValue, _ outcome: Result<Reply, ObsError>) {
+        guard !isClosed else { return }
+        switch outcome {
+        case .success(let reply): lines.resolve(LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
+        case .failure(let error): lines.resolve(LineEncoding.error(id: id, error))
+        }
+        // Decided while its own request was being handled: whoever handles lines goes on.
+        guard !lines.isHandling else { return }
+        while !isWaiting, !isClosed, !waitingLines.isEmpty {
+            let line = waitingLines.removeFirst()
+            line.withUnsafeBytes { handle(line: $0) }
         }
     }
 

@@ -1,11 +1,4 @@
-/// A command line obsd cannot run with; the message goes to stderr with a pointer to --help, exit 64.
-public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-
-    public init(_ message: String) { self.message = message }
-
-    public var description: String { "obsd: \(message)\nSee 'obsd --help'." }
-}
+import ObsClient
 
 /// What obsd's command line asks for; nil fields were not given.
 public struct CommandLineOptions: Sendable, Equatable {

@@ -1,4 +1,5 @@
-// One client connection: its socket, its line framer, its session and its output buffer.
+// One client connection: its socket, its session (which frames and answers what it reads) and its
+// output buffer.
 //
 // Output is a queue of EncodedLines. A line's body is shared: an event sent to a thousand watchers
 // is one buffer queued a thousand times, each with its small per-watch head. The queue is written
@@ -7,7 +8,7 @@
 //
 // Back-pressure: while a connection's unsent output is over the limit, obsd stops reading its
 // requests (so a client that pipelines without reading cannot make obsd buffer without bound) and
-// the session stops queuing events (overflow, model.md). If the client reads nothing at all for
+// the session stops queuing events (overflow: docs/protocol.md). If the client reads nothing at all for
 // client_timeout in that state, it is disconnected.
 import Glibc
 import ObsCore
@@ -16,7 +17,6 @@ final class Connection: SessionOutput {
     let fd: Int32
     let peer: PeerCredentials
     var session: Session?
-    var framer: LineFramer
 
     // The output state is touched for every line (a thousand times per event with a thousand
     // watchers), only on the daemon's loop thread and never across a call that could reach it
@@ -42,10 +42,11 @@ final class Connection: SessionOutput {
     var isOpen = true
     /// Queued in the server's list of connections to flush this turn.
     @exclusivity(unchecked) var isDirty = false
-    private let markDirty: (Connection) -> Void
-    /// The batch a line must wait for before it may be sent, if any (`Server.batchToWaitFor`; nil
-    /// in memory mode, where nothing waits). Its argument is the line's `needsSync`.
-    private let batchToWaitFor: ((Bool) -> UInt64?)?
+    /// Where the connections with output this turn are listed.
+    private let flushList: FlushList
+    /// What decides whether a line waits for a batch to be written (nil in memory mode, where
+    /// nothing waits).
+    private let gate: WriteGate?
     /// Where the queue waits: from `from` on, nothing is sent before batch `batch` is written.
     /// Ascending in both; usually empty, at most one entry per batch not yet written.
     private struct Hold {
@@ -53,30 +54,30 @@ final class Connection: SessionOutput {
         var batch: UInt64
     }
     @exclusivity(unchecked) private var holds: [Hold] = []
-    private let markHeld: (Connection) -> Void
 
-    init(fd: Int32, peer: PeerCredentials, maxLineBytes: Int, batchToWaitFor: ((Bool) -> UInt64?)?,
-         markHeld: @escaping (Connection) -> Void, markDirty: @escaping (Connection) -> Void) {
+    init(fd: Int32, peer: PeerCredentials, gate: WriteGate?, flushList: FlushList) {
         self.fd = fd
         self.peer = peer
-        framer = LineFramer(maxLineBytes: maxLineBytes)
-        self.batchToWaitFor = batchToWaitFor
-        self.markHeld = markHeld
-        self.markDirty = markDirty
+        self.gate = gate
+        self.flushList = flushList
     }
 
     func write(_ line: EncodedLine) {
         guard line.count > 0 else { return }
-        if let batchToWaitFor, let batch = batchToWaitFor(line.needsSync), batch > (holds.last?.batch ?? 0) {
-            if holds.isEmpty { markHeld(self) }
+        if let gate, let batch = gate.batch(toWaitFor: line.needsSync), batch > (holds.last?.batch ?? 0) {
+            if holds.isEmpty { gate.hold(self) }
             holds.append(Hold(from: queue.count, batch: batch))
         }
         queue.append(line)
         pendingBytes += line.count
-        if !isDirty {
-            isDirty = true
-            markDirty(self)
-        }
+        markDirty()
+    }
+
+    /// Lists the connection for this turn's flush, once.
+    private func markDirty() {
+        guard !isDirty else { return }
+        isDirty = true
+        flushList.connections.append(self)
     }
 
     /// The queue index of the first line that waits for a batch, if any.
@@ -90,10 +91,7 @@ final class Connection: SessionOutput {
     func releaseHeld(through written: UInt64) -> Bool {
         guard let first = holds.first, first.batch <= written else { return !holds.isEmpty }
         holds.removeFirst(holds.prefix { $0.batch <= written }.count)
-        if !isDirty {
-            isDirty = true
-            markDirty(self)
-        }
+        markDirty()
         return !holds.isEmpty
     }
 
@@ -193,7 +191,7 @@ final class Connection: SessionOutput {
     }
 }
 
-/// A protocol error line not tied to a request (`id` null), as the daemon sends it before closing.
-func errorLine(_ code: ObsError.Code, _ message: String) -> [UInt8] {
-    Array("{\"id\":null,\"ok\":false,\"error\":{\"code\":\"\(code.rawValue)\",\"message\":\(JSONValue.string(message).encoded)}}\n".utf8)
+/// The connections that got output during a loop turn, written by the turn's flush.
+final class FlushList {
+    var connections: [Connection] = []
 }

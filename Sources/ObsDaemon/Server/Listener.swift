@@ -1,4 +1,4 @@
-// The listening socket and the rules of model.md's Security section:
+// The listening socket and the rules of docs/operations.md's Security section:
 // 1. The socket's directory is created 0700 if missing, and widened only as socket_mode and
 //    socket_group ask: a group gets r-x on the directory (0750, with that group), others get --x.
 //    A directory that already exists must be a real directory (not a symlink), owned by us and

@@ -19,17 +19,15 @@ final class Server {
     /// turn need to look at (a loop over every connection per turn costs the 1,000-watcher case
     /// more than its deliveries).
     private var stalled: [Int32: Connection] = [:]
-    private var dirty: [Connection] = []
-    /// Connections with lines waiting for a batch to be written.
-    private var holding: [Connection] = []
-    /// The batches behind the store (nil in memory mode, where nothing waits).
-    private let storage: GroupCommitStorage?
+    private let flushList = FlushList()
+    /// Holds lines until the changes they show are written (nil in memory mode, where nothing waits).
+    private let gate: WriteGate?
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
 
-    init(loop: EventLoop, listener: Listener, store: Store, storage: GroupCommitStorage?, limits: Limits,
+    init(loop: EventLoop, listener: Listener, store: Store, gate: WriteGate?, limits: Limits,
          policy: AccessPolicy, log: Logger) throws(SystemError) {
         self.loop = loop
-        self.storage = storage
+        self.gate = gate
         self.listener = listener
         self.store = store
         self.limits = limits
@@ -64,7 +62,7 @@ final class Server {
     private func admit(_ fd: Int32) {
         guard connections.count < limits.maxConnections else {
             log.warn("connection refused: \(limits.maxConnections) connections already open (max_connections)")
-            refuse(fd, errorLine(.limit, "too many connections (max_connections is \(limits.maxConnections))"))
+            refuse(fd, ObsError(.limit, "too many connections (max_connections is \(limits.maxConnections))"))
             return
         }
         guard let peer = PeerCredentials.of(fd) else {
@@ -74,13 +72,10 @@ final class Server {
         }
         guard let access = policy.access(for: peer) else {
             log.info("connection from uid \(peer.uid) (pid \(peer.pid)) refused: not in allow")
-            refuse(fd, errorLine(.permissionDenied, "uid \(peer.uid) may not use this daemon"))
+            refuse(fd, ObsError(.permissionDenied, "uid \(peer.uid) may not use this daemon"))
             return
         }
-        let connection = Connection(fd: fd, peer: peer, maxLineBytes: limits.maxLineBytes,
-                                    batchToWaitFor: storage == nil ? nil : { [unowned self] in batchToWaitFor(needsSync: $0) },
-                                    markHeld: { [unowned self] in holding.append($0) },
-                                    markDirty: { [unowned self] in dirty.append($0) })
+        let connection = Connection(fd: fd, peer: peer, gate: gate, flushList: flushList)
         do throws(SystemError) {
             try loop.add(fd, EventLoop.input)
         } catch {
@@ -95,8 +90,9 @@ final class Server {
     }
 
     /// Sends one error line to a connection that is not admitted, then closes it.
-    private func refuse(_ fd: Int32, _ line: [UInt8]) {
+    private func refuse(_ fd: Int32, _ error: ObsError) {
         // The error line is small, and a new socket's buffer is empty, so it goes out whole.
+        let line = LineEncoding.error(id: .null, error).bytes
         _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(fd)
     }
@@ -123,39 +119,31 @@ final class Server {
                 return
             }
             if count == 0 {
-                // EOF: answer what was complete, drop any partial line, close once flushed.
+                // EOF: answer what was complete, drop any partial line, close once flushed (and,
+                // in cluster mode, once the answers still pending are given).
                 connection.readClosed = true
                 connection.closeAfterFlush = true
-                connection.session?.close()
-                connection.session = nil
-                if connection.pendingBytes == 0 { drop(connection) } else { updateInterest(connection) }
+                if connection.session?.isWaiting != true {
+                    connection.session?.close()
+                    connection.session = nil
+                }
+                if connection.pendingBytes == 0, connection.session == nil { drop(connection) } else { updateInterest(connection) }
                 return
             }
             feed(connection, count)
-            if count < readBuffer.count || connection.readClosed || connection.pendingBytes > limits.outputBufferBytes { break }
+            // A session waiting for an answer (cluster mode) handles nothing more until it has it:
+            // what the client sends meanwhile stays in the socket.
+            if count < readBuffer.count || connection.readClosed || connection.pendingBytes > limits.outputBufferBytes
+                || connection.session?.isWaiting == true { break }
         }
         updateInterest(connection)
     }
 
     private func feed(_ connection: Connection, _ count: Int) {
-        let tooLong = readBuffer.withUnsafeBytes { raw in
-            do throws(LineTooLong) {
-                try connection.framer.append(UnsafeRawBufferPointer(rebasing: raw[..<count])) { line in
-                    guard let session = connection.session, !connection.closeAfterFlush else { return }
-                    session.receive(line: line)
-                    if session.wantsClose {
-                        connection.readClosed = true
-                        connection.closeAfterFlush = true
-                    }
-                }
-                return false
-            } catch {
-                return true
-            }
-        }
-        if tooLong {
+        guard let session = connection.session, !connection.closeAfterFlush else { return }
+        readBuffer.withUnsafeBytes { session.receive(bytes: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        if session.wantsClose {
             log.info("connection \(connection.fd): request line over \(limits.maxLineBytes) bytes; closing")
-            connection.write(EncodedLine(body: errorLine(.tooLarge, "request line longer than \(limits.maxLineBytes) bytes")))
             connection.readClosed = true
             connection.closeAfterFlush = true
         }
@@ -165,8 +153,8 @@ final class Server {
 
     /// Writes every connection that got output this turn, one writev each.
     func flush(now: Double) {
-        let batch = dirty
-        dirty.removeAll(keepingCapacity: true)
+        let batch = flushList.connections
+        flushList.connections.removeAll(keepingCapacity: true)
         for connection in batch {
             connection.isDirty = false
             guard connection.isOpen else { continue }
@@ -187,7 +175,7 @@ final class Server {
             return
         case .done:
             setStalled(connection, since: nil)
-            if connection.closeAfterFlush {
+            if connection.closeAfterFlush, connection.session?.isWaiting != true {
                 drop(connection)
                 return
             }
@@ -221,7 +209,9 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard connection.isOpen else { return }
         var wanted: UInt32 = 0
-        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes { wanted |= EventLoop.input }
+        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.isWaiting != true {
+            wanted |= EventLoop.input
+        }
         if connection.hasSendableOutput, !connection.isDirty { wanted |= EventLoop.output }
         guard wanted != connection.interest else { return }
         do throws(SystemError) {
@@ -293,27 +283,7 @@ final class Server {
     }
 
     /// Whether some connection got output after this turn's flush (from `Session.outputDrained`).
-    var hasUnflushedOutput: Bool { !dirty.isEmpty }
-
-    /// Which lines wait, and for which batch: nothing obsd sends may show a change before it is
-    /// written (fsynced, in strict mode). So a line queued while some change is unwritten waits
-    /// for the newest batch holding one: acknowledgements, change events, and read answers too
-    /// (which could show another client's unwritten change). Only while a write has failed (a full
-    /// disk) do lines that are not about a change (`needsSync`: acknowledgements and change
-    /// events) go at once: reads go on while the disk is full, as they did before.
-    private func batchToWaitFor(needsSync: Bool) -> UInt64? {
-        guard let storage else { return nil }
-        let batch = storage.unwritten
-        guard batch > storage.written, needsSync || !storage.isFailing else { return nil }
-        return batch
-    }
-
-    /// Batches up to `written` are written: the lines that waited for them go out with this turn's
-    /// flush.
-    func releaseHeld(through written: UInt64) {
-        guard !holding.isEmpty else { return }
-        holding.removeAll { !$0.isOpen || !$0.releaseHeld(through: written) }
-    }
+    var hasUnflushedOutput: Bool { !flushList.connections.isEmpty }
 
     /// Closes every connection that is left.
     func dropAll() {

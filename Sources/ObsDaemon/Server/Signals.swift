@@ -4,6 +4,7 @@
 // inherits the mask and none of them takes the default action (termination).
 import CLinux
 import Glibc
+import Synchronization
 
 final class SignalSource {
     enum Action { case stop(signal: Int32), reload }
@@ -37,9 +38,7 @@ final class SignalSource {
 /// an eventfd the loop watches, so a request wakes it at once.
 public final class DaemonControl: @unchecked Sendable {
     let fd: Int32
-    private let lock = Mutex()
-    private var stop = false
-    private var reload = false
+    private let requests = Mutex((stop: false, reload: false))
 
     public init() {
         fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -49,13 +48,13 @@ public final class DaemonControl: @unchecked Sendable {
 
     /// Asks the daemon to shut down as on SIGTERM.
     public func requestStop() {
-        lock.withLock { stop = true }
+        requests.withLock { $0.stop = true }
         wake()
     }
 
     /// Asks the daemon to reload its configuration as on SIGHUP.
     public func requestReload() {
-        lock.withLock { reload = true }
+        requests.withLock { $0.reload = true }
         wake()
     }
 
@@ -63,9 +62,9 @@ public final class DaemonControl: @unchecked Sendable {
     func take() -> (stop: Bool, reload: Bool) {
         var counter: UInt64 = 0
         _ = read(fd, &counter, 8)
-        return lock.withLock {
-            defer { stop = false; reload = false }
-            return (stop, reload)
+        return requests.withLock { asked in
+            defer { asked = (false, false) }
+            return asked
         }
     }
 

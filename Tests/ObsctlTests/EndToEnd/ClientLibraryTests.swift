@@ -1,5 +1,6 @@
 import ObsClient
 import ObsCore
+import TestSupport
 import XCTest
 
 /// The client library as a Swift program uses it: async requests and an AsyncSequence of events.
@@ -32,7 +33,7 @@ final class ClientLibraryTests: XCTestCase {
             _ = try await obs.request("ping")
             XCTFail("expected cannotConnect")
         } catch {
-            XCTAssertEqual(error, .cannotConnect(path: "/nonexistent/obsd.sock"))
+            XCTAssertEqual(error, .cannotConnect(path: "/nonexistent/obsd.sock", reason: .missing))
         }
     }
 }

@@ -3,63 +3,6 @@ import Glibc
 import XCTest
 @testable import ObsDaemon
 
-final class LoggerTests: XCTestCase {
-    private final class Lines: @unchecked Sendable {
-        var values: [String] = []
-    }
-
-    func test_journal_prefixesSyslogPriorities() {
-        let lines = Lines()
-        let log = Logger(level: .debug, journal: true) { lines.values.append($0) }
-        log.debug("d")
-        log.info("i")
-        log.warn("w")
-        log.error("e\nsecond line")
-        XCTAssertEqual(lines.values, ["<7>d\n", "<6>i\n", "<4>w\n", "<3>e second line\n"])
-    }
-
-    func test_plain_namesTheLevel_andFiltersBelowIt() {
-        let lines = Lines()
-        let log = Logger(level: .warn, journal: false) { lines.values.append($0) }
-        log.info("hidden")
-        log.warn("shown")
-        log.level = .error
-        log.warn("hidden too")
-        XCTAssertEqual(lines.values, ["obsd: warn: shown\n"])
-    }
-}
-
-final class AccessPolicyTests: XCTestCase {
-    func test_ownerAndRoot_haveWriteAccess_othersNone() {
-        let policy = AccessPolicy([], owner: 1000)
-        XCTAssertEqual(policy.access(for: PeerCredentials(pid: 1, uid: 1000, gid: 1000)), .write)
-        XCTAssertEqual(policy.access(for: PeerCredentials(pid: 1, uid: 0, gid: 0)), .write)
-        XCTAssertNil(policy.access(for: PeerCredentials(pid: 1, uid: 1001, gid: 1001)))
-    }
-
-    func test_userAndGroupRules_grantTheirAccess_widestWins() {
-        let policy = AccessPolicy([AllowRule(.user("4242"), .read), AllowRule(.group("4343"), .write),
-                                   AllowRule(.user("4444"), .read), AllowRule(.user("4444"), .write)], owner: 1000)
-        XCTAssertEqual(policy.access(for: PeerCredentials(pid: 1, uid: 4242, gid: 1)), .read)
-        XCTAssertEqual(policy.access(for: PeerCredentials(pid: 1, uid: 4242, gid: 4343)), .write, "primary group")
-        XCTAssertEqual(policy.access(for: PeerCredentials(pid: 1, uid: 4444, gid: 1)), .write)
-        XCTAssertNil(policy.access(for: PeerCredentials(pid: 1, uid: 4545, gid: 1)))
-    }
-
-    func test_unknownNames_grantNothing_andAreReported() {
-        var unresolved: [AllowRule] = []
-        let policy = AccessPolicy([AllowRule(.user("no-such-user-obsd"), .write), AllowRule(.group("no-such-group-obsd"), .read)],
-                                  owner: 1000) { unresolved.append($0) }
-        XCTAssertEqual(unresolved.count, 2)
-        XCTAssertNil(policy.access(for: PeerCredentials(pid: 1, uid: 4242, gid: 4242)))
-    }
-
-    func test_names_resolveThroughPasswd() {
-        let policy = AccessPolicy([AllowRule(.user("root"), .read), AllowRule(.group("root"), .read)], owner: 1000)
-        XCTAssertEqual(policy.access(for: PeerCredentials(pid: 1, uid: 0, gid: 0)), .write, "root always writes")
-    }
-}
-
 final class NotifierTests: XCTestCase {
     /// Binds a datagram socket at `path` (or an abstract name) and returns its fd.
     private func bindDatagram(_ name: [UInt8]) -> Int32 {

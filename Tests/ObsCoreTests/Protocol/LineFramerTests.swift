@@ -1,5 +1,5 @@
 import XCTest
-@testable import ObsDaemon
+import ObsCore
 
 final class LineFramerTests: XCTestCase {
     /// Feeds `input` split at `cuts` and returns the lines, or nil if the framer refused a line.

@@ -36,8 +36,8 @@ final class StorageWriter: Sendable {
     }
 
     /// nil once closed (dropping SQLiteStorage closes it, checkpointing the WAL).
-    private let storage: Synchronization.Mutex<(any StateStorage)?>
-    private let mailbox = Synchronization.Mutex(Mailbox())
+    private let storage: Mutex<(any StateStorage)?>
+    private let mailbox = Mutex(Mailbox())
     /// Loop to writer: a job or a stop request is in the mailbox (blocking eventfd).
     private let wake: Int32
     /// Writer to loop: an outcome is in the mailbox (non-blocking eventfd, watched by epoll).
@@ -47,7 +47,7 @@ final class StorageWriter: Sendable {
     private let delay: Double
 
     init(_ storage: sending any StateStorage, delay: Double = 0) throws(SystemError) {
-        self.storage = Synchronization.Mutex(storage)
+        self.storage = Mutex(storage)
         self.delay = delay
         wake = eventfd(0, Int32(EFD_CLOEXEC))
         guard wake >= 0 else { throw SystemError("eventfd") }

@@ -15,8 +15,8 @@ final class ConnectionOutputTests: XCTestCase {
         _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
         _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
 
-        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024,
-                                    batchToWaitFor: nil, markHeld: { _ in }, markDirty: { _ in })
+        let flushList = FlushList()
+        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: nil, flushList: flushList)
         var expected: [UInt8] = []
         let shared = Array(String(repeating: "b", count: 700).utf8) + [0x0A]
         for index in 0..<3000 {
@@ -47,37 +47,55 @@ final class ConnectionOutputTests: XCTestCase {
     }
 
     /// A line waits for the batch it was queued under, and so does everything after it; what came
-    /// before goes at once. Two batches in flight: the first one written releases only its lines.
+    /// before goes at once. Two batches: the first one written releases only its lines. (A real
+    /// group commit and writer thread, over a store kept in memory.)
     ///
     ///     queue:   before | ack1 read1 | ack2 after
     ///     batch:     -    |     1      |     2
-    func test_linesWaitForTheBatchTheyWereQueuedUnder_andEachBatchReleasesOnlyItsOwn() {
+    func test_linesWaitForTheBatchTheyWereQueuedUnder_andEachBatchReleasesOnlyItsOwn() throws {
         var pair: [Int32] = [0, 0]
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
         defer { close(pair[0]); close(pair[1]) }
         _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
-        var held = 0
-        var unwritten: UInt64? = nil
-        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), maxLineBytes: 1024,
-                                    batchToWaitFor: { _ in unwritten }, markHeld: { _ in held += 1 }, markDirty: { _ in })
+        let storage = try GroupCommitStorage(writer: try StorageWriter(MemoryStorage()), strict: false, retryInterval: 1)
+        defer { try? storage.close() }
+        let store = try Store(storage: MemoryStorage(), clock: ManualClock())
+        let gate = WriteGate(storage: storage, store: store, log: Logger(level: .error, journal: false))
+        let flushList = FlushList()
+        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: gate, flushList: flushList)
+        func commit(_ rev: UInt64) throws {
+            var transaction = StoredTransaction(rev: rev)
+            transaction.putKeys = [StoredKey(key: "k", value: .int(Int64(rev)), rev: rev, createdRev: 1, version: rev)]
+            try storage.commit(transaction)
+        }
+        func waitForWriter() throws {
+            var descriptor = pollfd(fd: gate.completionFD!, events: Int16(POLLIN), revents: 0)
+            XCTAssertEqual(poll(&descriptor, 1, -1), 1)
+            try gate.endTurn(now: 0, writerFinished: true)
+        }
+
         connection.write(EncodedLine(body: Array("before\n".utf8)))
-        unwritten = 1
+        try commit(1)
         connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("read1\n".utf8)))
-        unwritten = 2
+        storage.endTurn(now: 0)
+        try commit(2)
         connection.write(EncodedLine(body: Array("ack2\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("after\n".utf8)))
-        XCTAssertEqual(held, 1, "the server's list needs the connection once")
+        XCTAssertEqual(flushList.connections.count, 1, "listed for the turn's flush once")
 
         guard case .held = connection.flush() else { return XCTFail("expected ack1 to be held") }
         XCTAssertEqual(readAll(pair[1]), "before\n")
         XCTAssertFalse(connection.hasSendableOutput)
 
-        XCTAssertTrue(connection.releaseHeld(through: 1), "batch 2 still holds lines")
+        try waitForWriter()
+        XCTAssertEqual(storage.written, 1)
         guard case .held = connection.flush() else { return XCTFail("expected ack2 to be held") }
         XCTAssertEqual(readAll(pair[1]), "ack1\nread1\n")
 
-        XCTAssertFalse(connection.releaseHeld(through: 2))
+        storage.endTurn(now: 0)
+        try waitForWriter()
+        XCTAssertEqual(storage.written, 2)
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }
         XCTAssertEqual(readAll(pair[1]), "ack2\nafter\n")
     }

@@ -1,7 +1,10 @@
-// Splits a connection's byte stream into request lines. Framing only: it says "here is a line" or
+// Splits a byte stream into the protocol's lines, for both ends: the session frames the requests
+// it receives, ObsClient the responses and events. Framing only: it says "here is a line" or
 // "need more data", and knows nothing of JSON. Bytes of a line not yet ended by "\n" wait in
-// `partial`; at disconnect they are simply dropped, so a partial line is never applied.
+// `partial`; at disconnect they are simply dropped, so a partial request is never applied.
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// A line grew past the limit before its newline arrived.
 public struct LineTooLong: Error, Sendable, Equatable {}
@@ -11,7 +14,13 @@ public struct LineFramer: Sendable {
     public let maxLineBytes: Int
     private var partial: [UInt8] = []
 
-    public init(maxLineBytes: Int) { self.maxLineBytes = maxLineBytes }
+    /// How many bytes may wait for their newline: the limit and a "\r" (an unlimited framer: any).
+    private let maxBuffered: Int
+
+    public init(maxLineBytes: Int) {
+        self.maxLineBytes = maxLineBytes
+        maxBuffered = maxLineBytes == .max ? .max : maxLineBytes + 1
+    }
 
     /// Bytes of an unfinished line held so far.
     public var bufferedBytes: Int { partial.count }
@@ -26,7 +35,7 @@ public struct LineFramer: Sendable {
         while start < bytes.count {
             guard let found = memchr(base + start, 0x0A, bytes.count - start) else {
                 let rest = UnsafeRawBufferPointer(start: base + start, count: bytes.count - start)
-                guard partial.count + rest.count <= maxLineBytes + 1 else { throw LineTooLong() }
+                guard rest.count <= maxBuffered - partial.count else { throw LineTooLong() }
                 partial.append(contentsOf: rest)
                 return
             }

@@ -1,0 +1,75 @@
+// The rule that nothing obsd sends shows a change before that change is written (and, in strict
+// mode, synced), in one place. The store commits on the loop thread and the writer thread writes
+// the turn's commits as numbered batches (GroupCommitStorage); a line a connection queues while
+// some change is unwritten carries the number of the newest batch holding one, and waits in the
+// connection's queue until that batch is written (`Connection.write`, `releaseWritten`).
+//
+// Which lines wait: acknowledgements and change events (`EncodedLine.needsSync`), and read answers
+// too (they could show another client's unwritten change). Only while a write has failed (a full
+// disk) do lines that are not about a change go at once, so that reads go on while the disk is
+// full; meanwhile write requests are refused (`Store.writeRefusal`) instead of waiting.
+import ObsCore
+
+final class WriteGate {
+    private let storage: GroupCommitStorage
+    private unowned let store: Store
+    private let log: Logger
+    /// Connections with lines waiting for a batch.
+    private var holding: [Connection] = []
+
+    init(storage: GroupCommitStorage, store: Store, log: Logger) {
+        self.storage = storage
+        self.store = store
+        self.log = log
+    }
+
+    /// The writer's eventfd, readable when a batch is finished.
+    var completionFD: Int32? { storage.completionFD }
+
+    /// When the failed write is tried again, if one failed.
+    var retryAt: Double? { storage.retryAt }
+
+    /// The batch a line queued now must wait for, or nil when it may go as soon as the socket
+    /// takes it.
+    func batch(toWaitFor needsSync: Bool) -> UInt64? {
+        let batch = storage.unwritten
+        guard batch > storage.written, needsSync || !storage.isFailing else { return nil }
+        return batch
+    }
+
+    /// `connection` has started holding lines: it is looked at when batches are written.
+    func hold(_ connection: Connection) {
+        holding.append(connection)
+    }
+
+    /// The gate's part of a loop turn, in order: the writer's outcome taken (when `writerFinished`),
+    /// the open batch handed to the writer if it is free, the lines of every written batch
+    /// released (they go out with this turn's flush), and writes refused while the database
+    /// cannot be written. A failed write is tried again every retry interval; a failed fsync
+    /// cannot be (the kernel may have dropped the data), so it is thrown: nothing more may be
+    /// acknowledged.
+    func endTurn(now: Double, writerFinished: Bool) throws(GroupCommitFailure) {
+        do throws(GroupCommitFailure) {
+            if writerFinished { try storage.takeOutcome(now: now) }
+            storage.endTurn(now: now)
+            releaseWritten()
+            if store.writeRefusal != nil, !storage.isFailing {
+                store.writeRefusal = nil
+                log.info("the database can be written again; writes are accepted")
+            }
+        } catch .write(let error) {
+            // The writes stay pending (their answers held) and are tried again later; meanwhile
+            // new writes get a clear error instead of a wait.
+            if store.writeRefusal == nil {
+                log.error("\(error.message); refusing writes until the database can be written")
+                store.writeRefusal = ObsError(.internal, "the database cannot be written (\(error.message)); writes are refused until it can be")
+            }
+        }
+    }
+
+    private func releaseWritten() {
+        guard !holding.isEmpty else { return }
+        let written = storage.written
+        holding.removeAll { !$0.isOpen || !$0.releaseHeld(through: written) }
+    }
+}
