@@ -32,15 +32,19 @@
 /// 5. Equality cut-off. A recomputation that yields a value equal to the old one (per the type's
 ///    `==`) reports "unchanged": nodes above it are not recomputed because of it, and observers see
 ///    nothing.
-/// 6. Dynamic dependencies. While a computed runs, each read links the node read into its
-///    dependency list, reusing the existing link when the read happens in the same position as last
-///    time (no allocation when the dependencies are stable). Links left over after the run are
-///    dependencies no longer read: they are unlinked and their records freed (Link.swift), and the nodes they
-///    kept alive are released after the transaction.
+/// 6. Dynamic dependencies. While a computed runs, the engine keeps a cursor in its dependency list
+///    (`depsTail`, the last dependency read so far). A read of the node after the cursor moves the
+///    cursor on and reuses that link: a computed whose dependencies did not change re-tracks them at
+///    the cost of a comparison per read, with no call (the read is inlined into the closure) and no
+///    allocation. A read out of that order links the node after the cursor, unless it was already
+///    linked in this run (a node read again between other reads), which the run's number stamped on
+///    the node tells without a search (Tracking.swift). Links left over after the run are
+///    dependencies no longer read: they are unlinked and their records freed (Link.swift), and the
+///    nodes they kept alive are released after the transaction.
 /// 7. Laziness. A computed is only evaluated when read, or when a watcher needs it. Nobody reading
 ///    it means nobody evaluating it; marking it costs a flag.
 /// 8. Cycles. A computed whose closure reads, directly or through others, the computed being
-///    evaluated gets `ObsError.Code.cycle` (`running` is set while its closure runs). The dependency
+///    evaluated gets `ReactiveError.cycle` (`running` is set while its closure runs). The dependency
 ///    walk marks the nodes on its path `checking` and treats meeting one again as a change that
 ///    needs recomputation, so it cannot loop; the recomputation then finds the cycle.
 /// 9. Errors. A computed whose closure throws keeps the error as its state, cached like a value
