@@ -20,7 +20,7 @@ final class Engine: @unchecked Sendable {
     /// (0: none yet), never given twice (`lastEpoch`); Tracking.swift says what it is for. Every
     /// evaluation that begins or ends sets it back to 0, so that the run interrupted by a nested one
     /// goes on with a new number.
-    @exclusivity(unchecked) var evaluationEpoch: UInt64 = 0
+    @usableFromInline @exclusivity(unchecked) var evaluationEpoch: UInt64 = 0
     @exclusivity(unchecked) var lastEpoch: UInt64 = 0
     /// The first error met by a `.value` read during the current evaluation: it fails the reader.
     @exclusivity(unchecked) var poison: (any Error)?

@@ -47,8 +47,9 @@ extension Engine {
     }
 
     /// Records the read of `node` if the evaluation under way read it at this point last time, or
-    /// read it just before (the common case of a reader whose dependencies are stable); false if
-    /// no evaluation is recording or the read is another one (then nothing is recorded: the caller
+    /// read it just before (the common case of a reader whose dependencies are stable), or is
+    /// known to have linked it already in this run (its stamp, Tracking.swift); false if no
+    /// evaluation is recording or the read is another one (then nothing is recorded: the caller
     /// reads the long way, through `recordRead`). Called inside the engine.
     @inlinable @inline(__always)
     func recordExpectedRead(of node: ReactiveNode) -> Bool {
@@ -56,13 +57,15 @@ extension Engine {
         let dep = node.ref
         if let tail = depsTail {
             if tail.dep === dep { return true }
-            guard let next = tail.nextDep, next.dep === dep else { return false }
-            depsTail = next
+            if let next = tail.nextDep, next.dep === dep {
+                depsTail = next
+                return true
+            }
+        } else if let first = reader.deps, first.dep === dep {
+            depsTail = first
             return true
         }
-        guard let first = reader.deps, first.dep === dep else { return false }
-        depsTail = first
-        return true
+        return evaluationEpoch != 0 && node.readEpoch == evaluationEpoch
     }
 
     /// Whether an evaluation is recording its reads now.

@@ -48,7 +48,7 @@ public class ReactiveNode: @unchecked Sendable {
     @usableFromInline final let engineRef = Unmanaged.passUnretained(engine)
     /// The evaluation that last linked this node as a dependency (Tracking.swift): a node read
     /// again in the same evaluation is found linked without a search.
-    @exclusivity(unchecked) final var readEpoch: UInt64 = 0
+    @usableFromInline @exclusivity(unchecked) final var readEpoch: UInt64 = 0
 
     init(flags: NodeFlags) {
         self.flags = flags
