@@ -92,6 +92,10 @@ public class ReactiveNode: @unchecked Sendable {
     /// Prefetches what running or updating this node will read next beyond the node itself.
     func prefetchWork() {}
 
+    /// Stops this node as the subscription of an `ObservationToken` (an observer, a binding's
+    /// effect): it never runs again and its dependencies are unlinked.
+    func cancelSubscription() { dispose() }
+
     /// Prefetches the first dependency link: what checking this node reads first.
     func prefetchDependencies() {
         deps?.prefetch()

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Pending changes wait in a ring of values (old, new, old, new, ...) rather than an array of
 /// `Change<Value>`: see ObservableValue on why generic code here avoids composite types.
-final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @unchecked Sendable {
+final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendable {
     private typealias Kind = DeliveryKind
 
     // Field order is memory order: what the flush and delivery read of every observer comes first
@@ -219,7 +219,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @un
         extras?.errorHandler?(error)
     }
 
-    func cancel() {
+    override func cancelSubscription() {
         cancelled.store(true, ordering: .releasing)
         engine.enter()
         flags.insert(.disposed)
