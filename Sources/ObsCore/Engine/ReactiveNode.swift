@@ -25,6 +25,9 @@ struct NodeFlags: OptionSet, Sendable {
     @inlinable static var queued: NodeFlags { NodeFlags(rawValue: 1 << 7) }
     /// A cancelled watcher: never runs again.
     @inlinable static var disposed: NodeFlags { NodeFlags(rawValue: 1 << 8) }
+    /// A computed whose last run failed: its error is its state. (A flag, so that a read checks one
+    /// word of the node's first line to know it can take the value as it is.)
+    @inlinable static var failed: NodeFlags { NodeFlags(rawValue: 1 << 9) }
 }
 
 /// A node of the reactive graph: an observable, a computed value, or an observer.

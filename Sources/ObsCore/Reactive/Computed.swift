@@ -11,10 +11,14 @@ public class ComputedValue<Value: Sendable>: ObservableValue<Value>, @unchecked 
     @usableFromInline let slot: UnsafeMutablePointer<Value>
     /// The error of the last run, if it failed (`failed`).
     @exclusivity(unchecked) private(set) var error: (any Error)?
-    // The two flags last and together: the object is 16 bytes smaller than with a flag between
-    // the references (one allocation size class down).
     @exclusivity(unchecked) private var hasValue = false
-    @usableFromInline @exclusivity(unchecked) var failed = false
+
+    /// Whether the last run failed (`error` is the state), kept in the node's flags.
+    @usableFromInline
+    final var failed: Bool {
+        @inlinable get { flags.contains(.failed) }
+        set { if newValue { flags.insert(.failed) } else { flags.remove(.failed) } }
+    }
 
     init(isEqual: @escaping @Sendable (Value, Value) -> Bool, compute: @escaping @Sendable () throws -> Value) {
         self.compute = compute
@@ -74,7 +78,7 @@ public class ComputedValue<Value: Sendable>: ObservableValue<Value>, @unchecked 
     /// closes a cycle) goes the long way.
     @inlinable @inline(__always)
     final func readInside(_ engine: Engine) -> Value {
-        if flags.isDisjoint(with: [.dirty, .pending, .running]), !failed {
+        if flags.isDisjoint(with: [.dirty, .pending, .running, .failed]) {
             engine.recordRead(of: self)
             return slot.pointee
         }
@@ -89,7 +93,7 @@ public class ComputedValue<Value: Sendable>: ObservableValue<Value>, @unchecked 
     final func readsInPlace() -> Bool {
         withEngine { engine in
             engine.lock.isHeld(by: currentThreadID())
-                && flags.isDisjoint(with: [.dirty, .pending, .running]) && !failed
+                && flags.isDisjoint(with: [.dirty, .pending, .running, .failed])
                 && engine.recordExpectedRead(of: self)
         }
     }
@@ -105,7 +109,7 @@ public class ComputedValue<Value: Sendable>: ObservableValue<Value>, @unchecked 
                 engine.depth += 1
             } else {
                 engine.lock.lock(as: thread)
-                if flags.isDisjoint(with: [.dirty, .pending, .running]), !failed {
+                if flags.isDisjoint(with: [.dirty, .pending, .running, .failed]) {
                     let value = slot.pointee
                     engine.lock.unlock()
                     return value
