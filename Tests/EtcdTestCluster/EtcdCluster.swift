@@ -84,7 +84,7 @@ public final class EtcdCluster {
         let scheme = options.tls ? "https" : "http"
         var members: [Member] = []
         do {
-            let ports = try freePorts(6)
+            let ports = try freeLoopbackPorts(6)
             for index in 0..<3 {
                 members.append(Member(name: "m\(index + 1)", clientURL: "\(scheme)://127.0.0.1:\(ports[2 * index])",
                                       peerURL: "http://127.0.0.1:\(ports[2 * index + 1])",
@@ -144,6 +144,31 @@ public final class EtcdCluster {
     public func restart(_ indices: [Int], timeout: Double = 60) throws {
         for index in indices where !members[index].isRunning { try launch(index) }
         try waitUntilHealthy(indices, timeout: timeout)
+    }
+
+    /// The index of the member that is the leader, nil when the running members know of none.
+    public func leader() throws -> Int? {
+        let running = members.indices.filter { members[$0].isRunning }
+        let output = try etcdctl(["endpoint", "status"], endpoints: running.map { members[$0].clientURL })
+        // One line per endpoint: "URL, ID, version, db size, is leader, is learner, term, ...".
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard fields.count > 4, fields[4] == "true" else { continue }
+            return members.firstIndex { $0.clientURL == fields[0] }
+        }
+        return nil
+    }
+
+    /// Hands the leadership to member `index` (etcdctl move-leader), so that a test can kill a
+    /// member knowing whether it leads.
+    public func moveLeader(to index: Int) throws {
+        guard let current = try leader() else { throw EtcdClusterError("the cluster has no leader") }
+        guard current != index else { return }
+        let status = try etcdctl(["endpoint", "status"], endpoints: [members[index].clientURL])
+        guard let id = status.split(separator: ",").dropFirst().first?.trimmingCharacters(in: .whitespaces) else {
+            throw EtcdClusterError("no member ID in: \(status)")
+        }
+        try etcdctl(["move-leader", id], endpoints: [members[current].clientURL])
     }
 
     /// Waits until each of the members answers `etcdctl endpoint health`.
@@ -266,7 +291,7 @@ func run(_ executable: String, _ arguments: [String]) throws -> String {
 
 /// `count` TCP ports on 127.0.0.1 that were free a moment ago: each bound to port 0 (the kernel
 /// picks), all held until every one is picked so that none repeats, then released.
-func freePorts(_ count: Int) throws -> [Int] {
+public func freeLoopbackPorts(_ count: Int) throws -> [Int] {
     var sockets: [Int32] = []
     defer { sockets.forEach { _ = close($0) } }
     var ports: [Int] = []

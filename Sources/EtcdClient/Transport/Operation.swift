@@ -17,8 +17,11 @@ final class Operation {
     /// The endpoint of the first attempt; later attempts take the next ones in turn.
     var firstEndpoint = 0
     var attempts = 0
-    /// "endpoint: what went wrong", one per failed attempt, for the `unavailable` message.
-    var failures: [String] = []
+    /// "endpoint: what went wrong" of the last failed attempts (one round's worth), for the
+    /// `unavailable` message.
+    private(set) var failures: [String] = []
+    /// When a resting operation is tried again.
+    var retryAt = Monotonic(nanoseconds: 0)
     /// A refused token is fetched again once per operation, not in a loop.
     var reauthenticated = false
     /// The watch has reported `.created`: from then on, a cut is reported rather than retried.
@@ -29,6 +32,11 @@ final class Operation {
         self.kind = kind
         self.call = call
         self.deadline = deadline
+    }
+
+    func recordFailure(_ failure: String, endpoints: Int) {
+        failures.append(failure)
+        if failures.count > endpoints { failures.removeFirst(failures.count - endpoints) }
     }
 
     var isWatch: Bool {

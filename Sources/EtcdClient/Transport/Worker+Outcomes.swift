@@ -1,12 +1,14 @@
 // What becomes of a finished transfer: an answer for the loop, or another attempt.
 //
 // Failover: an operation goes to the preferred endpoint (the last that answered), then to the
-// next ones in turn, each at most once, while its deadline allows. It moves on when the endpoint
-// cannot be reached, when the member has no leader (it proposed nothing), and, for operations that
-// may be sent twice (reads, keepalives, watches not yet created), when the connection broke before
-// the answer. A write cut after it was sent is not sent again: it may have been applied, so it
-// fails `unavailable`, saying so. When the attempts run out, or the time, it fails `unavailable`
-// with every endpoint's reason. The preferred endpoint moves on whenever it failed.
+// next ones in turn, round after round, until its deadline. It moves on when the endpoint cannot
+// be reached, when the member has no leader (it proposed nothing: an election is under way, or
+// the quorum is lost), and, for operations that may be sent twice (reads, keepalives, watches not
+// yet created), when the connection broke before the answer. After each full round it rests a
+// little (50 ms, doubling up to 500 ms), so that a brief election or a member's restart costs
+// latency, not an error. A write cut after it was sent is not sent again: it may have been
+// applied, so it fails `unavailable`, saying so. At the deadline it fails `unavailable` with the
+// last reason of each endpoint. The preferred endpoint moves on whenever it failed.
 import CCurl
 
 extension Worker {
@@ -89,7 +91,9 @@ extension Worker {
             return
         }
         notPreferred(transfer.endpointIndex)
-        fail(operation, .unavailable("\(transfer.endpoint): \(message) (the request may have been applied)"))
+        operation.recordFailure("\(transfer.endpoint): \(message) (the request may have been applied)",
+                                endpoints: configuration.endpoints.count)
+        fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
     }
 
     private func isTLSFailure(_ code: CURLcode, _ message: String) -> Bool {
@@ -107,16 +111,26 @@ extension Worker {
         }
     }
 
-    /// Tries the operation's next endpoint, or fails it `unavailable` when none is left in time.
+    /// Tries the operation's next endpoint (after a rest at the end of a round), or fails it
+    /// `unavailable` when its time is up.
     func failOver(_ operation: Operation, at transfer: Transfer, _ reason: String) {
-        operation.failures.append("\(transfer.endpoint): \(reason)")
+        let count = configuration.endpoints.count
+        operation.recordFailure("\(transfer.endpoint): \(reason)", endpoints: count)
         operation.attempts += 1
         notPreferred(transfer.endpointIndex)
-        guard operation.attempts < configuration.endpoints.count, Monotonic.now < operation.deadline else {
+        let now = Monotonic.now
+        let round = operation.attempts / count
+        let rest: Duration = operation.attempts % count == 0 ? .milliseconds(min(500, 50 << min(round - 1, 4))) : .zero
+        guard now + rest < operation.deadline else {
             fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
             return
         }
-        attempt(operation)
+        if rest == .zero {
+            attempt(operation)
+        } else {
+            operation.retryAt = now + rest
+            resting.append(operation)
+        }
     }
 
     private func answered(at transfer: Transfer) {

@@ -6,8 +6,9 @@
 //    from its write callback as they arrive.
 // 3. Carry out each finished transfer: an answer or a failure for the loop, or another attempt
 //    on the next endpoint (see Worker+Outcomes.swift).
-// 4. Fail the watches not created by their deadline, then sleep in `curl_multi_poll` until a
-//    socket is ready, a libcurl timer is due, or `curl_multi_wakeup` (from the loop thread).
+// 4. Fail the watches not created by their deadline and try again the operations whose rest
+//    between two rounds of endpoints is over, then sleep in `curl_multi_poll` until a socket is
+//    ready, a libcurl timer is due, a rest ends, or `curl_multi_wakeup` (from the loop thread).
 import CCurl
 import Glibc
 
@@ -31,6 +32,8 @@ final class Worker {
     var preferred = 0
     var token: TokenState
     var waitingForToken: [Operation] = []
+    /// Operations resting between two rounds of endpoints (Worker+Outcomes.swift).
+    var resting: [Operation] = []
     /// Transfers given a verdict inside a callback, to carry out after `curl_multi_perform`.
     var decided: [Transfer] = []
 
@@ -62,6 +65,7 @@ final class Worker {
             curl_multi_perform(multi, &running)
             collectFinished()
             expireWatchSetups()
+            retryRested()
             curl_multi_poll(multi, nil, 0, Int32(pollTimeout), nil)
         }
     }
@@ -76,6 +80,7 @@ final class Worker {
         case .cancelWatch(let id):
             if let transfer = watches[id] { remove(transfer) }
             waitingForToken.removeAll { $0.id == id }
+            resting.removeAll { $0.id == id }
             mailbox.cancellationDone(id)
         case .stop:
             break
@@ -143,24 +148,35 @@ final class Worker {
         }
     }
 
-    /// Milliseconds to sleep at most: until the nearest watch setup deadline, and never long, so
-    /// that a lost wakeup costs little.
+    private func retryRested() {
+        let now = Monotonic.now
+        let due = resting.filter { $0.retryAt <= now }
+        guard !due.isEmpty else { return }
+        resting.removeAll { $0.retryAt <= now }
+        for operation in due { attempt(operation) }
+    }
+
+    /// Milliseconds to sleep at most: until the nearest watch setup deadline or end of a rest,
+    /// and never long, so that a lost wakeup costs little.
     private var pollTimeout: Int {
         var timeout = 1000
         for transfer in watches.values where !transfer.operation.watchCreated {
             timeout = min(timeout, transfer.operation.deadline.millisecondsLeft + 1)
         }
+        for operation in resting { timeout = min(timeout, operation.retryAt.millisecondsLeft) }
         return timeout
     }
 
     /// At stop, every operation still under way is answered `closed`.
     private func stop() {
+        var pending = waitingForToken + resting
+        waitingForToken.removeAll()
+        resting.removeAll()
         for transfer in Array(transfers.values) {
             remove(transfer)
-            if !isAuthentication(transfer.operation) { fail(transfer.operation, .closed) }
+            pending.append(transfer.operation)
         }
-        for operation in waitingForToken { fail(operation, .closed) }
-        waitingForToken.removeAll()
+        for operation in pending where !isAuthentication(operation) { fail(operation, .closed) }
     }
 
     func isAuthentication(_ operation: Operation) -> Bool {
