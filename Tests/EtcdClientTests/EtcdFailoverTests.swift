@@ -38,28 +38,26 @@ final class EtcdFailoverTests: XCTestCase {
         XCTAssertEqual(try driver.range(RangeRequest(key: bytes(prefix + "k"))).kvs.map { text($0.value) }, ["after 19"])
     }
 
-    /// The leader is killed. Writes sent to a follower before it notices are forwarded to the dead
-    /// leader and lost by etcd: they fail `unavailable` at their deadline (they cannot be known
+    /// The leader is killed. A write sent to a follower before it notices is forwarded to the
+    /// dead leader and lost by etcd: it fails `unavailable` at its deadline (it cannot be known
     /// not to be applied). Writes sent once the followers know there is no leader are refused
-    /// "no leader" at once, which the client retries until a new leader is elected: they succeed.
-    func test_leaderKilled_writesAfterTheFollowersNotice_waitForTheNewLeader() throws {
+    /// "no leader" at once, which the client retries until a new leader is elected.
+    func test_leaderKilled_onlyWritesBeforeTheElectionFail() throws {
         let cluster = try startEtcdCluster()
         try cluster.moveLeader(to: 0)
-        let driver = try ClientDriver(cluster) { $0.requestTimeout = .seconds(20) }
+        let driver = try ClientDriver(cluster) { $0.requestTimeout = .seconds(3) }
         let prefix = uniquePrefix()
-        let watch = driver.client.watch(.prefix(bytes(prefix)))
-        XCTAssertTrue(driver.created(watch))
         cluster.kill(0)
-        var written: [Int64] = []
+        var outcomes: [Bool] = []
         for index in 0..<20 {
-            let id = driver.client.submit(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("\(index)"))))
-            switch driver.result(id, timeout: 40) {
-            case .success(let response)?: written.append(response.header.revision)
-            case .failure(.unavailable)?: XCTAssertTrue(written.isEmpty, "only writes before the election may fail")
-            case let other: XCTFail("unexpected \(String(describing: other))")
+            switch driver.perform(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("\(index)"))), timeout: 30) {
+            case .success?: outcomes.append(true)
+            case .failure(.unavailable)?: outcomes.append(false)
+            case let other: return XCTFail("unexpected \(String(describing: other))")
             }
         }
-        XCTAssertGreaterThanOrEqual(written.count, 19, "at most the first write falls in the window")
+        XCTAssertEqual(outcomes, outcomes.sorted { !$0 && $1 }, "a write failed after one succeeded: \(outcomes)")
+        XCTAssertGreaterThanOrEqual(outcomes.filter { $0 }.count, 15)
         XCTAssertNotNil(try cluster.leader())
     }
 
@@ -93,8 +91,16 @@ final class EtcdFailoverTests: XCTestCase {
             return XCTFail("the watch was not reported cut: \(driver.updates[watch] ?? [])")
         }
 
+        // A write with time to spare waits out the outage: refused "no leader" by the member
+        // left, and by nobody at the others, it is tried again round after round until the
+        // quorum is back.
+        let patient = driver.client.submit(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("after"))),
+                                           timeout: .seconds(60))
         try cluster.restart([1, 2])
-        let after = try driver.put(prefix + "k", "after").header.revision
+        guard case .success(let response)? = driver.result(patient, timeout: 70) else {
+            return XCTFail("the write did not wait for the quorum: \(String(describing: driver.responses[patient]))")
+        }
+        let after = response.header.revision
         let resumed = driver.client.watch(.prefix(bytes(prefix), startRevision: last + 1))
         let events = driver.watchUpdates(resumed) { $0.events.count >= 1 }.events
         // None of the refused writes was applied behind the client's back.
