@@ -230,8 +230,16 @@ public final class EtcdCluster {
             arguments += ["--experimental-watch-progress-notify-interval", interval]
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.etcdPath ?? "etcd")
-        process.arguments = arguments
+        // Through setpriv (util-linux), etcd is killed with the process that started it, should
+        // that one die before it could stop the cluster (a crashed test, an interrupted run).
+        // The signal follows the starting thread: start clusters from one that outlives them.
+        if let setpriv = Self.setprivPath {
+            process.executableURL = URL(fileURLWithPath: setpriv)
+            process.arguments = ["--pdeathsig", "KILL", "--", Self.etcdPath ?? "etcd"] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Self.etcdPath ?? "etcd")
+            process.arguments = arguments
+        }
         if !FileManager.default.fileExists(atPath: member.logPath) {
             _ = FileManager.default.createFile(atPath: member.logPath, contents: nil)
         }
@@ -253,13 +261,15 @@ public final class EtcdCluster {
         process.waitUntilExit()
     }
 
-    private func shutDown() {
+    /// Kills every member and removes the cluster's directory (deinit does it too).
+    public func shutDown() {
         for index in members.indices { kill(index) }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     fileprivate static let etcdPath = which("etcd")
     fileprivate static let etcdctlPath = which("etcdctl")
+    private static let setprivPath = which("setpriv")
 }
 
 /// The path of a program found in PATH (or /usr/bin, /usr/sbin), nil when there is none.

@@ -14,7 +14,8 @@ enum SharedCluster {
         if let started { return started }
         let cluster = try startEtcdCluster()
         started = cluster
-        atexit { SharedCluster.started = nil }
+        // Test cases keep their reference to the end, so the cluster is shut down, not released.
+        atexit { SharedCluster.started?.shutDown() }
         return cluster
     }
 }
