@@ -68,6 +68,9 @@ final class EtcdLog: SharedLog {
         } catch {
             throw DaemonError("cluster: \(error)")
         }
+        for endpoint in settings.endpoints where endpoint.hasPrefix("http://") {
+            log.warn("cluster: \(endpoint) is plain http: anyone on the network path can read and change the state (use https:// with etcd_cacert, etcd_cert and etcd_key)")
+        }
         // This incarnation's name in its ephemeral keys' owners: random, so a restarted host is new.
         let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: String(UInt64.random(in: 1...UInt64.max), radix: 16))
         let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log)
