@@ -314,7 +314,7 @@ final class ShippedConfigTests: XCTestCase {
 }
 
 final class ClusterConfigTests: XCTestCase {
-    private let environment = DaemonEnvironment(variables: ["OBSD_ETCD_PASSWORD": "from-env"], uid: 1000)
+    private let environment = DaemonEnvironment(variables: ["OBSD_ETCD_PASSWORD": "from-env", "HOME": "/home/u"], uid: 1000)
 
     private func resolve(_ arguments: [String], file: String? = nil) throws(ConfigError) -> Settings {
         let options: CommandLineOptions
@@ -340,7 +340,7 @@ final class ClusterConfigTests: XCTestCase {
         XCTAssertEqual(settings.cluster, .etcd)
         XCTAssertEqual(settings.etcd.endpoints, ["https://a:2379", "https://b:2379"])
         XCTAssertEqual(settings.etcd.prefix, "/fleet/")
-        XCTAssertEqual(settings.etcd.certFile, "/.config/obsd/client.pem", "relative to the file (HOME unset: /.config/obsd)")
+        XCTAssertEqual(settings.etcd.certFile, "/home/u/.config/obsd/client.pem", "relative to the file")
         XCTAssertEqual(settings.etcd.password, "from-env", "the environment keeps the password out of files and process lists")
         XCTAssertEqual(settings.etcd.timeout, 2)
         XCTAssertEqual(settings.etcd.ephemeralTTL, 3)
