@@ -231,6 +231,17 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(cluster["state"] as? String, "connected")
         XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"bad"}"#)["error"].map { ($0 as? [String: Any])?["code"] as? String }, "not_found")
         XCTAssertTrue(hosts.hosts[0]!.log.contains("skipped \(hosts.prefix)k/bad"), hosts.logs)
+        // What a monitoring user scrapes.
+        let stats = Process()
+        stats.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
+        stats.arguments = ["--socket", hosts.socket(0), "stats", "--format", "prometheus"]
+        let statsPipe = Pipe()
+        stats.standardOutput = statsPipe
+        try stats.run()
+        stats.waitUntilExit()
+        let exposition = String(decoding: statsPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(exposition.contains("obsd_cluster_skipped_records_total 2\n"), exposition)
+        XCTAssertTrue(exposition.contains("obsd_cluster_state{state=\"connected\"} 1\n"), exposition)
         // --check reports it with its key.
         let check = Process()
         check.executableURL = URL(fileURLWithPath: try builtExecutable("obsd"))
