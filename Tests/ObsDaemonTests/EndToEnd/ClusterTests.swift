@@ -232,13 +232,13 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"bad"}"#)["error"].map { ($0 as? [String: Any])?["code"] as? String }, "not_found")
         XCTAssertTrue(hosts.hosts[0]!.log.contains("skipped \(hosts.prefix)k/bad"), hosts.logs)
         // What a monitoring user scrapes.
-        let stats = Process()
-        stats.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
-        stats.arguments = ["--socket", hosts.socket(0), "stats", "--format", "prometheus"]
+        let scrape = Process()
+        scrape.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
+        scrape.arguments = ["--socket", hosts.socket(0), "stats", "--format", "prometheus"]
         let statsPipe = Pipe()
-        stats.standardOutput = statsPipe
-        try stats.run()
-        stats.waitUntilExit()
+        scrape.standardOutput = statsPipe
+        try scrape.run()
+        scrape.waitUntilExit()
         let exposition = String(decoding: statsPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(exposition.contains("obsd_cluster_skipped_records_total 2\n"), exposition)
         XCTAssertTrue(exposition.contains("obsd_cluster_state{state=\"connected\"} 1\n"), exposition)
