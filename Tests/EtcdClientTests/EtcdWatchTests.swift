@@ -71,6 +71,19 @@ final class EtcdWatchTests: XCTestCase {
         XCTAssertEqual(events.map { $0.prevKV.map { text($0.value) } }, ["before", "after"])
     }
 
+    func test_progressNotify_reportsTheRevisionWhileNothingChanges() throws {
+        let prefix = uniquePrefix()
+        var request = WatchRequest.prefix(bytes(prefix))
+        request.progressNotify = true
+        let watch = driver.client.watch(request)
+        XCTAssertTrue(driver.created(watch))
+        let elsewhere = try driver.put(uniquePrefix() + "k", "v").header.revision
+        let updates = driver.watchUpdates(watch) { updates in
+            updates.contains { if case .progress(let revision) = $0 { revision >= elsewhere } else { false } }
+        }
+        XCTAssertTrue(updates.events.isEmpty)
+    }
+
     func test_oneTransaction_isOneRevisionOfEvents() throws {
         let prefix = uniquePrefix()
         let watch = driver.client.watch(.prefix(bytes(prefix)))

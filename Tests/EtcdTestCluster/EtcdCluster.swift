@@ -30,6 +30,8 @@ public final class EtcdCluster {
         public var dataOnTmpfs = true
         /// etcd's --experimental-watch-progress-notify-interval (nil: etcd's default, 10 minutes).
         public var progressNotifyInterval: String?
+        /// etcd's --auth-token-ttl in seconds: how long an unused token stays valid (nil: 300).
+        public var authTokenTTL: Int?
 
         public init() {}
     }
@@ -229,6 +231,7 @@ public final class EtcdCluster {
         if let interval = options.progressNotifyInterval {
             arguments += ["--experimental-watch-progress-notify-interval", interval]
         }
+        if let ttl = options.authTokenTTL { arguments += ["--auth-token-ttl", String(ttl)] }
         let process = Process()
         // Through setpriv (util-linux), etcd is killed with the process that started it, should
         // that one die before it could stop the cluster (a crashed test, an interrupted run).

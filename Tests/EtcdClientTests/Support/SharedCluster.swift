@@ -12,7 +12,10 @@ enum SharedCluster {
     /// The shared cluster, started the first time it is asked for.
     static func get() throws -> EtcdCluster {
         if let started { return started }
-        let cluster = try startEtcdCluster()
+        var options = EtcdCluster.Options()
+        // Progress notifications often enough for a test to see one.
+        options.progressNotifyInterval = "500ms"
+        let cluster = try startEtcdCluster(options)
         started = cluster
         // Test cases keep their reference to the end, so the cluster is shut down, not released.
         atexit { SharedCluster.started?.shutDown() }
