@@ -1,5 +1,5 @@
 // Leases against a real 3-member etcd cluster: keys attached to a lease go when it expires or is
-// revoked, and stay while it is kept alive. (etcd's shortest TTL with the test cluster's 500 ms
+// revoked, and stay while it is kept alive. (etcd's shortest TTL with the test cluster's 1 s
 // election timeout is 2 s.)
 import EtcdClient
 import TestSupport

@@ -37,8 +37,6 @@ private struct ClusterOptions {
 /// the system's temporary directory (on disk, fsynced as in a deployment) or on tmpfs.
 func startBenchmarkCluster(tmpfs: Bool) throws(BenchError) -> EtcdCluster {
     var options = EtcdCluster.Options()
-    options.heartbeatMilliseconds = 100
-    options.electionMilliseconds = 1000
     options.dataOnTmpfs = tmpfs
     do {
         return try EtcdCluster(options)
