@@ -5,18 +5,8 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdLeaseTests: XCTestCase {
-    private var driver: ClientDriver!
-
-    override func setUpWithError() throws {
-        driver = try ClientDriver(try SharedCluster.get())
-    }
-
-    override func tearDown() {
-        driver = nil
-    }
-
-    private func grant(ttl: Int64) throws -> LeaseGrantResponse {
+final class EtcdLeaseTests: SharedClusterTestCase {
+    private func grant(ttl: Int64) throws -> LeaseResponse {
         guard case .leaseGrant(let lease) = try driver.succeed(.leaseGrant(ttl: ttl)) else {
             throw EtcdTestError("not a lease grant")
         }

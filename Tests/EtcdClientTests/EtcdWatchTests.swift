@@ -4,19 +4,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdWatchTests: XCTestCase {
-    private var cluster: EtcdCluster!
-    private var driver: ClientDriver!
-
-    override func setUpWithError() throws {
-        cluster = try SharedCluster.get()
-        driver = try ClientDriver(cluster)
-    }
-
-    override func tearDown() {
-        driver = nil
-    }
-
+final class EtcdWatchTests: SharedClusterTestCase {
     func test_watchFromARevision_seesEveryChangeInOrder_withRevisions() throws {
         let prefix = uniquePrefix()
         let start = try driver.put(prefix + "k0", "0").header.revision

@@ -27,3 +27,18 @@ enum SharedCluster {
 func uniquePrefix(_ name: String = #function) -> String {
     "/\(name.prefix { $0 != "(" })-\(UInt32.random(in: 0...UInt32.max))/"
 }
+
+/// A test case on the shared cluster, with a client of its own per test.
+class SharedClusterTestCase: XCTestCase {
+    var cluster: EtcdCluster!
+    var driver: ClientDriver!
+
+    override func setUpWithError() throws {
+        cluster = try SharedCluster.get()
+        driver = try ClientDriver(cluster)
+    }
+
+    override func tearDown() {
+        driver = nil
+    }
+}
