@@ -31,7 +31,15 @@ let package = Package(
         // definitions-file format obsd applies too.
         .target(name: "ObsClient", dependencies: ["ObsCore"], swiftSettings: strict),
         // obsctl's commands, output, help and completion, a library so that tests can import it.
-        .target(name: "ObsctlCore", dependencies: ["ObsClient", "ObsCore"], swiftSettings: strict),
+        .target(name: "ObsctlCore", dependencies: ["ObsClient", "ObsCore", "ObsWeb"], swiftSettings: strict),
+        // libmicrohttpd from Debian's libmicrohttpd-dev, for `obsctl web` (never linked by obsd).
+        .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
+        // `obsctl web`: the HTTP server, the page's event streams and API, and the page itself,
+        // compiled in so that it needs nothing but the obsctl binary.
+        .target(name: "ObsWeb", dependencies: ["ObsClient", "ObsCore", "CMicroHTTPD"],
+                resources: [.embedInCode("Assets/index.html"), .embedInCode("Assets/app.css"),
+                            .embedInCode("Assets/app.js"), .embedInCode("Assets/graph.js")],
+                swiftSettings: strict),
         .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
@@ -44,9 +52,12 @@ let package = Package(
         .target(name: "EtcdTestCluster", path: "Tests/EtcdTestCluster", swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux", "EtcdClient", "EtcdTestCluster"],
                           path: "Benchmarks/obsbench", swiftSettings: strict),
+        // Writes the man pages from the tables --help reads; `make install` runs it.
+        .executableTarget(name: "mangen", dependencies: ["ObsctlCore", "ObsDaemon"], path: "Tools/mangen",
+                          swiftSettings: strict),
         .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "ObsWeb", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EtcdClientTests", dependencies: ["EtcdClient", "TestSupport"], swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["EtcdTestCluster"], path: "Tests/TestSupport", swiftSettings: strict),
     ]

@@ -11,6 +11,10 @@ public final class Session {
     let lines: SessionLines
     /// Splits what the client sends into request lines, and enforces the line limit.
     private var framer: LineFramer
+    /// Lines received while an answer is pending, handled in order once it is given. (The daemon
+    /// reads nothing more from a waiting session's connection, so these are at most what one read
+    /// brought.)
+    private var waitingLines: [[UInt8]] = []
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
@@ -31,6 +35,7 @@ public final class Session {
         watchClient = store.watches.register(lines)
         id = store.nextOwnerID
         store.nextOwnerID += 1
+        store.requestCounters.sessionsOpened += 1
     }
 
     /// Handles the bytes a client sent: every complete request line among them, in order (a line
@@ -41,10 +46,16 @@ public final class Session {
         do throws(LineTooLong) {
             try framer.append(bytes) { line in
                 guard !isClosed else { return }
-                handle(line: line)
+                if isWaiting || !waitingLines.isEmpty {
+                    waitingLines.append(Array(line))
+                } else {
+                    handle(line: line)
+                }
             }
         } catch {
-            lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")))
+            let error = ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             wantsClose = true
         }
     }
@@ -62,11 +73,14 @@ public final class Session {
         do {
             request = try JSONValue.parse(line, maxDepth: store.configuration.maxJSONDepth)
         } catch {
+            store.requestCounters.count(error.obsError)
             lines.send(LineEncoding.error(id: .null, error.obsError))
             return
         }
         guard case .object(let object) = request else {
-            lines.send(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
+            let error = ObsError(.badJSON, "a request must be a JSON object")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             return
         }
         store.requestLineBytes = line.count
@@ -74,8 +88,9 @@ public final class Session {
         lines.answer { handle(object) }
     }
 
-    /// Runs one request through the operation table; its answer line.
-    private func handle(_ object: [String: JSONValue]) -> EncodedLine {
+    /// Runs one request through the operation table; its answer line, or nil when the answer comes
+    /// later (`answerLater`).
+    private func handle(_ object: [String: JSONValue]) -> EncodedLine? {
         var id = object["id"] ?? .null
         do throws(ObsError) {
             switch id {
@@ -87,17 +102,43 @@ public final class Session {
             }
             guard let opValue = object["op"] else { throw ObsError(.badRequest, "missing field 'op'") }
             guard case .string(let name) = opValue else { throw ObsError(.badRequest, "field 'op' must be a string") }
-            guard let operation = Operations.byName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            guard let index = Operations.indexByName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            store.requestCounters.byOperation[index] += 1
+            let operation = Operations.all[index]
             if store.isShuttingDown { throw ObsError(.shuttingDown, "the daemon is stopping") }
             if operation.access == .write && access == .read {
                 throw ObsError(.permissionDenied, "'\(name)' needs write access")
             }
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
-            let reply = try perform(operation, request)
-            return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            switch try perform(operation, request) {
+            case .now(let reply): return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            case .later: return nil
+            }
         } catch {
+            store.requestCounters.count(error)
             return LineEncoding.error(id: id, error)
+        }
+    }
+
+    // MARK: Answers that come later (cluster mode)
+
+    /// Whether an answer is pending: the session handles nothing more (what arrives waits, in
+    /// order) until it is given, and the daemon stops reading the connection meanwhile.
+    public var isWaiting: Bool { lines.isWaiting }
+
+    /// Gives the pending answer to request `id`, then handles the lines that waited for it.
+    func answerLater(id: JSONValue, _ outcome: Result<Reply, ObsError>) {
+        guard !isClosed else { return }
+        switch outcome {
+        case .success(let reply): lines.resolve(LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
+        case .failure(let error): lines.resolve(LineEncoding.error(id: id, error))
+        }
+        // Decided while its own request was being handled: whoever handles lines goes on.
+        guard !lines.isHandling else { return }
+        while !isWaiting, !isClosed, !waitingLines.isEmpty {
+            let line = waitingLines.removeFirst()
+            line.withUnsafeBytes { handle(line: $0) }
         }
     }
 

@@ -119,16 +119,22 @@ final class Server {
                 return
             }
             if count == 0 {
-                // EOF: answer what was complete, drop any partial line, close once flushed.
+                // EOF: answer what was complete, drop any partial line, close once flushed (and,
+                // in cluster mode, once the answers still pending are given).
                 connection.readClosed = true
                 connection.closeAfterFlush = true
-                connection.session?.close()
-                connection.session = nil
-                if connection.pendingBytes == 0 { drop(connection) } else { updateInterest(connection) }
+                if connection.session?.isWaiting != true {
+                    connection.session?.close()
+                    connection.session = nil
+                }
+                if connection.pendingBytes == 0, connection.session == nil { drop(connection) } else { updateInterest(connection) }
                 return
             }
             feed(connection, count)
-            if count < readBuffer.count || connection.readClosed || connection.pendingBytes > limits.outputBufferBytes { break }
+            // A session waiting for an answer (cluster mode) handles nothing more until it has it:
+            // what the client sends meanwhile stays in the socket.
+            if count < readBuffer.count || connection.readClosed || connection.pendingBytes > limits.outputBufferBytes
+                || connection.session?.isWaiting == true { break }
         }
         updateInterest(connection)
     }
@@ -169,7 +175,7 @@ final class Server {
             return
         case .done:
             setStalled(connection, since: nil)
-            if connection.closeAfterFlush {
+            if connection.closeAfterFlush, connection.session?.isWaiting != true {
                 drop(connection)
                 return
             }
@@ -203,7 +209,9 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard connection.isOpen else { return }
         var wanted: UInt32 = 0
-        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes { wanted |= EventLoop.input }
+        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.isWaiting != true {
+            wanted |= EventLoop.input
+        }
         if connection.hasSendableOutput, !connection.isDirty { wanted |= EventLoop.output }
         guard wanted != connection.interest else { return }
         do throws(SystemError) {
