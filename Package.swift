@@ -43,9 +43,6 @@ let package = Package(
         .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux", "EtcdClient"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
-        // Writes the man pages from the tables --help reads; `make install` runs it.
-        .executableTarget(name: "mangen", dependencies: ["ObsctlCore", "ObsDaemon"], path: "Tools/mangen",
-                          swiftSettings: strict),
         // libcurl from Debian's libcurl4-openssl-dev, for EtcdClient's HTTP and TLS.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // An asynchronous etcd v3 client (etcd's JSON gateway through libcurl, on a thread of its
@@ -55,6 +52,9 @@ let package = Package(
         .target(name: "EtcdTestCluster", path: "Tests/EtcdTestCluster", swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux", "EtcdClient", "EtcdTestCluster"],
                           path: "Benchmarks/obsbench", swiftSettings: strict),
+        // Writes the man pages from the tables --help reads; `make install` runs it.
+        .executableTarget(name: "mangen", dependencies: ["ObsctlCore", "ObsDaemon"], path: "Tools/mangen",
+                          swiftSettings: strict),
         .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "ObsWeb", "TestSupport"], swiftSettings: strict),

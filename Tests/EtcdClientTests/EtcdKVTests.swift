@@ -3,19 +3,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdKVTests: XCTestCase {
-    private var cluster: EtcdCluster!
-    private var driver: ClientDriver!
-
-    override func setUpWithError() throws {
-        cluster = try SharedCluster.get()
-        driver = try ClientDriver(cluster)
-    }
-
-    override func tearDown() {
-        driver = nil
-    }
-
+final class EtcdKVTests: SharedClusterTestCase {
     func test_put_thenRange_returnsTheValueWithItsRevisions() throws {
         let prefix = uniquePrefix()
         let first = try driver.put(prefix + "a", "one")

@@ -1,22 +1,12 @@
 // Leases against a real 3-member etcd cluster: keys attached to a lease go when it expires or is
-// revoked, and stay while it is kept alive. (etcd's shortest TTL with the test cluster's 500 ms
+// revoked, and stay while it is kept alive. (etcd's shortest TTL with the test cluster's 1 s
 // election timeout is 2 s.)
 import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdLeaseTests: XCTestCase {
-    private var driver: ClientDriver!
-
-    override func setUpWithError() throws {
-        driver = try ClientDriver(try SharedCluster.get())
-    }
-
-    override func tearDown() {
-        driver = nil
-    }
-
-    private func grant(ttl: Int64) throws -> LeaseGrantResponse {
+final class EtcdLeaseTests: SharedClusterTestCase {
+    private func grant(ttl: Int64) throws -> LeaseResponse {
         guard case .leaseGrant(let lease) = try driver.succeed(.leaseGrant(ttl: ttl)) else {
             throw EtcdTestError("not a lease grant")
         }

@@ -4,19 +4,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdWatchTests: XCTestCase {
-    private var cluster: EtcdCluster!
-    private var driver: ClientDriver!
-
-    override func setUpWithError() throws {
-        cluster = try SharedCluster.get()
-        driver = try ClientDriver(cluster)
-    }
-
-    override func tearDown() {
-        driver = nil
-    }
-
+final class EtcdWatchTests: SharedClusterTestCase {
     func test_watchFromARevision_seesEveryChangeInOrder_withRevisions() throws {
         let prefix = uniquePrefix()
         let start = try driver.put(prefix + "k0", "0").header.revision
@@ -69,6 +57,19 @@ final class EtcdWatchTests: XCTestCase {
         let events = driver.watchUpdates(watch) { $0.events.count >= 2 }.events
         XCTAssertEqual(events.map(\.kind), [.put, .delete])
         XCTAssertEqual(events.map { $0.prevKV.map { text($0.value) } }, ["before", "after"])
+    }
+
+    func test_progressNotify_reportsTheRevisionWhileNothingChanges() throws {
+        let prefix = uniquePrefix()
+        var request = WatchRequest.prefix(bytes(prefix))
+        request.progressNotify = true
+        let watch = driver.client.watch(request)
+        XCTAssertTrue(driver.created(watch))
+        let elsewhere = try driver.put(uniquePrefix() + "k", "v").header.revision
+        let updates = driver.watchUpdates(watch) { updates in
+            updates.contains { if case .progress(let revision) = $0 { revision >= elsewhere } else { false } }
+        }
+        XCTAssertTrue(updates.events.isEmpty)
     }
 
     func test_oneTransaction_isOneRevisionOfEvents() throws {

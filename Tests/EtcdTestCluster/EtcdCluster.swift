@@ -21,15 +21,18 @@ public final class EtcdCluster {
         public var tls = false
         /// Enable etcd's authentication, with the root user and this password.
         public var rootPassword: String?
-        /// Raft's heartbeat and election timeout in milliseconds: small, so that start-up and
-        /// the loss of a leader are noticed quickly.
-        public var heartbeatMilliseconds = 50
-        public var electionMilliseconds = 500
+        /// Raft's heartbeat and election timeout in milliseconds: etcd's defaults. Smaller ones
+        /// notice a lost leader sooner, but on a loaded machine a member starved of CPU for the
+        /// election timeout calls an election, and the writes in flight then fail.
+        public var heartbeatMilliseconds = 100
+        public var electionMilliseconds = 1000
         /// Data directories on tmpfs (/dev/shm), where fsync costs nothing; false: the system's
         /// temporary directory, on disk as in a deployment.
         public var dataOnTmpfs = true
         /// etcd's --experimental-watch-progress-notify-interval (nil: etcd's default, 10 minutes).
         public var progressNotifyInterval: String?
+        /// etcd's --auth-token-ttl in seconds: how long an unused token stays valid (nil: 300).
+        public var authTokenTTL: Int?
 
         public init() {}
     }
@@ -222,6 +225,8 @@ public final class EtcdCluster {
             "--heartbeat-interval", String(options.heartbeatMilliseconds),
             "--election-timeout", String(options.electionMilliseconds),
             "--logger", "zap", "--log-level", "warn",
+            // A member that was starved and lost touch asks before it disrupts a working leader.
+            "--pre-vote",
         ]
         if let (cert, key) = serverFiles, let caFile {
             arguments += ["--cert-file", cert, "--key-file", key, "--trusted-ca-file", caFile, "--client-cert-auth"]
@@ -229,6 +234,7 @@ public final class EtcdCluster {
         if let interval = options.progressNotifyInterval {
             arguments += ["--experimental-watch-progress-notify-interval", interval]
         }
+        if let ttl = options.authTokenTTL { arguments += ["--auth-token-ttl", String(ttl)] }
         let process = Process()
         // Through setpriv (util-linux), etcd is killed with the process that started it, should
         // that one die before it could stop the cluster (a crashed test, an interrupted run).

@@ -35,8 +35,8 @@ public enum EtcdResponse: Sendable, Hashable {
     case deleteRange(DeleteRangeResponse)
     case txn(TxnResponse)
     case compact(ResponseHeader)
-    case leaseGrant(LeaseGrantResponse)
-    case leaseKeepAlive(LeaseKeepAliveResponse)
+    case leaseGrant(LeaseResponse)
+    case leaseKeepAlive(LeaseResponse)
     case leaseRevoke(ResponseHeader)
     case status(StatusResponse)
 

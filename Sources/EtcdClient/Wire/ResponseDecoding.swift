@@ -145,6 +145,13 @@ extension TxnResponse {
     }
 }
 
+extension LeaseResponse {
+    init(_ object: GatewayObject) throws(EtcdError) {
+        self.init(header: try ResponseHeader(object.object("header")), id: try object.int64("ID"),
+                  ttl: try object.int64("TTL"))
+    }
+}
+
 extension StatusResponse {
     init(_ object: GatewayObject) throws(EtcdError) {
         self.init(header: try ResponseHeader(object.object("header")), version: try object.string("version") ?? "",
@@ -182,13 +189,11 @@ extension EtcdRequest {
         case .compact: return .compact(try ResponseHeader(object.object("header")))
         case .leaseGrant:
             if let error = try object.string("error"), !error.isEmpty { throw .etcd(code: 0, message: error) }
-            return .leaseGrant(LeaseGrantResponse(header: try ResponseHeader(object.object("header")),
-                                                  id: try object.int64("ID"), ttl: try object.int64("TTL")))
+            return .leaseGrant(try LeaseResponse(object))
         case .leaseKeepAlive:
             // LeaseKeepAlive is a stream in gRPC: the gateway wraps its one answer in "result".
             guard let result = try object.object("result") else { throw .malformedResponse("a keepalive without result") }
-            return .leaseKeepAlive(LeaseKeepAliveResponse(header: try ResponseHeader(result.object("header")),
-                                                          id: try result.int64("ID"), ttl: try result.int64("TTL")))
+            return .leaseKeepAlive(try LeaseResponse(result))
         case .leaseRevoke: return .leaseRevoke(try ResponseHeader(object.object("header")))
         case .status: return .status(try StatusResponse(object))
         }

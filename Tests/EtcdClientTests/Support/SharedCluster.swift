@@ -12,7 +12,10 @@ enum SharedCluster {
     /// The shared cluster, started the first time it is asked for.
     static func get() throws -> EtcdCluster {
         if let started { return started }
-        let cluster = try startEtcdCluster()
+        var options = EtcdCluster.Options()
+        // Progress notifications often enough for a test to see one.
+        options.progressNotifyInterval = "500ms"
+        let cluster = try startEtcdCluster(options)
         started = cluster
         // Test cases keep their reference to the end, so the cluster is shut down, not released.
         atexit { SharedCluster.started?.shutDown() }
@@ -23,4 +26,19 @@ enum SharedCluster {
 /// A key prefix no other test uses: "/test-NAME-RANDOM/".
 func uniquePrefix(_ name: String = #function) -> String {
     "/\(name.prefix { $0 != "(" })-\(UInt32.random(in: 0...UInt32.max))/"
+}
+
+/// A test case on the shared cluster, with a client of its own per test.
+class SharedClusterTestCase: XCTestCase {
+    var cluster: EtcdCluster!
+    var driver: ClientDriver!
+
+    override func setUpWithError() throws {
+        cluster = try SharedCluster.get()
+        driver = try ClientDriver(cluster)
+    }
+
+    override func tearDown() {
+        driver = nil
+    }
 }
