@@ -47,7 +47,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // An asynchronous etcd v3 client (etcd's JSON gateway through libcurl, on a thread of its
         // own) for cluster mode.
-        .target(name: "EtcdClient", dependencies: ["CCurl", "CLinux"], swiftSettings: strict),
+        .target(name: "EtcdClient", dependencies: ["CCurl", "CLinux", "ObsCore"], swiftSettings: strict),
         // A 3-member etcd cluster on loopback, started by the tests and by obsbench (no XCTest).
         .target(name: "EtcdTestCluster", path: "Tests/EtcdTestCluster", swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux", "EtcdClient", "EtcdTestCluster"],
