@@ -14,13 +14,16 @@ final class ClusterHosts {
     let extra: [String]
     /// etcd_timeout: how long a write waits for etcd before `unavailable`.
     let timeout: String
+    let environment: [String: String]
 
-    init(_ etcd: EtcdCluster, count: Int = 3, extra: [String] = [], timeout: String = "5s", name: String = #function) throws {
+    init(_ etcd: EtcdCluster, count: Int = 3, extra: [String] = [], timeout: String = "5s", environment: [String: String] = [:],
+         name: String = #function) throws {
         sandbox = try Sandbox()
         self.etcd = etcd
         prefix = "/\(name.prefix { $0 != "(" })-\(UInt32.random(in: 0...UInt32.max))/"
         self.extra = extra
         self.timeout = timeout
+        self.environment = environment
         hosts = Array(repeating: nil, count: count)
         for index in 0..<count { try start(index) }
     }
@@ -39,7 +42,8 @@ final class ClusterHosts {
     func start(_ index: Int) throws {
         let config = sandbox.root + "/h\(index).conf"
         try sandbox.write("etcd_timeout = \(timeout)\nephemeral_ttl = 2s\n", to: config)
-        let obsd = try ObsdProcess(sandbox, arguments: arguments(index) + ["--config", config], name: "h\(index)")
+        let obsd = try ObsdProcess(sandbox, arguments: arguments(index) + ["--config", config], environment: environment,
+                                   name: "h\(index)")
         XCTAssertTrue(obsd.waitUntilListening(socket(index)), obsd.log)
         hosts[index] = obsd
     }
@@ -272,6 +276,51 @@ final class ClusterTests: XCTestCase {
         let answer = try hosts.request(1, #"{"op":"get","key":"k"}"#)
         XCTAssertEqual(answer["value"] as? Int, 2)
         XCTAssertEqual(answer["rev"] as? Int, last)
+    }
+
+    /// etcd with authentication on: obsd logs in with its user, the password from the environment.
+    func test_etcdAuthentication_userAndPasswordFromTheEnvironment() throws {
+        var options = EtcdCluster.Options()
+        options.rootPassword = "s3cret"
+        let etcd = try startEtcdCluster(options)
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2, extra: ["--etcd-user", "root"], environment: ["OBSD_ETCD_PASSWORD": "s3cret"])
+        let watcher = try watch(hosts, 1, ["k"])
+        _ = try hosts.request(0, #"{"op":"set","key":"k","value":"logged in"}"#)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? String, "logged in")
+        // A wrong password: obsd refuses to start, saying why.
+        let wrong = try ObsdProcess(hosts.sandbox, arguments: hosts.arguments(2) + ["--etcd-user", "root"],
+                                    environment: ["OBSD_ETCD_PASSWORD": "wrong"], name: "wrong")
+        XCTAssertEqual(wrong.waitForExit(), 1)
+        XCTAssertTrue(wrong.log.contains("authentication failed"), wrong.log)
+    }
+
+    /// Moving from one host to a cluster: `obsctl dump` on the single host, `obsctl restore` on a
+    /// cluster host; every host has the state, definitions and bindings included.
+    func test_dumpOfASingleHost_restoredIntoTheCluster() throws {
+        let single = try Sandbox()
+        let old = try ObsdProcess(single, arguments: ["--socket", single.socket, "--memory"])
+        XCTAssertTrue(old.waitUntilListening())
+        let oldClient = try Client(single.socket)
+        for line in [#"{"op":"set","key":"a","value":20}"#, #"{"op":"define","key":"f","expr":"$a * 9 / 5 + 32"}"#,
+                     #"{"op":"bind","from":"a","to":"b"}"#] {
+            oldClient.send(line + "\n")
+            XCTAssertEqual(json(oldClient.readLine())["ok"] as? Bool, true)
+        }
+        oldClient.send(#"{"op":"dump"}"# + "\n")
+        var dump = json(oldClient.readLine())
+        dump["op"] = "restore"
+        dump["id"] = nil
+        dump["ok"] = nil
+        let restore = String(decoding: try JSONSerialization.data(withJSONObject: dump), as: UTF8.self)
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        XCTAssertEqual(try hosts.request(0, restore)["ok"] as? Bool, true)
+        let rev = try XCTUnwrap(try hosts.request(0, #"{"op":"ping"}"#)["rev"] as? Int)
+        waitFor("host 1 at \(rev)") { (try? hosts.request(1, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= rev }
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"f"}"#)["value"] as? Int, 68)
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"b"}"#)["value"] as? Int, 20)
+        _ = try hosts.request(1, #"{"op":"set","key":"a","value":100}"#)
+        waitFor("the binding on host 0") { (try? hosts.request(0, #"{"op":"get","key":"b"}"#)["value"] as? Int) == 100 }
     }
 
     func test_TLS_withClientCertificates() throws {
