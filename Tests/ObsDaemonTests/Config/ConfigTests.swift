@@ -83,6 +83,16 @@ final class ConfigFileTests: XCTestCase {
             output_buffer_bytes = 16MiB
             client_timeout = 250ms
             history = 500
+            cluster = etcd
+            etcd_endpoints = https://e1:2379,https://e2:2379
+            etcd_prefix = /fleet/
+            etcd_cacert = /etc/obsd/ca.pem
+            etcd_cert = /etc/obsd/c.pem
+            etcd_key = /etc/obsd/k.pem
+            etcd_user = obsd
+            etcd_password = pw
+            etcd_timeout = 2s
+            ephemeral_ttl = 30s
             """)
         var expected = Settings(socket: "/run/x/obsd.sock", stateDirectory: "/var/lib/x")
         expected.socketMode = 0o660
@@ -100,8 +110,18 @@ final class ConfigFileTests: XCTestCase {
         expected.limits.outputBufferBytes = 16 << 20
         expected.limits.clientTimeout = 0.25
         expected.limits.history = 500
+        expected.cluster = .etcd
+        expected.etcd.endpoints = ["https://e1:2379", "https://e2:2379"]
+        expected.etcd.prefix = "/fleet/"
+        expected.etcd.caFile = "/etc/obsd/ca.pem"
+        expected.etcd.certFile = "/etc/obsd/c.pem"
+        expected.etcd.keyFile = "/etc/obsd/k.pem"
+        expected.etcd.user = "obsd"
+        expected.etcd.password = "pw"
+        expected.etcd.timeout = 2
+        expected.etcd.ephemeralTTL = 30
         XCTAssertEqual(result, expected)
-        XCTAssertEqual(ConfigFile.specs.count, 17, "a new setting needs a line in this test and in obsd.conf.example")
+        XCTAssertEqual(ConfigFile.specs.count, 27, "a new setting needs a line in this test and in obsd.conf.example")
     }
 
     func test_defaults_matchModelLimits() {
