@@ -140,16 +140,6 @@ extension Store {
         }
     }
 
-    /// Deletes a key inside the open transaction, whatever its kind.
-    private func remove(_ node: KeyNode) {
-        touch(node)
-        setExpression(node, nil)
-        setKind(node, nil)
-        node.expiresAt = nil
-        node.owner = nil
-        node.write(.missing, always: false)
-    }
-
     /// Whether the open transaction applies what a shared log decided.
     var isApplyingReplicated: Bool { current?.replicated ?? false }
 }
