@@ -8,6 +8,7 @@ let sections: [(name: String, run: () -> Void)] = [
     ("json", runJSONBenchmark),
     ("alloc", runAllocationProbe),
     ("cellx-scaling", Cellx.runScaling),
+    ("memory", runNodeMemoryBenchmark),
     ("store", runStoreBenchmark),
     ("redis", runRedisComparison),
     ("cluster", runClusterBenchmark),
