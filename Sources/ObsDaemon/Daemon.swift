@@ -2,8 +2,8 @@
 // and the shutdown sequence.
 //
 // Start-up, in order, so that READY=1 means "state restored and listening":
-// 1. open the storage (creating the state directory 0700) and let the store restore from it
-//    (values, definitions re-evaluated, bindings, the revision counter);
+// 1. open the storage (the state directory checked, or created 0700: SafeDirectory.swift) and let
+//    the store restore from it (values, definitions re-evaluated, bindings, the revision counter);
 // 2. apply the `definitions` file, if set (Definitions.swift);
 // 3. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
 // 4. sd_notify READY=1.
@@ -120,19 +120,18 @@ public final class Daemon {
 
     private func openStorage() throws(DaemonError) -> (GroupCommitStorage, Int32) {
         guard settings.durability != .memory else { return (GroupCommitStorage(), -1) }
-        try Self.createDirectory(settings.stateDirectory)
-        // One daemon per state directory: two writers would each believe their own revisions.
-        let lockPath = settings.stateDirectory + "/obsd.lock"
-        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw DaemonError("cannot open \(lockPath): \(SystemError("open"))") }
-        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
-            close(lock)
-            throw DaemonError("another obsd is already using the state directory \(settings.stateDirectory)")
+        let directory: String
+        do throws(UnsafePathError) {
+            directory = try SafeDirectory.prepare(settings.stateDirectory, role: "state directory", mode: 0o700,
+                                                  parentMode: 0o700, allowSymlink: true).path
+        } catch {
+            throw DaemonError(error.description)
         }
+        let lock = try Self.lockStateDirectory(directory)
         do throws(DaemonError) {
             let database: SQLiteStorage
             do throws(ObsError) {
-                database = try SQLiteStorage(path: settings.databasePath)
+                database = try SQLiteStorage(path: directory + "/obsd.db") { [log] in log.error($0) }
             } catch {
                 throw DaemonError(error.message)
             }
@@ -157,19 +156,25 @@ public final class Daemon {
         }
     }
 
-    /// Creates `path` and missing parents with mode 0700.
-    static func createDirectory(_ path: String) throws(DaemonError) {
+    /// One daemon per state directory: two writers would each believe their own revisions. The
+    /// lock file is opened without following a symlink (nor blocking on a FIFO put in its place).
+    static func lockStateDirectory(_ directory: String) throws(DaemonError) -> Int32 {
+        let path = directory + "/obsd.lock"
+        let lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard lock >= 0 else {
+            if errno == ELOOP { throw DaemonError("lock file \(path) is a symlink; obsd does not follow symlinks in its state directory") }
+            throw DaemonError("cannot open \(path): \(SystemError("open"))")
+        }
         var info = stat()
-        if stat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFDIR else { throw DaemonError("state directory \(path) is not a directory") }
-            return
+        guard fstat(lock, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(lock)
+            throw DaemonError("lock file \(path) is not a regular file")
         }
-        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try createDirectory(String(path[..<slash]))
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            close(lock)
+            throw DaemonError("another obsd is already using the state directory \(directory)")
         }
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-            throw DaemonError("cannot create state directory \(path): \(SystemError("mkdir"))")
-        }
+        return lock
     }
 
     private func policy(_ settings: Settings) -> AccessPolicy {

@@ -101,10 +101,14 @@ public protocol StateStorage: AnyObject {
     /// Whether commits are kept at all: a storage that drops them (obsd `--memory`) spares the
     /// store building them.
     var keepsCommits: Bool { get }
+    /// Checks, between commits, that the files behind the storage are still the ones it opened
+    /// (SQLiteStorage: the database and its WAL); the daemon's writer calls it when idle.
+    func checkFiles()
 }
 
 extension StateStorage {
     public var keepsCommits: Bool { true }
+    public func checkFiles() {}
 }
 
 /// A storage that keeps its state in memory only: for `--memory` and for tests. Commits cost the
