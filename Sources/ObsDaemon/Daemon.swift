@@ -215,7 +215,7 @@ public final class Daemon {
             log.warn("reload: a new \(name) takes effect at the next start")
         }
         log.level = fresh.logLevel
-        server.policy = policy(fresh)
+        server.apply(policy(fresh))
         // The store's own limits are fixed when it is created; the daemon's apply now.
         server.limits.maxConnections = fresh.limits.maxConnections
         server.limits.clientTimeout = fresh.limits.clientTimeout

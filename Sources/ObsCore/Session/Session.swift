@@ -7,7 +7,8 @@ public final class Session {
     /// The owner of the ephemeral keys this session sets.
     public let id: UInt64
     let store: Store
-    public let access: Access
+    /// What the peer may do; the daemon lowers it when a reload takes access away.
+    public var access: Access
     let lines: SessionLines
     /// Splits what the client sends into request lines, and enforces the line limit.
     private var framer: LineFramer

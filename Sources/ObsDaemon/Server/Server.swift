@@ -89,6 +89,32 @@ final class Server {
         log.debug("connection \(fd) from uid \(peer.uid) (pid \(peer.pid)), \(access.rawValue) access")
     }
 
+    /// A new `allow` (reload): every open connection's access is computed again, as if it had just
+    /// connected. A connection that lost all access gets one permission_denied line and is closed
+    /// once that is written; one that lost write access gets permission_denied for its writes from
+    /// now on (its watches go on: reading is still allowed).
+    func apply(_ policy: AccessPolicy) {
+        self.policy = policy
+        for connection in Array(connections.values) {
+            guard let session = connection.session, !connection.closeAfterFlush else { continue }
+            let peer = connection.peer
+            guard let access = policy.access(for: peer) else {
+                log.info("connection \(connection.fd) from uid \(peer.uid) (pid \(peer.pid)) closed: no longer in allow")
+                connection.write(LineEncoding.error(id: .null, ObsError(.permissionDenied, "uid \(peer.uid) may no longer use this daemon")))
+                connection.readClosed = true
+                connection.closeAfterFlush = true
+                session.close()
+                connection.session = nil
+                updateInterest(connection)
+                continue
+            }
+            if access != session.access {
+                log.info("connection \(connection.fd) from uid \(peer.uid) (pid \(peer.pid)) now has \(access.rawValue) access")
+                session.access = access
+            }
+        }
+    }
+
     /// Sends one error line to a connection that is not admitted, then closes it.
     private func refuse(_ fd: Int32, _ error: ObsError) {
         // The error line is small, and a new socket's buffer is empty, so it goes out whole.
