@@ -178,7 +178,11 @@ public final class Daemon {
     }
 
     private func policy(_ settings: Settings) -> AccessPolicy {
-        AccessPolicy(settings.allow) { [log] rule in
+        let unmapped = unmappedUID()
+        if let unmapped, !settings.allow.isEmpty {
+            log.warn("allow: obsd runs in a user namespace that does not map every uid (systemd's PrivateUsers=?): other users connect as uid \(unmapped) and cannot be told apart, so none of them is let in")
+        }
+        return AccessPolicy(settings.allow, unmapped: unmapped) { [log] rule in
             log.warn("allow: no such \(rule.subject.kind) '\(rule.subject.name)'; the rule grants nothing")
         }
     }
