@@ -75,10 +75,12 @@ public enum Obsd {
             print("database: ok (\(path), revision \(store.rev))")
             return 0
         } catch {
-            print("database: \(error.message)")
-            if case .array(let problems)? = error.details["problems"] {
-                for case .string(let problem) in problems { print("  \(problem)") }
+            guard case .array(let problems)? = error.details["problems"] else {
+                print("database: \(error.message)")
+                return 1
             }
+            print("database: \(path) cannot be loaded; \(problems.count) \(problems.count == 1 ? "problem" : "problems"):")
+            for case .string(let problem) in problems { print("  \(problem)") }
             return 1
         }
     }

@@ -27,6 +27,11 @@ extension SQLiteStorage {
     /// fails rather than replace a file that appeared meanwhile) and the directory synced. A crash
     /// at any point leaves either no `path` or a complete one.
     static func create(_ path: String) throws(ObsError) {
+        // A WAL without its database is what is left when the database was deleted or moved: SQLite
+        // would replay its pages onto the new file. What it holds is someone's data; never that.
+        guard !exists(path + "-wal") else {
+            throw ObsError(.internal, "database \(path) is missing but its WAL \(path)-wal is there: the database was deleted or moved; put it back, or remove the WAL to start with an empty store")
+        }
         let temporary = path + ".new"
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
         do throws(ObsError) {

@@ -137,6 +137,20 @@ final class SQLiteDamageTests: XCTestCase {
         XCTAssertEqual(try SQLiteStorage(path: databasePath).load(), StoredState())
     }
 
+    func test_aWALWithoutItsDatabase_isRefused_notReplayedOntoANewOne() throws {
+        let storage = try SQLiteStorage(path: databasePath)
+        try storage.commit(key(1, rev: 1))
+        let wal = try Data(contentsOf: URL(fileURLWithPath: databasePath + "-wal"))
+        storage.close()
+        try FileManager.default.removeItem(atPath: databasePath)
+        try wal.write(to: URL(fileURLWithPath: databasePath + "-wal"))
+        XCTAssertThrowsError(try SQLiteStorage(path: databasePath)) { error in
+            XCTAssertTrue("\(error)".contains("\(self.databasePath) is missing but its WAL"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: databasePath))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: databasePath + "-wal")), wal)
+    }
+
     func test_symlinkedDatabaseOrWAL_isRefused_andItsTargetUntouched() throws {
         let target = directory + "/target"
         try Data("precious".utf8).write(to: URL(fileURLWithPath: target))
