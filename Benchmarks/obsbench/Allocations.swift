@@ -31,9 +31,17 @@ enum AllocationShape: String, CaseIterable {
     /// The positive control: an observable whose values allocate by themselves (a fresh 100-byte
     /// string per update), so about one allocation per update must show.
     case control
+    /// The daemon's request path without the socket: a `set` request line through a session,
+    /// parsed, committed and answered.
+    case request = "store-request"
+    /// A set of a key that 100 sessions watch: the event encoded once, queued 100 times.
+    case fanout = "store-fanout"
+    /// A set through a 50-deep chain of computed keys, watched at its end.
+    case keyChain = "store-chain"
 
     /// Builds the graph; returns one update (a write in its own batch).
     func build() -> (Int) -> Void {
+        if let store = StoreShape(self) { return store.build() }
         let head = Observable(0)
         var tokens: [ObservationToken] = []
         switch self {
@@ -66,6 +74,8 @@ enum AllocationShape: String, CaseIterable {
             let left = Observable(0), right = Observable(0)
             let pick = Computed { head.value % 2 == 0 ? left.value : right.value + head.value }
             tokens.append(pick.observe { _ in })
+        case .request, .fanout, .keyChain:
+            preconditionFailure("built by StoreShape")
         }
         return { value in
             withExtendedLifetime(tokens) {
@@ -73,4 +83,43 @@ enum AllocationShape: String, CaseIterable {
             }
         }
     }
+}
+
+/// The shapes that go through the daemon's store and sessions (no socket).
+private struct StoreShape {
+    let shape: AllocationShape
+
+    init?(_ shape: AllocationShape) {
+        switch shape {
+        case .request, .fanout, .keyChain: self.shape = shape
+        default: return nil
+        }
+    }
+
+    func build() -> (Int) -> Void {
+        let store = try! Store(storage: MemoryStorage(), clock: SystemClock())
+        switch shape {
+        case .request:
+            let session = Session(store: store, access: .write, output: DroppingOutput())
+            let lines = (0..<100).map { Array(#"{"id":\#($0),"op":"set","key":"k","value":\#($0)}"#.utf8) + [0x0A] }
+            return { value in lines[value % 100].withUnsafeBytes { session.receive(bytes: $0) } }
+        case .fanout:
+            let sessions = (0..<100).map { _ in Session(store: store, access: .read, output: DroppingOutput()) }
+            for session in sessions { session.receive(#"{"op":"watch","keys":["room.*"],"initial":false}"#) }
+            return { value in withExtendedLifetime(sessions) { _ = try! store.setValue(.int(Int64(value)), forKey: "room.temp") } }
+        default:
+            try! store.setValue(0, forKey: "src")
+            try! store.defineComputed("c1", expression: "$src + 1")
+            for index in 2...50 { try! store.defineComputed("c\(index)", expression: "$c\(index - 1) + 1") }
+            let session = Session(store: store, access: .read, output: DroppingOutput())
+            session.receive(#"{"op":"watch","keys":["c50"],"initial":false}"#)
+            return { value in withExtendedLifetime(session) { _ = try! store.setValue(.int(Int64(value)), forKey: "src") } }
+        }
+    }
+}
+
+/// An output that takes every line and sends nothing.
+private final class DroppingOutput: SessionOutput {
+    var pendingBytes: Int { 0 }
+    func write(_ line: EncodedLine) {}
 }

@@ -94,7 +94,7 @@ func runStoreBenchmark() {
     let parsed = makeStore()
     let output = NullOutput()
     let session = Session(store: parsed, access: .write, output: output)
-    let lines = (0..<1000).map { #"{"id":\#($0),"op":"set","key":"k","value":\#($0)}"# }
+    let lines = (0..<1000).map { #"{"id":\#($0),"op":"set","key":"k","value":\#($0)}"# + "\n" }
     row("set request line through a Session (parse, commit, respond)", nsPerOp(iterations: 100_000) { session.receive(lines[$0 % 1000]) })
     print()
     print("(populating the million-key store: \(String(format: "%.0f", populate)) ms)")

@@ -1,6 +1,6 @@
 import ObsCore
 
-/// A definitions file (cli.md): one write command per line in obsctl's syntax without the
+/// A definitions file (docs/cli.md): one write command per line in obsctl's syntax without the
 /// `obsctl` word, shell-like quoting, blank lines and # comments. `obsctl apply` and obsd's
 /// `definitions` setting both read it with this type and apply it with `apply`.
 public struct DefinitionsFile: Sendable {

@@ -1,4 +1,4 @@
-/// Durations as cli.md writes them: `250ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
+/// Durations as docs/cli.md writes them: `250ms`, `5s`, `2m`, `1h`, or a bare number of seconds.
 public enum DurationText {
     /// Seconds, or nil when `text` is not a duration (negative and non-finite ones included).
     public static func seconds(_ text: String) -> Double? {

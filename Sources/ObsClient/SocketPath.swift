@@ -1,6 +1,6 @@
 import Glibc
 
-/// Where the daemon's socket is, by the rules obsd and obsctl share (cli.md): `--socket`, then
+/// Where the daemon's socket is, by the rules obsd and obsctl share (docs/cli.md): `--socket`, then
 /// `$OBSD_SOCKET`, then `/run/obsd/obsd.sock` for root, `$XDG_RUNTIME_DIR/obsd/obsd.sock`, or
 /// `/tmp/obsd-$UID/obsd.sock`.
 public func defaultSocketPath(explicit: String? = nil, environment: [String: String], uid: uid_t = getuid()) -> String {

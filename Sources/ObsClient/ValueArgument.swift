@@ -1,6 +1,6 @@
 import ObsCore
 
-/// How a command-line VALUE becomes JSON (cli.md): JSON if it parses, else a string.
+/// How a command-line VALUE becomes JSON (docs/cli.md): JSON if it parses, else a string.
 public enum ValueMode: Sendable {
     /// JSON when the text parses as JSON, otherwise the text as a string.
     case auto

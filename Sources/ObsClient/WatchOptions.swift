@@ -1,6 +1,6 @@
 import ObsCore
 
-/// What a watch asks the daemon for (protocol.md `watch`), and whether the client resumes it.
+/// What a watch asks the daemon for (the `watch` operation of docs/protocol.md), and whether the client resumes it.
 public struct WatchOptions: Sendable {
     public var keys: [String]
     public var initial = true

@@ -12,7 +12,7 @@ public final class WatchStream: @unchecked Sendable {
     /// The last revision seen, and the keys of that revision already delivered. A connection can
     /// drop in the middle of a transaction's events (a daemon killed while writing them); so a
     /// resumed watch asks for that whole revision again (`since` one before it) and drops what it
-    /// already delivered: every change once, none lost, none repeated (cli.md).
+    /// already delivered: every change once, none lost, none repeated (docs/cli.md, `watch --reconnect`).
     private var lastRevision: UInt64?
     private var deliveredAtLast = Set<String>()
     /// Between a reconnection and its `synced`: replayed events are checked against the above.

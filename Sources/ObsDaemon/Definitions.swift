@@ -1,4 +1,4 @@
-// The `definitions` setting: a definitions file (cli.md, the format of `obsctl apply`) applied
+// The `definitions` setting: a definitions file (docs/cli.md, the format of `obsctl apply`) applied
 // after the state is restored and before READY, and again on every reload. It is parsed and
 // applied by the client library's DefinitionsFile, the code obsctl uses, through an in-process
 // session: the file means exactly what `obsctl apply FILE` would make of it.

@@ -5,7 +5,7 @@ import ObsClient
 public let obsctlVersion = "0.1.0"
 
 /// obsctl's entry point: parses the command line, runs the command, and turns failures into
-/// the exit codes of cli.md: 1 the daemon said no, 2 no daemon, 3 timed out, 64 usage.
+/// the exit codes of docs/cli.md: 1 the daemon said no, 2 no daemon, 3 timed out, 64 usage.
 public enum Obsctl {
     public static func main(_ arguments: [String], environment: [String: String], output: Output = Output()) -> Int32 {
         // A closed stdout shows up as EPIPE on write (Output exits quietly), not as a signal.

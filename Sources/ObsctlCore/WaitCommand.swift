@@ -30,7 +30,7 @@ enum WaitCommand {
         }
     }
 
-    /// expressions.md: false, null, 0, "", [] and {} are falsy.
+    /// docs/expressions.md: false, null, 0, "", [] and {} are falsy.
     static func truthy(_ value: JSONValue) -> Bool {
         switch value {
         case .null: false

@@ -1,4 +1,4 @@
-/// An expression of the language in expressions.md, compiled once when defined and evaluated
+/// An expression of the language of docs/expressions.md, compiled once when defined and evaluated
 /// many times.
 public struct Expression: Sendable, CustomStringConvertible {
     /// The text the expression was compiled from.

@@ -1,5 +1,5 @@
 /// Writes a JSON object member by member in a fixed order (protocol lines list their fields in
-/// the order protocol.md shows), values in the canonical encoding.
+/// the order docs/protocol.md shows), values in the canonical encoding.
 struct ObjectWriter {
     var bytes: [UInt8] = []
     private var needsComma: Bool

@@ -1,6 +1,6 @@
 /// An error with a stable code, a message for humans, and optional details.
 ///
-/// Codes are the wire protocol's error codes (protocol.md); a code is never reused for another
+/// Codes are the wire protocol's error codes (docs/protocol.md); a code is never reused for another
 /// meaning. `details` become extra members of the wire error object (`pos`, `path`, `rev`, `index`).
 public struct ObsError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable error code, as written on the wire.
@@ -28,7 +28,7 @@ public struct ObsError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let shuttingDown = Code(rawValue: "shutting_down")
         public static let `internal` = Code(rawValue: "internal")
 
-        /// Every code of protocol.md, in its table's order.
+        /// Every code of docs/protocol.md, in its table's order.
         public static let all: [Code] = [
             .badJSON, .badRequest, .unknownOp, .badKey, .badValue, .notFound, .exists, .readOnly,
             .conflict, .typeMismatch, .parseError, .evalError, .cycle, .tooLarge, .limit,

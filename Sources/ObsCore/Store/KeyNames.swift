@@ -1,4 +1,4 @@
-/// Key and channel names (model.md, Keys): segments of `[A-Za-z0-9_-]+` joined by `.`, at most
+/// Key and channel names (docs/protocol.md): segments of `[A-Za-z0-9_-]+` joined by `.`, at most
 /// 256 bytes.
 enum KeyName {
     static let maxBytes = 256

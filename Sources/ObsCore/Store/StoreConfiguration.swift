@@ -1,4 +1,4 @@
-/// The store's limits and settings (model.md, Limits), each a named constant with its default.
+/// The store's limits and settings (config/obsd.conf.example explains each), each a named constant with its default.
 public struct StoreConfiguration: Sendable {
     /// Largest encoded value a key may hold: `too_large` beyond it.
     public var maxValueBytes = 1 << 20

@@ -1,5 +1,5 @@
 // How the settings are combined, for every setting: command-line flag, then environment
-// (OBSD_SOCKET, STATE_DIRECTORY), then the configuration file, then the default (cli.md).
+// (OBSD_SOCKET, STATE_DIRECTORY), then the configuration file, then the default (docs/operations.md).
 import Glibc
 
 /// The process environment the defaults depend on, injectable for tests.

@@ -1,6 +1,6 @@
 import ObsCore
 
-/// Where acknowledged writes go (model.md, Persistence).
+/// Where acknowledged writes go (docs/operations.md, Durability).
 public enum Durability: String, Sendable, CaseIterable {
     case normal, strict, memory
 }
@@ -30,7 +30,7 @@ public struct AllowRule: Sendable, Equatable {
     }
 }
 
-/// Every limit of model.md's table, with its default.
+/// Every limit a client could push against, with its default (config/obsd.conf.example explains each).
 public struct Limits: Sendable, Equatable {
     /// A request line longer than this answers `too_large` and closes the connection.
     public var maxLineBytes = 1 << 20
@@ -65,7 +65,7 @@ public struct Settings: Sendable, Equatable {
     public var durability: Durability = .normal
     public var logLevel: LogLevel = .info
     public var allow: [AllowRule] = []
-    /// A definitions file (cli.md) applied at start and on reload.
+    /// A definitions file (docs/cli.md) applied at start and on reload.
     public var definitions: String?
     public var limits = Limits()
 

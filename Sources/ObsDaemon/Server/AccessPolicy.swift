@@ -1,4 +1,4 @@
-// Who may use the socket (model.md, Security): the daemon's own uid and root with write access,
+// Who may use the socket (docs/operations.md, Security): the daemon's own uid and root with write access,
 // then the users and groups of the `allow` setting, each with its access; the widest matching
 // rule wins. Names are resolved when the settings are loaded (start and reload), so accepting a
 // connection costs no passwd lookup except for a group rule's supplementary-group check.

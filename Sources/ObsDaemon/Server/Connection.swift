@@ -8,7 +8,7 @@
 //
 // Back-pressure: while a connection's unsent output is over the limit, obsd stops reading its
 // requests (so a client that pipelines without reading cannot make obsd buffer without bound) and
-// the session stops queuing events (overflow, model.md). If the client reads nothing at all for
+// the session stops queuing events (overflow: docs/protocol.md). If the client reads nothing at all for
 // client_timeout in that state, it is disconnected.
 import Glibc
 import ObsCore

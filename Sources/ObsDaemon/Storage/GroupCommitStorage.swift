@@ -9,8 +9,7 @@
 //
 // Batches are numbered. A line a connection queues while a change is unwritten carries the number
 // of the newest batch holding one (`unwritten`), and is sent only once that batch is written
-// (`written` >= its number): see `Connection.write`. Which lines wait is the server's rule
-// (`Server.batchToWaitFor`).
+// (`written` >= its number). Which lines wait, and their release, is WriteGate's rule.
 //
 // A failed write (a full disk) leaves nothing on disk: the batch is merged back in front of the
 // open one and tried again after `retryInterval`. A failed fsync cannot be tried again (the kernel

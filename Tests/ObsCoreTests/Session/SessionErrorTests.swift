@@ -1,7 +1,7 @@
 import ObsCore
 import XCTest
 
-/// Every error code of protocol.md, provoked through a session.
+/// Every error code of docs/protocol.md, provoked through a session.
 final class SessionErrorTests: XCTestCase {
     func test_badJSON_nonObjectsAndBrokenLinesAnswerWithNullID() {
         let client = Harness().connect()
@@ -85,6 +85,32 @@ final class SessionErrorTests: XCTestCase {
         XCTAssertTrue(lines[0].contains(#""code":"too_large""#))
         XCTAssertTrue(client.session.wantsClose)
         XCTAssertEqual(client.send(#"{"op":"ping"}"#), [])
+    }
+
+    /// The session frames what it receives: a request cut anywhere waits for its end, lines
+    /// before an overlong one are answered, and nothing after it is read.
+    func test_framing_requestsCutAnywhere_andLinesBeforeAnOverlongOne() {
+        var configuration = StoreConfiguration()
+        configuration.maxLineBytes = 64
+        let client = Harness(configuration: configuration).connect()
+        let bytes = Array(#"{"id":1,"op":"ping"}"#.utf8) + [0x0D, 0x0A] + Array("  \n".utf8) + Array(#"{"id":2,"op":"ping"}"#.utf8) + [0x0A]
+            + Array(repeating: UInt8(ascii: "x"), count: 100) + [0x0A] + Array(#"{"id":3,"op":"ping"}"#.utf8) + [0x0A]
+        for byte in bytes { [byte].withUnsafeBytes { client.session.receive(bytes: $0) } }
+        let lines = client.output.take()
+        XCTAssertEqual(lines.count, 3, "\(lines)")
+        XCTAssertTrue(lines[0].hasPrefix(#"{"id":1,"ok":true"#))
+        XCTAssertTrue(lines[1].hasPrefix(#"{"id":2,"ok":true"#))
+        XCTAssertTrue(lines[2].contains(#""code":"too_large""#))
+        XCTAssertTrue(client.session.wantsClose)
+    }
+
+    /// One "\r" before the newline is the line's end; a second one is part of the line, which is
+    /// then not JSON (and not blank).
+    func test_framing_onlyOneCarriageReturnIsStripped() {
+        let client = Harness().connect()
+        XCTAssertEqual(client.send("\r\r\n").count, 1)
+        XCTAssertEqual(errorCode(client.request("\r\r\n")), "bad_json")
+        XCTAssertEqual(client.send("\r\n"), [], "a line of one \\r is blank")
     }
 
     func test_limit_watchesPerConnection() {

@@ -1,7 +1,7 @@
 import ObsCore
 import XCTest
 
-/// The example session of protocol.md, byte for byte.
+/// The example session of docs/protocol.md, byte for byte.
 final class SessionExampleTests: XCTestCase {
     func test_protocolExampleSession_verbatim() {
         let harness = Harness()

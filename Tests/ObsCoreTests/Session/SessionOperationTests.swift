@@ -1,7 +1,7 @@
 import ObsCore
 import XCTest
 
-/// One test per operation of protocol.md, through a session.
+/// One test per operation of docs/protocol.md, through a session.
 final class SessionOperationTests: XCTestCase {
     func test_hello_reportsServerProtocolAndRevision() {
         let client = Harness().connect()

@@ -1,7 +1,7 @@
 import ObsCore
 import XCTest
 
-/// The reactive graph of model.md, through sessions.
+/// The reactive graph of named keys, through sessions.
 final class ComputedKeyTests: XCTestCase {
     ///     a
     ///    / \

@@ -1,7 +1,7 @@
 @testable import ObsCore
 import XCTest
 
-/// The key-name and pattern grammar of model.md, and the pattern index.
+/// The key-name and pattern grammar, and the pattern index.
 final class KeyNameTests: XCTestCase {
     func test_keyNames_segmentsOfNameCharactersJoinedByDots() {
         for name in ["volume", "sensor.kitchen.temp", "net.wifi-5g.ssid", "A_b-9", String(repeating: "x", count: 256)] {

@@ -1,7 +1,7 @@
 import ObsCore
 import XCTest
 
-/// Further rules of model.md: `always`, kinds changing, bindings from computeds, restarts.
+/// Further rules of the store: `always`, kinds changing, bindings from computeds, restarts.
 final class StoreSemanticsTests: XCTestCase {
     func test_always_sendsAChangeWithEqualOldAndNew() {
         let harness = Harness()

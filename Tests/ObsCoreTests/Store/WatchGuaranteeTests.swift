@@ -1,7 +1,7 @@
 import ObsCore
 import XCTest
 
-/// One test per guarantee of model.md's Watches section.
+/// One test per guarantee a watch gives (every mode, every start).
 final class WatchGuaranteeTests: XCTestCase {
     func test_patterns_starMatchesOneSegmentAndDoubleStarAny() {
         let harness = Harness()

@@ -1,7 +1,8 @@
-// model.md's Security section against the real obsd: the socket directory, symlinks, ownership,
+// The security rules (docs/operations.md, Security) against the real obsd: the socket directory, symlinks, ownership,
 // stale and live sockets, and SO_PEERCRED with the allow setting, using uids the test creates.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 final class SecurityTests: XCTestCase {

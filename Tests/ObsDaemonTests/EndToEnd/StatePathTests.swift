@@ -2,6 +2,7 @@
 // (docs/operations.md, Security), and the lock and database never reached through a symlink.
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 final class StatePathTests: XCTestCase {

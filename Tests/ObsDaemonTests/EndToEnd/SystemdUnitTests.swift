@@ -26,8 +26,12 @@ final class SystemdUnitTests: XCTestCase {
         init(_ sandbox: Sandbox, unit: String, config: String, obsd: String) throws {
             self.sandbox = sandbox
             let root = sandbox.root
-            for directory in ["run/obsd-test-units/obsd.service.d", "varlib", "bin", "etc-upper/obsd", "etc-work"] {
+            // Modes set outright: the test process's umask may be anything (an in-process daemon
+            // sets 077), and the service's dynamic user must reach /usr/local/bin and /etc/obsd.
+            for directory in ["run", "run/obsd-test-units", "run/obsd-test-units/obsd.service.d", "varlib", "bin", "etc-upper",
+                              "etc-upper/obsd", "etc-work"] {
                 try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
+                chmod(root + "/" + directory, 0o755)
             }
             try FileManager.default.copyItem(atPath: obsd, toPath: root + "/bin/obsd")
             chmod(root + "/bin/obsd", 0o755)
@@ -36,6 +40,10 @@ final class SystemdUnitTests: XCTestCase {
             try sandbox.write("[Service]\nStandardOutput=append:/run/obsd-test.log\nStandardError=append:/run/obsd-test.log\n",
                               to: root + "/run/obsd-test-units/obsd.service.d/output.conf")
             try sandbox.write(config, to: root + "/etc-upper/obsd/obsd.conf")
+            for file in ["run/obsd-test-units/obsd.service", "run/obsd-test-units/obsd-test.target",
+                         "run/obsd-test-units/obsd.service.d/output.conf", "etc-upper/obsd/obsd.conf"] {
+                chmod(root + "/" + file, 0o644)
+            }
             try sandbox.write("""
                 set -e
                 mount --bind "$1/run" /run
@@ -49,13 +57,18 @@ final class SystemdUnitTests: XCTestCase {
                 """, to: root + "/boot.sh")
             process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
             process.arguments = ["--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "/bin/sh", root + "/boot.sh", root]
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            FileManager.default.createFile(atPath: root + "/boot.log", contents: nil)
+            process.standardOutput = FileHandle(forWritingAtPath: root + "/boot.log")
+            process.standardError = FileHandle(forWritingAtPath: root + "/boot.log")
             try process.run()
         }
 
         var socket: String { sandbox.root + "/run/obsd/obsd.sock" }
-        var log: String { (try? String(contentsOfFile: sandbox.root + "/run/obsd-test.log", encoding: .utf8)) ?? "" }
+        /// obsd's output, and what booting printed.
+        var log: String {
+            ["/run/obsd-test.log", "/boot.log"].map { (try? String(contentsOfFile: sandbox.root + $0, encoding: .utf8)) ?? "" }
+                .joined(separator: "\n")
+        }
 
         /// Killing systemd, PID 1 of its namespace, ends every process in it.
         deinit {

@@ -5,6 +5,7 @@
 import CSQLite
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 final class WriterThreadTests: XCTestCase {

@@ -1,5 +1,6 @@
 import ObsClient
 import ObsCore
+import TestSupport
 import XCTest
 
 /// The client library as a Swift program uses it: async requests and an AsyncSequence of events.

@@ -1,60 +1,47 @@
-// Runs a real obsd in a private temporary directory and the real obsctl binary against it, the
-// way the daemon's end-to-end tests do. Every wait is for a condition with a generous deadline.
+// Runs a real obsd in a private temporary directory (TestSupport's launcher) and the real obsctl
+// binary against it. Every wait is for a condition with a generous deadline.
 import Foundation
 import Glibc
 import TestSupport
 import XCTest
 
-/// A temporary directory with one obsd (memory or a state directory) on a private socket.
+/// A temporary directory with one obsd (memory or a state directory) on a private socket, which
+/// can be stopped and started again on the same state and socket.
 final class Daemon {
-    let root: String
-    var process: Process?
+    let sandbox: Sandbox
+    private(set) var obsd: ObsdProcess?
     var persistent: Bool
     var extraArguments: [String]
 
     init(persistent: Bool = false, arguments: [String] = []) throws {
-        var template = Array((NSTemporaryDirectory() + "obsctl-e2e-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-        root = String(cString: made)
+        sandbox = try Sandbox()
         self.persistent = persistent
         extraArguments = arguments
         try start()
     }
 
-    deinit {
-        stop(signal: SIGKILL)
-        try? FileManager.default.removeItem(atPath: root)
-    }
+    deinit { stop(signal: SIGKILL) }
 
+    var root: String { sandbox.root }
     var socket: String { root + "/obsd.sock" }
+    var process: Process? { obsd?.process }
+    /// What every run of obsd here wrote to stderr.
     var logPath: String { root + "/obsd.log" }
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try builtExecutable("obsd"))
-        process.arguments = ["--socket", socket] + (persistent ? ["--state-dir", root + "/state"] : ["--memory"]) + extraArguments
-        var env = ProcessInfo.processInfo.environment
-        for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM", "OBSD_SOCKET"] { env[name] = nil }
-        env["XDG_CONFIG_HOME"] = root + "/xdg-config"
-        process.environment = env
-        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
-        let log = FileHandle(forWritingAtPath: logPath)!
-        log.seekToEndOfFile()
-        process.standardError = log
-        try process.run()
-        self.process = process
-        waitFor("obsd to listen; log:\n\(self.log)") {
-            !process.isRunning || Glibc.access(socket, F_OK) == 0 && canConnect(socket)
-        }
+        let arguments = ["--socket", socket] + (persistent ? ["--state-dir", root + "/state"] : ["--memory"]) + extraArguments
+        let obsd = try ObsdProcess(sandbox, arguments: arguments, logPath: logPath)
+        self.obsd = obsd
+        obsd.waitUntilListening(socket)
     }
 
     /// Stops obsd and waits until it is gone.
     func stop(signal: Int32 = SIGTERM) {
-        guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, signal)
-        process.waitUntilExit()
-        self.process = nil
+        guard let obsd, obsd.process.isRunning else { return }
+        obsd.signal(signal)
+        obsd.process.waitUntilExit()
+        self.obsd = nil
     }
 
     @discardableResult
@@ -63,17 +50,6 @@ final class Daemon {
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         return path
     }
-}
-
-func canConnect(_ path: String) -> Bool {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    } == 0
 }
 
 /// What a finished obsctl printed, and its status.

@@ -285,7 +285,7 @@ final class CommandLineTests: XCTestCase {
 final class ShippedConfigTests: XCTestCase {
     private var repository: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
+            .deletingLastPathComponent().deletingLastPathComponent().path
     }
 
     /// config/obsd.conf.example names every setting with its default: uncommented, it parses to

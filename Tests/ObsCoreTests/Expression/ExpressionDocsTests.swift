@@ -6,7 +6,7 @@ final class ExpressionDocsTests: XCTestCase {
     private var documentedRows: [(source: String, result: String)] {
         get throws {
             let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../../docs/expressions.md")
+                .appendingPathComponent("../../../docs/expressions.md")
             return try String(contentsOf: docs, encoding: .utf8).split(separator: "\n").compactMap { line in
                 guard line.hasPrefix("| `"), line.hasSuffix("` |") else { return nil }
                 let cells = line.dropFirst(3).dropLast(3).components(separatedBy: "` | `")
