@@ -72,11 +72,18 @@ public final class Session {
         }
         store.requestLineBytes = line.count
         defer { store.requestLineBytes = nil }
-        lines.answer { handle(object) }
+        // Only a number's value may re-encode to other bytes (a double, or -0): then the answer
+        // carries the request's own.
+        var idToken: [UInt8]?
+        switch object["id"] {
+        case .double?, .int(0)?: idToken = RequestID.numberToken(in: line)
+        default: break
+        }
+        lines.answer { handle(object, idToken: idToken) }
     }
 
     /// Runs one request through the operation table; its answer line.
-    private func handle(_ object: [String: JSONValue]) -> EncodedLine {
+    private func handle(_ object: [String: JSONValue], idToken: [UInt8]?) -> EncodedLine {
         var id = object["id"] ?? .null
         do throws(ObsError) {
             switch id {
@@ -96,9 +103,9 @@ public final class Session {
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
             let reply = try perform(operation, request)
-            return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            return LineEncoding.response(id: id, idToken: idToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
         } catch {
-            return LineEncoding.error(id: id, error)
+            return LineEncoding.error(id: id, idToken: idToken, error)
         }
     }
 
