@@ -8,7 +8,7 @@
 // 3. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
 // 4. sd_notify READY=1.
 // Then the loop runs (DaemonLoop.swift) until the shutdown sequence (SIGTERM, SIGINT): STOPPING=1,
-// stop accepting, answer the requests already received, send goodbye, flush (at most
+// stop accepting, answer what each client has already sent (`shutting_down`), send goodbye, flush (at most
 // `DaemonLoop.flushDeadline` seconds; answers still wait for their batch); then what is left is
 // written, the database closed and the socket removed.
 import CLinux
@@ -31,6 +31,8 @@ public final class Daemon {
     private let log: Logger
     private let control: DaemonControl?
     private let handleSignals: Bool
+    /// The most connections the descriptor limit leaves room for (DescriptorLimit.swift).
+    private var connectionCeiling = Int.max
 
     /// `control` lets another thread stop or reload the daemon; `handleSignals` makes SIGTERM,
     /// SIGINT and SIGHUP do so (the executable sets it, in-process tests do not).
@@ -53,6 +55,7 @@ public final class Daemon {
             throw DaemonError("cannot set up signal handling: \(error)")
         }
         signal(SIGPIPE, SIG_IGN)
+        DescriptorLimit.raiseSoftLimit()
         // The database, its WAL and the lock file hold the whole state: readable by us alone.
         umask(0o077)
         let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
@@ -82,6 +85,9 @@ public final class Daemon {
             listener.removeSocketFile()
             throw DaemonError("cannot start the event loop: \(error)")
         }
+        // Everything obsd holds for itself is open now: the rest is for clients.
+        connectionCeiling = DescriptorLimit.connectionCeiling()
+        server.limits.maxConnections = connectionLimit(settings.limits.maxConnections)
         log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(settings.durability == .memory ? "in memory" : settings.databasePath), durability \(settings.durability.rawValue)")
         notifier.send("READY=1\nSTATUS=listening\nMAINPID=\(getpid())")
 
@@ -177,6 +183,13 @@ public final class Daemon {
         return lock
     }
 
+    /// max_connections as the descriptor limit allows it; the log says so when it is lowered.
+    private func connectionLimit(_ configured: Int) -> Int {
+        guard configured > connectionCeiling else { return configured }
+        log.warn("max_connections is \(configured), but the descriptor limit (ulimit -n, LimitNOFILE=) leaves room for \(connectionCeiling) connections: serving at most \(connectionCeiling)")
+        return connectionCeiling
+    }
+
     private func policy(_ settings: Settings) -> AccessPolicy {
         let unmapped = unmappedUID()
         if let unmapped, !settings.allow.isEmpty {
@@ -221,7 +234,7 @@ public final class Daemon {
         log.level = fresh.logLevel
         server.apply(policy(fresh))
         // The store's own limits are fixed when it is created; the daemon's apply now.
-        server.limits.maxConnections = fresh.limits.maxConnections
+        server.limits.maxConnections = connectionLimit(fresh.limits.maxConnections)
         server.limits.clientTimeout = fresh.limits.clientTimeout
         var kept = fresh
         kept.limits = server.limits

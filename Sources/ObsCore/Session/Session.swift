@@ -20,9 +20,17 @@ public final class Session {
     /// nothing it receives after that is read.
     public private(set) var wantsClose = false
     public private(set) var isClosed = false
-    /// Whether the output passed its limit and events are being dropped until `outputDrained()`:
-    /// the daemon disconnects a client that stays so for `client_timeout`.
-    public var isOverflowing: Bool { watchClient.overflowed }
+    /// Request lines that arrived while the output was over its limit, each ended by "\n": they
+    /// are answered once it drains (`outputDrained`). A client that pipelines requests without
+    /// reading the answers (a thousand `get`s of a 1 MiB value in one 64 KiB read) would otherwise
+    /// make obsd queue answers without bound; the daemon stops reading such a client meanwhile, so
+    /// this holds what one read brought at most.
+    private var deferred: [UInt8] = []
+    /// Whether the output passed its limit and events are being dropped, or requests wait, until
+    /// `outputDrained()`: the daemon disconnects a client that stays so for `client_timeout`.
+    public var isOverflowing: Bool { watchClient.overflowed || !deferred.isEmpty }
+    /// Whether requests received wait for the output to drain before they are answered.
+    public var hasDeferredRequests: Bool { !deferred.isEmpty }
 
     public init(store: Store, access: Access, output: any SessionOutput) {
         self.store = store
@@ -42,7 +50,12 @@ public final class Session {
         do throws(LineTooLong) {
             try framer.append(bytes) { line in
                 guard !isClosed else { return }
-                handle(line: line)
+                if !deferred.isEmpty || lines.unsentBytes > store.configuration.maxOutputBytes {
+                    deferred.append(contentsOf: line)
+                    deferred.append(0x0A)
+                } else {
+                    handle(line: line)
+                }
             }
         } catch {
             lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")))
@@ -121,7 +134,23 @@ public final class Session {
     /// overflow each watch sends `overflow` and a fresh snapshot.
     public func outputDrained() {
         guard !isClosed else { return }
-        store.watches.drained(watchClient)
+        answerDeferred()
+        if deferred.isEmpty { store.watches.drained(watchClient) }
+    }
+
+    /// Answers the deferred requests, in order, until the output is over its limit again.
+    private func answerDeferred() {
+        guard !deferred.isEmpty else { return }
+        let waiting = deferred
+        var start = 0
+        waiting.withUnsafeBytes { bytes in
+            while start < bytes.count, !isClosed, lines.unsentBytes <= store.configuration.maxOutputBytes {
+                let end = bytes[start...].firstIndex(of: 0x0A)!
+                handle(line: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                start = end + 1
+            }
+        }
+        deferred = Array(waiting[start...])
     }
 
     /// Ends the session however the connection ended: its watches stop, and its ephemeral keys are
@@ -129,6 +158,7 @@ public final class Session {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
+        deferred.removeAll()
         store.watches.remove(watchClient)
         store.removeEphemeralKeys(ephemeralKeys, owner: id)
         ephemeralKeys.removeAll()

@@ -14,7 +14,13 @@ final class Server {
     var limits: Limits
     var policy: AccessPolicy
 
+    /// The log lines clients can cause, rate-limited.
+    private let clientLog: ClientLog
+    /// A descriptor kept free to refuse clients with when every other one is in use.
+    private let reserve = ReservedDescriptor()
     private(set) var connections: [Int32: Connection] = [:]
+    /// Set by `beginShutdown`.
+    private var stopping = false
     /// The connections with `stalledSince` set: the only ones the client_timeout checks of each
     /// turn need to look at (a loop over every connection per turn costs the 1,000-watcher case
     /// more than its deliveries).
@@ -33,6 +39,7 @@ final class Server {
         self.limits = limits
         self.policy = policy
         self.log = log
+        clientLog = ClientLog(log)
         try loop.add(listener.fd, EventLoop.input)
     }
 
@@ -40,38 +47,75 @@ final class Server {
 
     // MARK: - Accepting
 
-    /// Accepts every pending connection.
-    func acceptAll() {
-        guard let listener else { return }
+    /// Accepts every pending connection. Out of descriptors, each waiting client is still
+    /// answered `limit` and closed (through the reserved descriptor); when not even that works,
+    /// accepting pauses (`pauseAccepting`) instead of waking the loop again at once.
+    func acceptAll(now: Double) {
+        guard let listener, acceptResumeAt == nil else { return }
         while true {
             let fd = accept4(listener.fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-            if fd < 0 {
-                switch errno {
-                case EAGAIN, EINTR: return
-                case ECONNABORTED, EPROTO: continue
-                default:
-                    // EMFILE and friends: leave the rest in the backlog until descriptors free up.
-                    log.warn("accept: \(SystemError("accept4"))")
-                    return
-                }
+            if fd >= 0 {
+                admit(fd, now: now)
+                continue
             }
-            admit(fd)
+            let error = SystemError("accept4")
+            switch error.code {
+            case EAGAIN, EINTR:
+                return
+            case ECONNABORTED, EPROTO:
+                continue
+            case EMFILE, ENFILE:
+                let refusal = ObsError(.limit, "the daemon is out of file descriptors; try again later")
+                if reserve.refuse(from: listener.fd, with: LineEncoding.error(id: .null, refusal).bytes) {
+                    clientLog.warn(.outOfDescriptors, now: now, "connection refused: out of file descriptors (\(error)); raise LimitNOFILE= or lower max_connections")
+                    continue
+                }
+                clientLog.warn(.acceptFailed, now: now, "accept: \(error); not accepting for \(Self.acceptPause) s")
+                return pauseAccepting(now: now)
+            default:
+                clientLog.warn(.acceptFailed, now: now, "accept: \(error); not accepting for \(Self.acceptPause) s")
+                return pauseAccepting(now: now)
+            }
         }
     }
 
-    private func admit(_ fd: Int32) {
+    /// How long the listener stays out of the epoll set after accepting failed.
+    static let acceptPause = 1.0
+
+    /// When accepting resumes, while it is paused.
+    private(set) var acceptResumeAt: Double?
+
+    private func pauseAccepting(now: Double) {
+        guard let listener, acceptResumeAt == nil else { return }
+        loop.remove(listener.fd)
+        acceptResumeAt = now + Self.acceptPause
+    }
+
+    /// Puts the listener back once the pause is over (or a connection closed: a descriptor is free).
+    func resumeAccepting(now: Double, early: Bool = false) {
+        guard let listener, let due = acceptResumeAt, early || now >= due else { return }
+        acceptResumeAt = nil
+        do throws(SystemError) {
+            try loop.add(listener.fd, EventLoop.input)
+        } catch {
+            clientLog.warn(.acceptFailed, now: now, "cannot watch the listener again: \(error)")
+            acceptResumeAt = now + Self.acceptPause
+        }
+    }
+
+    private func admit(_ fd: Int32, now: Double) {
         guard connections.count < limits.maxConnections else {
-            log.warn("connection refused: \(limits.maxConnections) connections already open (max_connections)")
+            clientLog.warn(.overConnectionLimit, now: now, "connection refused: \(limits.maxConnections) connections already open (max_connections)")
             refuse(fd, ObsError(.limit, "too many connections (max_connections is \(limits.maxConnections))"))
             return
         }
         guard let peer = PeerCredentials.of(fd) else {
-            log.warn("connection refused: \(SystemError("SO_PEERCRED"))")
+            clientLog.warn(.peerCredentials, now: now, "connection refused: \(SystemError("SO_PEERCRED"))")
             close(fd)
             return
         }
         guard let access = policy.access(for: peer) else {
-            log.info("connection from uid \(peer.uid) (pid \(peer.pid)) refused: not in allow")
+            clientLog.info(.notAllowed, now: now, "connection from uid \(peer.uid) (pid \(peer.pid)) refused: not in allow")
             refuse(fd, ObsError(.permissionDenied, "uid \(peer.uid) may not use this daemon"))
             return
         }
@@ -79,7 +123,7 @@ final class Server {
         do throws(SystemError) {
             try loop.add(fd, EventLoop.input)
         } catch {
-            log.warn("connection refused: \(error)")
+            clientLog.warn(.registration, now: now, "connection refused: \(error)")
             close(fd)
             return
         }
@@ -126,6 +170,8 @@ final class Server {
     // MARK: - Reading
 
     /// Reads what `fd` has (at most a fair share per turn) and hands complete lines to its session.
+    /// While stopping, it reads everything the client has sent so far, and once all of it is
+    /// answered (`shutting_down`) the connection gets `goodbye`.
     func readable(_ fd: Int32, hangup: Bool) {
         guard let connection = connections[fd] else { return }
         guard !connection.readClosed else {
@@ -136,26 +182,41 @@ final class Server {
         // the loop while others wait (level-triggered epoll reports the rest next turn). A read
         // that does not fill the buffer took everything there was: reading again would only cost
         // a system call to learn EAGAIN (and epoll reports whatever arrives after it).
-        for _ in 0..<4 {
+        var readAll = false
+        var reads = 0
+        while stopping || reads < 4 {
+            reads += 1
             let count = readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                if errno == EAGAIN { break }
+                if errno == EAGAIN {
+                    readAll = true
+                    break
+                }
                 drop(connection)
                 return
             }
             if count == 0 {
-                // EOF: answer what was complete, drop any partial line, close once flushed.
+                // EOF: answer what was complete, drop any partial line, close once flushed (and
+                // once the requests waiting for the output to drain are answered).
                 connection.readClosed = true
                 connection.closeAfterFlush = true
-                connection.session?.close()
-                connection.session = nil
-                if connection.pendingBytes == 0 { drop(connection) } else { updateInterest(connection) }
-                return
+                if connection.session?.hasDeferredRequests != true {
+                    connection.session?.close()
+                    connection.session = nil
+                    if connection.pendingBytes == 0 { return drop(connection) }
+                }
+                return updateInterest(connection)
             }
             feed(connection, count)
-            if count < readBuffer.count || connection.readClosed || connection.pendingBytes > limits.outputBufferBytes { break }
+            if connection.readClosed || connection.pendingBytes > limits.outputBufferBytes
+                || connection.session?.hasDeferredRequests == true { break }
+            if count < readBuffer.count {
+                readAll = true
+                break
+            }
         }
+        if stopping, readAll, connection.session?.hasDeferredRequests != true { sayGoodbye(connection) }
         updateInterest(connection)
     }
 
@@ -163,7 +224,7 @@ final class Server {
         guard let session = connection.session, !connection.closeAfterFlush else { return }
         readBuffer.withUnsafeBytes { session.receive(bytes: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
         if session.wantsClose {
-            log.info("connection \(connection.fd): request line over \(limits.maxLineBytes) bytes; closing")
+            clientLog.info(.lineTooLong, "connection \(connection.fd): request line over \(limits.maxLineBytes) bytes; closing")
             connection.readClosed = true
             connection.closeAfterFlush = true
         }
@@ -195,13 +256,16 @@ final class Server {
             return
         case .done:
             setStalled(connection, since: nil)
-            if connection.closeAfterFlush {
+            connection.overLimit = false
+            // Drained: deferred requests are answered, `latest` watches send what they held, an
+            // overflowed session resyncs (not when closing: then only deferred requests matter).
+            if let session = connection.session, !connection.closeAfterFlush || session.hasDeferredRequests {
+                session.outputDrained()
+            }
+            if connection.closeAfterFlush, connection.pendingBytes == 0, connection.session?.hasDeferredRequests != true {
                 drop(connection)
                 return
             }
-            connection.overLimit = false
-            // Drained: `latest` watches send what they held, an overflowed session resyncs.
-            connection.session?.outputDrained()
         case .held:
             // What could go went; the rest waits for a group commit, not for the socket.
             setStalled(connection, since: nil)
@@ -220,6 +284,12 @@ final class Server {
             connection.overLimit = false
             connection.session?.outputDrained()
         }
+        // Stopping: a connection whose output held up its goodbye reads (and answers) the rest of
+        // what it sent now, even if nothing new arrives to wake epoll.
+        if stopping, !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes,
+           connection.session?.hasDeferredRequests != true {
+            return readable(connection.fd, hangup: false)
+        }
         updateInterest(connection)
     }
 
@@ -229,14 +299,16 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard connection.isOpen else { return }
         var wanted: UInt32 = 0
-        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes { wanted |= EventLoop.input }
+        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.hasDeferredRequests != true {
+            wanted |= EventLoop.input
+        }
         if connection.hasSendableOutput, !connection.isDirty { wanted |= EventLoop.output }
         guard wanted != connection.interest else { return }
         do throws(SystemError) {
             try loop.modify(connection.fd, wanted)
             connection.interest = wanted
         } catch {
-            log.warn("connection \(connection.fd): \(error)")
+            clientLog.warn(.epoll, "connection \(connection.fd): \(error)")
             drop(connection)
         }
     }
@@ -253,7 +325,7 @@ final class Server {
     func expireStalled(now: Double) {
         for connection in Array(stalled.values) {
             guard let since = connection.stalledSince, now - since >= limits.clientTimeout else { continue }
-            log.info("connection \(connection.fd) (uid \(connection.peer.uid)): read nothing for \(limits.clientTimeout)s over the output limit; disconnecting")
+            clientLog.info(.clientTimeout, now: now, "connection \(connection.fd) (uid \(connection.peer.uid)): read nothing for \(limits.clientTimeout)s over the output limit; disconnecting")
             drop(connection)
         }
     }
@@ -274,30 +346,35 @@ final class Server {
         connection.session = nil
         connection.discardOutput()
         close(connection.fd)
+        // A descriptor is free again: accepting may work now.
+        if acceptResumeAt != nil { resumeAccepting(now: monotonicSeconds(), early: true) }
     }
 
     /// Shutdown, first step: stop accepting. The socket file stays until the end.
     func stopAccepting() -> Listener? {
         guard let listener else { return nil }
-        loop.remove(listener.fd)
+        if acceptResumeAt == nil { loop.remove(listener.fd) }
+        acceptResumeAt = nil
         self.listener = nil
         return listener
     }
 
-    /// Shutdown, second step: answer the requests already received, then queue `goodbye` and
-    /// close each connection once its output is written.
-    func sayGoodbye() {
+    /// Shutdown, second step: every request is answered `shutting_down` from now on; each
+    /// connection reads what its client has already sent, answers it, and then gets `goodbye` and
+    /// is closed once that is written (`readable`). A connection whose output is over its limit
+    /// does so once it drains, or is dropped at the flush deadline.
+    func beginShutdown() {
+        stopping = true
+        store.isShuttingDown = true
         for connection in Array(connections.values) where !connection.readClosed {
             readable(connection.fd, hangup: false)
         }
-        for connection in Array(connections.values) {
-            connection.readClosed = true
-            connection.closeAfterFlush = true
-            if let session = connection.session {
-                session.goodbye(reason: "shutdown")
-            }
-            updateInterest(connection)
-        }
+    }
+
+    private func sayGoodbye(_ connection: Connection) {
+        connection.readClosed = true
+        connection.closeAfterFlush = true
+        connection.session?.goodbye(reason: "shutdown")
     }
 
     /// Whether some connection got output after this turn's flush (from `Session.outputDrained`).

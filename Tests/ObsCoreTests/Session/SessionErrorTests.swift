@@ -128,6 +128,31 @@ final class SessionErrorTests: XCTestCase {
         XCTAssertEqual(client.send(#"{"\u0069d":12.5e1,"op":"ping"}"#).first?.hasPrefix(#"{"id":12.5e1,"ok":true"#), true)
     }
 
+    /// A client that pipelines requests without reading its answers: once the output is over its
+    /// limit, the rest of what it sent waits, unanswered and unparsed, until the output drains;
+    /// then it is answered in order.
+    func test_limit_answersWaitWhileTheOutputIsOverItsLimit() {
+        var configuration = StoreConfiguration()
+        configuration.maxOutputBytes = 1000
+        let client = Harness(configuration: configuration).connect()
+        XCTAssertEqual(client.request(#"{"op":"set","key":"big","value":"\#(String(repeating: "x", count: 600))"}"#)["ok"], true)
+        client.output.accumulates = true
+        let answers = client.send((1...20).map { #"{"id":\#($0),"op":"get","key":"big"}"# + "\n" }.joined())
+        XCTAssertEqual(answers.count, 2, "answers stop once the output is over its limit")
+        XCTAssertTrue(client.session.isOverflowing)
+        XCTAssertTrue(client.session.hasDeferredRequests)
+        var ids = answers.compactMap { (try? JSONValue.parse($0))?.objectValue?["id"] }
+        while client.session.hasDeferredRequests {
+            client.output.pendingBytes = 0
+            client.session.outputDrained()
+            let more = client.output.take()
+            XCTAssertLessThanOrEqual(more.count, 2)
+            ids += more.compactMap { (try? JSONValue.parse($0))?.objectValue?["id"] }
+        }
+        XCTAssertEqual(ids, (1...20).map { .int(Int64($0)) })
+        XCTAssertFalse(client.session.isOverflowing)
+    }
+
     func test_limit_watchesPerConnection() {
         var configuration = StoreConfiguration()
         configuration.maxWatchesPerConnection = 3
