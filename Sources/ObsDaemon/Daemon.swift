@@ -226,6 +226,7 @@ public final class Daemon {
                                 ("max_expression_bytes", fresh.limits.maxExpressionBytes != settings.limits.maxExpressionBytes),
                                 ("max_watches", fresh.limits.maxWatches != settings.limits.maxWatches),
                                 ("history", fresh.limits.history != settings.limits.history),
+                                ("history_bytes", fresh.limits.historyBytes != settings.limits.historyBytes),
                                 ("max_line_bytes", fresh.limits.maxLineBytes != settings.limits.maxLineBytes),
                                 ("output_buffer_bytes", fresh.limits.outputBufferBytes != settings.limits.outputBufferBytes)]
         where changed {
@@ -256,6 +257,7 @@ func storeConfiguration(_ settings: Settings) -> StoreConfiguration {
     configuration.maxExpressionBytes = settings.limits.maxExpressionBytes
     configuration.maxWatchesPerConnection = settings.limits.maxWatches
     configuration.historyRevisions = settings.limits.history
+    configuration.historyBytes = settings.limits.historyBytes
     configuration.maxOutputBytes = settings.limits.outputBufferBytes
     configuration.maxJSONDepth = settings.limits.maxJSONDepth
     configuration.maxLineBytes = settings.limits.maxLineBytes

@@ -69,6 +69,7 @@ enum ConfigFile {
             return true
         },
         countLimit("history", \.history),
+        byteLimit("history_bytes", \.historyBytes),
     ]
 
     /// Applies the file's settings over `settings`. `path` names the file in messages and is where

@@ -115,6 +115,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(limits.outputBufferBytes, 8_388_608)
         XCTAssertEqual(limits.clientTimeout, 60)
         XCTAssertEqual(limits.history, 10_000)
+        XCTAssertEqual(limits.historyBytes, 67_108_864)
     }
 
     func test_commentsBlankLinesSpacesAndCRLF_areAccepted() throws {
@@ -323,6 +324,7 @@ final class StoreConfigurationMappingTests: XCTestCase {
         settings.limits.maxWatches = 15
         settings.limits.outputBufferBytes = 16
         settings.limits.history = 17
+        settings.limits.historyBytes = 18
         let configuration = storeConfiguration(settings)
         XCTAssertEqual(configuration.maxLineBytes, 11)
         XCTAssertEqual(configuration.maxJSONDepth, 12)
@@ -331,6 +333,7 @@ final class StoreConfigurationMappingTests: XCTestCase {
         XCTAssertEqual(configuration.maxWatchesPerConnection, 15)
         XCTAssertEqual(configuration.maxOutputBytes, 16)
         XCTAssertEqual(configuration.historyRevisions, 17)
+        XCTAssertEqual(configuration.historyBytes, 18)
         XCTAssertEqual(configuration.durability, "strict")
         XCTAssertEqual(configuration.serverVersion, obsdVersion)
     }
