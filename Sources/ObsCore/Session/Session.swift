@@ -16,6 +16,8 @@ public final class Session {
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
     var ephemeralKeys: Set<String> = []
+    /// The size at which `ephemeralKeys` next forgets the keys this session no longer owns.
+    var ephemeralPruneAt = 1024
     /// Set when the session must be closed after its output is flushed (a line over the limit):
     /// nothing it receives after that is read.
     public private(set) var wantsClose = false

@@ -156,6 +156,20 @@ final class PersistenceAndLimitTests: XCTestCase {
         XCTAssertLessThanOrEqual(harness.store.watches.timers.count, 2048)
     }
 
+    /// Ephemeral keys set and deleted under ever new names: the session forgets the names of keys
+    /// it no longer owns, and still removes the ones it owns when it closes.
+    func test_ephemeralKeyNames_stayBounded_underChurn() {
+        let harness = Harness()
+        let client = harness.connect()
+        for round in 0..<10_000 {
+            client.request(#"{"op":"set","key":"e\#(round)","value":1,"ephemeral":true}"#)
+            if round % 10 != 0 { client.request(#"{"op":"delete","key":"e\#(round)"}"#) }
+        }
+        XCTAssertLessThanOrEqual(client.session.ephemeralKeys.count, 3 * 1000, "the 1,000 kept, and names not yet forgotten")
+        client.session.close()
+        XCTAssertEqual(harness.connect().request(#"{"op":"list"}"#)["keys"], .array([]))
+    }
+
     func test_defaults() {
         let configuration = StoreConfiguration()
         XCTAssertEqual(configuration.maxValueBytes, 1 << 20)
