@@ -65,7 +65,11 @@ final class ReservedDescriptor {
     /// Accepts one connection from `listener` with the reserve's descriptor, sends it `line` and
     /// closes it, then takes the reserve again. Whether a connection was taken off the backlog.
     func refuse(from listener: Int32, with line: [UInt8]) -> Bool {
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else {
+            // Lost when even it could not be taken again: try now, for the next time.
+            fd = eventfd(0, Int32(EFD_CLOEXEC))
+            return false
+        }
         close(fd)
         let client = accept4(listener, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
         if client >= 0 {
