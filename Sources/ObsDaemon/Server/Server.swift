@@ -196,6 +196,12 @@ final class Server {
                 drop(connection)
                 return
             }
+            if count == 0, stopping {
+                // The end of what the client sent before the stop (beginShutdown shut the
+                // reading side): all of it is read.
+                readAll = true
+                break
+            }
             if count == 0 {
                 // EOF: answer what was complete, drop any partial line, close once flushed (and
                 // once the requests waiting for the output to drain are answered).
@@ -360,13 +366,16 @@ final class Server {
     }
 
     /// Shutdown, second step: every request is answered `shutting_down` from now on; each
-    /// connection reads what its client has already sent, answers it, and then gets `goodbye` and
-    /// is closed once that is written (`readable`). A connection whose output is over its limit
-    /// does so once it drains, or is dropped at the flush deadline.
+    /// connection stops taking data, reads what its client had sent until then, answers it, and
+    /// then gets `goodbye` and is closed once that is written (`readable`). A connection whose
+    /// output is over its limit does so once it drains, or is dropped at the flush deadline.
     func beginShutdown() {
         stopping = true
         store.isShuttingDown = true
         for connection in Array(connections.values) where !connection.readClosed {
+            // From now on the client's sends fail (EPIPE), so "what it has already sent" is
+            // exactly what the socket holds: read to its end, every request in it is answered.
+            shutdown(connection.fd, Int32(SHUT_RD))
             readable(connection.fd, hangup: false)
         }
     }

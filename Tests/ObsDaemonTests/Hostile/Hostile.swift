@@ -49,11 +49,12 @@ struct SeededRandom: RandomNumberGenerator {
 }
 
 extension ObsdProcess {
-    /// Starts obsd on the sandbox's socket and `state`, with `more` arguments, and waits until it
-    /// listens or exits.
+    /// Starts obsd on the sandbox's socket and `state` (none with `--memory` among `more`), with
+    /// `more` arguments, and waits until it listens or exits.
     static func started(_ sandbox: Sandbox, state: String? = nil, _ more: [String] = [],
                         environment: [String: String] = [:]) throws -> ObsdProcess {
-        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state ?? sandbox.state] + more,
+        let stateArguments = more.contains("--memory") ? [] : ["--state-dir", state ?? sandbox.state]
+        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket] + stateArguments + more,
                                    environment: environment)
         obsd.waitUntilListeningOrExit()
         return obsd
