@@ -57,8 +57,9 @@ final class HostileDescriptorTests: XCTestCase {
         var served = 0
         var refused = 0
         var hung = 0
-        for index in 0..<300 {
-            guard let client = try? Client(sandbox.socket, timeout: 10) else {
+        // A client left hanging waits out its read timeout: after a few, the verdict is in.
+        for index in 0..<300 where hung < 5 {
+            guard let client = try? Client(sandbox.socket, timeout: 5) else {
                 hung += 1
                 continue
             }
@@ -77,8 +78,8 @@ final class HostileDescriptorTests: XCTestCase {
             }
         }
         XCTAssertEqual(served, ceiling)
-        XCTAssertEqual(served + refused, 300)
         XCTAssertEqual(hung, 0)
+        XCTAssertEqual(served + refused, 300)
         let logLines = obsd.log.split(separator: "\n").filter { $0.contains("connection refused") }.count
         XCTAssertLessThanOrEqual(logLines, 2, "client-triggered warnings are rate-limited:\n\(obsd.log)")
         Hostile.report("descriptor limit 128", "max_connections lowered to \(ceiling); 300 clients: \(served) served, \(refused) answered limit, \(hung) left hanging; \(logLines) log lines")
