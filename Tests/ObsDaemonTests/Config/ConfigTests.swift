@@ -83,6 +83,7 @@ final class ConfigFileTests: XCTestCase {
             output_buffer_bytes = 16MiB
             client_timeout = 250ms
             history = 500
+            history_bytes = 32M
             """)
         var expected = Settings(socket: "/run/x/obsd.sock", stateDirectory: "/var/lib/x")
         expected.socketMode = 0o660
@@ -100,8 +101,9 @@ final class ConfigFileTests: XCTestCase {
         expected.limits.outputBufferBytes = 16 << 20
         expected.limits.clientTimeout = 0.25
         expected.limits.history = 500
+        expected.limits.historyBytes = 32 << 20
         XCTAssertEqual(result, expected)
-        XCTAssertEqual(ConfigFile.specs.count, 17, "a new setting needs a line in this test and in obsd.conf.example")
+        XCTAssertEqual(ConfigFile.specs.count, 18, "a new setting needs a line in this test and in obsd.conf.example")
     }
 
     func test_defaults_matchModelLimits() {
