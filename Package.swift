@@ -36,7 +36,7 @@ let package = Package(
         .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux"], path: "Benchmarks/obsbench",
                           swiftSettings: strict),
-        .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
+        .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "TestSupport"], swiftSettings: strict),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),

@@ -33,7 +33,7 @@ final class HostileCrashTests: XCTestCase {
     private func crashTrials(durability: String) throws {
         let trials = Hostile.pick(quick: 10, long: 100)
         let seed = Hostile.seed()
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         var acknowledgedTotal = 0
         var lostTotal = 0
         for trial in 0..<trials {

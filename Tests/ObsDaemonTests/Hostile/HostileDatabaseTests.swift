@@ -48,7 +48,7 @@ final class HostileDatabaseTests: XCTestCase {
     /// One flipped bit anywhere in the file: refused or intact, never a wrong value.
     func test_flippedBytesInTheDatabase_areRefusedOrHarmless_neverServed() throws {
         let seed = Hostile.seed()
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let reference = try referenceDatabase(try Sandbox())
         var counts: [Outcome: Int] = [:]
         let trials = Hostile.pick(quick: 40, long: 2000)
@@ -65,7 +65,7 @@ final class HostileDatabaseTests: XCTestCase {
 
     func test_truncatedDatabases_areRefusedOrHarmless_neverServed() throws {
         let seed = Hostile.seed()
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let reference = try referenceDatabase(try Sandbox())
         var counts: [Outcome: Int] = [:]
         let trials = Hostile.pick(quick: 12, long: 300)
@@ -123,7 +123,7 @@ final class HostileDatabaseTests: XCTestCase {
     /// obsd serves the transactions before it, whole; never a mix, never a wrong value.
     func test_damagedWALs_serveAWholeEarlierState_orAreRefused() throws {
         let seed = Hostile.seed()
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let count = 60
         let crashed = try crashedDatabase(try Sandbox(), count: count)
         let trials = Hostile.pick(quick: 20, long: 600)

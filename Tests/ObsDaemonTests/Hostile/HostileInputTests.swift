@@ -26,7 +26,7 @@ final class HostileInputTests: XCTestCase {
     ]
 
     /// One generated line (no "\n" inside).
-    private static func line(_ random: inout SeededRandom) -> [UInt8] {
+    private static func line(_ random: inout SplitMix64) -> [UInt8] {
         switch Int.random(in: 0..<10, using: &random) {
         case 0..<3:
             return (0..<Int.random(in: 0...120, using: &random)).map { _ in
@@ -75,7 +75,7 @@ final class HostileInputTests: XCTestCase {
             group.enter()
             Thread.detachNewThread {
                 defer { group.leave() }
-                var random = SeededRandom(seed: seed &+ UInt64(connection))
+                var random = SplitMix64(seed: seed &+ UInt64(connection))
                 while Date() < deadline {
                     let lines = (0..<50).map { _ in Self.line(&random) }
                     let expected = lines.filter { !Self.isBlank($0) }.count
