@@ -88,7 +88,8 @@ public struct CommandSpec: Sendable {
                 inline = String(word[word.index(after: equals)...])
             }
             guard let option = option(named: name) else {
-                throw UsageError("unknown option '\(name)' for '\(self.name)'")
+                throw UsageError("unknown option '\(name)' for '\(self.name)'"
+                                 + Suggestion.hint(for: name, among: options.flatMap(\.names)))
             }
             if option.value != nil {
                 if let inline {

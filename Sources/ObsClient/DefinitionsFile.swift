@@ -17,14 +17,18 @@ public struct DefinitionsFile: Sendable {
         public let usage: UsageError?
         public let server: ObsError?
         public var description: String {
-            "line \(line): " + (usage?.message ?? server.map { "\($0.code.rawValue): \($0.message)" } ?? "")
+            "line \(line): " + (usage?.message ?? server.map(ClientError.describe) ?? "")
         }
     }
 
     public let entries: [Entry]
+    /// Lines applied as written but probably not as meant (a `set` VALUE that looks like JSON and
+    /// is not), with their line numbers.
+    public let warnings: [(line: Int, message: String)]
 
     public init(parsing text: String) throws(Failure) {
         var entries: [Entry] = []
+        var warnings: [(line: Int, message: String)] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             do throws(UsageError) {
                 let words = try ShellWords.split(String(line))
@@ -34,6 +38,9 @@ public struct DefinitionsFile: Sendable {
                 }
                 let parsed = try spec.parse(Array(words.dropFirst()))
                 if parsed.has("--ephemeral") { throw UsageError("--ephemeral has no meaning in a definitions file") }
+                if name == "set", let warning = WriteCommands.stringWarning(parsed.positionals[1], mode: try WriteCommands.valueMode(parsed)) {
+                    warnings.append((index + 1, warning))
+                }
                 for request in try WriteCommands.requests(name, parsed) {
                     entries.append(Entry(line: index + 1, op: request.op, fields: request.fields))
                 }
@@ -42,6 +49,7 @@ public struct DefinitionsFile: Sendable {
             }
         }
         self.entries = entries
+        self.warnings = warnings
     }
 
     /// What applying did: the revision committed, or nil when the state already matched the file.

@@ -16,13 +16,13 @@ final class LineSocket {
     private var lines: [[UInt8]] = []
     private var next = 0
 
-    /// Connects to `path`; nil when nothing listens there (or it cannot be reached).
-    init?(path: String) {
+    /// Connects to `path`; the failure says why it could not.
+    init(path: String) throws(ConnectFailure) {
         let bytes = Array(path.utf8)
         var address = sockaddr_un()
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .pathTooLong }
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { throw .other(String(cString: strerror(errno))) }
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let result = withUnsafePointer(to: &address) {
@@ -31,8 +31,9 @@ final class LineSocket {
             }
         }
         guard result == 0 else {
+            let code = errno
             close(fd)
-            return nil
+            throw ConnectFailure.diagnose(code, path: path)
         }
     }
 

@@ -13,9 +13,12 @@ public final class ObsConnection {
     public private(set) var goodbye: String?
 
     public init(path: String) throws(ClientError) {
-        guard let socket = LineSocket(path: path) else { throw .cannotConnect(path: path) }
+        do throws(ConnectFailure) {
+            socket = try LineSocket(path: path)
+        } catch {
+            throw .cannotConnect(path: path, reason: error)
+        }
         self.path = path
-        self.socket = socket
     }
 
     /// Makes a blocked call on another thread return `connectionLost` (used to cancel a watch).

@@ -25,4 +25,19 @@ public enum ValueArgument {
         if case .string(let text) = value { return text }
         return value.encoded
     }
+
+    /// A value on a line of its own (get, eval, watch --values and --format): as `render`, except
+    /// that a string holding a line break prints as JSON (quoted, the break escaped), so that one
+    /// value is always one line.
+    public static func renderLine(_ value: JSONValue) -> String {
+        if case .string(let text) = value, text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) { return value.encoded }
+        return render(value)
+    }
+
+    /// Whether `text`, which did not parse as JSON, looks as if it was meant to (`{a:1}`, `[1,`):
+    /// `set` then warns that it stored a string.
+    public static func looksLikeJSON(_ text: String) -> Bool {
+        guard let first = text.first(where: { !$0.isWhitespace }) else { return false }
+        return first == "{" || first == "[" || first == "\""
+    }
 }

@@ -21,14 +21,26 @@ public final class WatchStream: @unchecked Sendable {
     /// it, so no transaction was cut and the watch can resume after the last revision itself.
     private var endedCleanly = true
     private var cancelled = false
+    /// Called once per outage, with the reason, when a connection attempt fails and the stream
+    /// starts waiting for the daemon (obsctl prints it as a notice).
+    private let waiting: (@Sendable (ClientError) -> Void)?
     /// Backoff between attempts: it starts small so a quick restart costs little, and doubles.
     static let firstBackoff = 0.05, maxBackoff = 2.0
 
-    /// Connects and starts the watch; fails at once (no retry) if the daemon is not there or refuses.
-    public init(path: String, options: WatchOptions, deadline: Double? = nil) throws(ClientError) {
+    /// Connects and starts the watch. Without `options.reconnect` it fails at once if the daemon is
+    /// not there; with it, it waits for the daemon (a status bar may start before obsd) with the
+    /// same backoff as after a drop, until `deadline` (then `timedOut`). A refusal by the daemon
+    /// (`.server`) fails at once either way.
+    public init(path: String, options: WatchOptions, deadline: Double? = nil,
+                waiting: (@Sendable (ClientError) -> Void)? = nil) throws(ClientError) {
         self.path = path
         self.options = options
-        try start(deadline: deadline)
+        self.waiting = waiting
+        guard options.reconnect else {
+            try start(deadline: deadline)
+            return
+        }
+        guard try reconnect(deadline: deadline) else { throw .timedOut }
     }
 
     private func start(deadline: Double?) throws(ClientError) {
@@ -89,9 +101,10 @@ public final class WatchStream: @unchecked Sendable {
         return UInt64(rev) == lastRevision && (event["key"]?.stringValue).map(deliveredAtLast.contains) == true
     }
 
-    /// Retries until connected again (true) or `deadline` passes (false).
+    /// Tries, then retries with backoff, until connected (true) or `deadline` passes (false).
     private func reconnect(deadline: Double?) throws(ClientError) -> Bool {
         var backoff = Self.firstBackoff
+        var told = false
         while !cancelled {
             do {
                 try start(deadline: deadline)
@@ -100,6 +113,8 @@ public final class WatchStream: @unchecked Sendable {
                 throw .server(error)
             } catch {
                 // Not there yet, or it went away again while answering.
+                if !told { waiting?(error) }
+                told = true
             }
             if let deadline, monotonicNow() + backoff > deadline { return false }
             usleep(UInt32(backoff * 1_000_000))

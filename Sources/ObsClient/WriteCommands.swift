@@ -52,6 +52,19 @@ public enum WriteCommands {
         return value
     }
 
+    /// The warning for a VALUE that was taken as a string although it looks like JSON (`{a:1}`),
+    /// or nil: a typo in JSON should not pass unnoticed, but docs/cli.md makes such a VALUE a string.
+    public static func stringWarning(_ text: String, mode: ValueMode) -> String? {
+        guard mode == .auto, ValueArgument.looksLikeJSON(text) else { return nil }
+        do {
+            _ = try JSONValue.parse(text)
+            return nil
+        } catch {
+            return "warning: '\(text)' is not valid JSON (\(error)), so it was taken as a string; "
+                + "--string takes it as a string without this warning, --json refuses it"
+        }
+    }
+
     /// The request fields of `set KEY VALUE` with `parsed`'s options (VALUE given as `value`).
     public static func setFields(_ parsed: ParsedArguments, value: JSONValue) throws(UsageError) -> [String: JSONValue] {
         var fields: [String: JSONValue] = ["key": .string(parsed.positionals[0]), "value": value]

@@ -1,33 +1,61 @@
+import ObsClient
+
 /// obsd's version, as `--version` prints it and `hello` reports it.
 public let obsdVersion = "0.1.0"
 
-/// The text of `obsd --help`, pinned by a test.
-public let obsdHelp = """
-    OVERVIEW: obsd, the reactive-state daemon
+/// One option of obsd's command line: `--help` and the obsd(8) man page both list this table.
+public struct DaemonOption: Sendable {
+    public let names: String
+    public let value: String?
+    public let help: String
+}
 
+/// obsd's options, in the order `--help` lists them.
+public let obsdOptions = [
+    DaemonOption(names: "--socket", value: "PATH", help: """
+        The Unix socket to listen on (default: $OBSD_SOCKET, then the configuration file, then \
+        /run/obsd/obsd.sock for root, $XDG_RUNTIME_DIR/obsd/obsd.sock or /tmp/obsd-$UID/obsd.sock).
+        """),
+    DaemonOption(names: "--state-dir", value: "DIR", help: """
+        Where the database lives (default: $STATE_DIRECTORY, then the configuration file, then \
+        /var/lib/obsd for root or $XDG_STATE_HOME/obsd).
+        """),
+    DaemonOption(names: "--memory", value: nil, help: "Keep the state in memory only; nothing is written."),
+    DaemonOption(names: "--config", value: "FILE", help: """
+        The configuration file (default: /etc/obsd/obsd.conf for root, $XDG_CONFIG_HOME/obsd/obsd.conf \
+        otherwise; a missing default is fine).
+        """),
+    DaemonOption(names: "--durability", value: "MODE", help: """
+        normal: a change is written before it is acknowledged; strict: it is also fsynced (default: normal).
+        """),
+    DaemonOption(names: "--log-level", value: "LEVEL", help: "debug, info, warn or error (default: info)."),
+    DaemonOption(names: "--check", value: nil, help: "Validate the configuration and the database's integrity, then exit."),
+    DaemonOption(names: "--version", value: nil, help: "Print the version and exit."),
+    DaemonOption(names: "-h, --help", value: nil, help: "Print this help and exit."),
+]
+
+/// What obsd is, for `--help` and the man page (which reflows it).
+public let obsdOverview = """
     Serves named keys with JSON values and computed keys to clients on a Unix socket, as
     newline-delimited JSON, and keeps its state in SQLite. With no arguments and no configuration
     file it runs with embedded defaults.
+    """
 
-    USAGE: obsd [--socket PATH] [--state-dir DIR | --memory] [--config FILE]
+/// The synopsis, as `--help` prints it after `USAGE: `.
+public let obsdUsage = """
+    obsd [--socket PATH] [--state-dir DIR | --memory] [--config FILE]
                 [--durability normal|strict] [--log-level debug|info|warn|error]
                 [--check] [--version] [--help]
-
-    OPTIONS:
-      --socket PATH           The Unix socket to listen on (default: $OBSD_SOCKET, then the
-                              configuration file, then /run/obsd/obsd.sock for root,
-                              $XDG_RUNTIME_DIR/obsd/obsd.sock or /tmp/obsd-$UID/obsd.sock).
-      --state-dir DIR         Where the database lives (default: $STATE_DIRECTORY, then the
-                              configuration file, then /var/lib/obsd for root or
-                              $XDG_STATE_HOME/obsd).
-      --memory                Keep the state in memory only; nothing is written.
-      --config FILE           The configuration file (default: /etc/obsd/obsd.conf for root,
-                              $XDG_CONFIG_HOME/obsd/obsd.conf otherwise; a missing default is fine).
-      --durability MODE       normal: a change is written before it is acknowledged; strict: it is
-                              also fsynced (default: normal).
-      --log-level LEVEL       debug, info, warn or error (default: info).
-      --check                 Validate the configuration and the database's integrity, then exit.
-      --version               Print the version and exit.
-      -h, --help              Print this help and exit.
-
     """
+
+/// The text of `obsd --help`, pinned by a test.
+public let obsdHelp: String = {
+    var text = "OVERVIEW: obsd, the reactive-state daemon\n\n\(obsdOverview)\n\nUSAGE: \(obsdUsage)\n\nOPTIONS:\n"
+    let column = 26
+    for option in obsdOptions {
+        let head = "  " + option.names + (option.value.map { " " + $0 } ?? "")
+        text += head + String(repeating: " ", count: column - head.count)
+            + TextWrap.wrap(option.help, width: 96, indent: column, first: column) + "\n"
+    }
+    return text
+}()

@@ -10,6 +10,22 @@ enum ChildProcess {
         case cannotStart(String)
     }
 
+    /// Why `name` cannot be run, or nil if it can: a path must be an executable file; a bare name
+    /// must be one in a directory of `PATH` (as posix_spawnp looks for it).
+    static func cannotRun(_ name: String, environment: [String: String]) -> String? {
+        func executable(_ path: String) -> Bool {
+            var info = stat()
+            return stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR && access(path, X_OK) == 0
+        }
+        if name.contains("/") {
+            if executable(name) { return nil }
+            return access(name, F_OK) == 0 ? "not an executable file" : String(cString: strerror(ENOENT))
+        }
+        let directories = (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false)
+        if directories.contains(where: { executable(($0.isEmpty ? "." : String($0)) + "/" + name) }) { return nil }
+        return "command not found in PATH"
+    }
+
     static func run(_ arguments: [String], input: String, environment: [String: String]) -> Outcome {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return .cannotStart(String(cString: strerror(errno))) }

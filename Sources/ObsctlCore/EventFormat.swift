@@ -9,19 +9,21 @@ public enum EventFormat {
     static let controlKinds: Set<String> = ["synced", "progress", "overflow", "compacted"]
 
     /// `--values`: the value a key now holds (snapshot items too), an empty line for a delete, a
-    /// publish's payload; nil (no line) for the rest.
+    /// publish's payload; nil (no line) for the rest. Always one line (ValueArgument.renderLine).
     public static func valuesLine(_ event: WatchEvent) -> String? {
         switch event.kind {
-        case "initial", "change": return event.value.map(ValueArgument.render)
+        case "initial", "change": return event.value.map(ValueArgument.renderLine)
         case "delete": return ""
-        case "publish": return ValueArgument.render(event["payload"] ?? .null)
+        case "publish": return ValueArgument.renderLine(event["payload"] ?? .null)
         default: return nil
         }
     }
 
     /// `--format FMT`: `{key}` `{new}` `{old}` `{rev}` `{event}` `{channel}` `{payload}` `{time}`,
     /// `{{` and `}}` for braces; values render as in --values, a field the event lacks as nothing.
-    /// `{new}` of a snapshot item is its value, so a status bar shows it from the start.
+    /// `{NAME:json}` is the field as JSON (strings quoted and escaped, a missing field `null`), for
+    /// output that must stay valid JSON. `{new}` of a snapshot item is its value, so a status bar
+    /// shows it from the start.
     public static func render(_ format: String, _ event: WatchEvent, now: Date = Date()) -> String {
         var result = ""
         var index = format.startIndex
@@ -45,14 +47,19 @@ public enum EventFormat {
         return result
     }
 
-    private static func placeholder(_ name: String, _ event: WatchEvent, now: Date) -> String? {
+    private static func placeholder(_ placeholder: String, _ event: WatchEvent, now: Date) -> String? {
+        let json = placeholder.hasSuffix(":json")
+        let name = json ? String(placeholder.dropLast(5)) : placeholder
+        let value: JSONValue?
         switch name {
-        case "key", "old", "rev", "channel", "payload": return event[name].map(ValueArgument.render) ?? ""
-        case "new": return event.value.map(ValueArgument.render) ?? ""
-        case "event": return event.kind
-        case "time": return iso8601(now)
+        case "key", "old", "rev", "channel", "payload": value = event[name]
+        case "new": value = event.value
+        case "event": value = .string(event.kind)
+        case "time": value = .string(iso8601(now))
         default: return nil
         }
+        if json { return (value ?? .null).encoded }
+        return value.map(ValueArgument.renderLine) ?? ""
     }
 
     static func iso8601(_ date: Date) -> String {

@@ -14,11 +14,13 @@ enum GraphText {
         return TextTable.lines(rows)
     }
 
-    /// Computed keys are ellipses, value keys boxes; bindings are dashed edges.
+    /// Computed keys are ellipses, value keys boxes, a binding's key that does not exist yet a
+    /// dashed box; bindings are dashed edges.
     static func dot(nodes: [Node], edges: [Edge]) -> [String] {
         var lines = ["digraph obsd {", "  rankdir=LR;"]
         for node in nodes {
-            lines.append("  \(quoted(node.key)) [shape=\(node.kind == "computed" ? "ellipse" : "box")];")
+            let shape = node.kind == "computed" ? "ellipse" : node.kind == "missing" ? "box, style=dashed" : "box"
+            lines.append("  \(quoted(node.key)) [shape=\(shape)];")
         }
         for edge in edges {
             lines.append("  \(quoted(edge.from)) -> \(quoted(edge.to))\(edge.type == "bind" ? " [style=dashed]" : "");")

@@ -5,14 +5,19 @@ enum Help {
     static let width = 100
     static let column = 26
 
+    /// What obsctl is, for `--help` and the man page (which reflows it).
+    static let overview = """
+        Reads and writes keys, streams changes, and manages computed keys and bindings over the
+        daemon's Unix socket. Made for shells and pipelines: every line is flushed at once, and the
+        exit status says what happened (0 success, 1 the daemon answered an error, 2 cannot connect,
+        3 timed out, 64 usage error).
+        """
+
     static let main: String = {
         var text = """
             OVERVIEW: obsctl, the command-line client of obsd
 
-            Reads and writes keys, streams changes, and manages computed keys and bindings over the
-            daemon's Unix socket. Made for shells and pipelines: every line is flushed at once, and the
-            exit status says what happened (0 success, 1 the daemon answered an error, 2 cannot connect,
-            3 timed out, 64 usage error).
+            \(overview)
 
             USAGE: obsctl [--socket PATH] [--timeout DURATION] COMMAND [ARGS]
 
@@ -74,24 +79,7 @@ enum Help {
     /// Wraps `text` at `width`; continuation lines start with `indent` spaces; the first line
     /// already has `first` columns before it.
     static func wrap(_ text: String, indent: Int, first: Int) -> String {
-        var lines: [String] = []
-        var line = ""
-        var used = first
-        for word in text.split(separator: " ") {
-            if !line.isEmpty, used + 1 + word.count > width {
-                lines.append(line)
-                line = ""
-                used = indent
-            }
-            if !line.isEmpty {
-                line += " "
-                used += 1
-            }
-            line += word
-            used += word.count
-        }
-        lines.append(line)
-        return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
+        TextWrap.wrap(text, width: width, indent: indent, first: first)
     }
 
     static func run(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {

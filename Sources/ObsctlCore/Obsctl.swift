@@ -13,26 +13,36 @@ public enum Obsctl {
         var words = arguments[...]
         var socket: String?
         var timeout: Double?
+        var parsed: ParsedArguments?
         do {
-            // Global options before the command name.
+            // Global options before the command name, as `--socket PATH` or `--socket=PATH`.
+            var version = false
             while let word = words.first, word.hasPrefix("-") {
                 words.removeFirst()
-                switch word {
+                let (name, inline) = word.hasPrefix("--") && word.contains("=")
+                    ? (String(word.prefix { $0 != "=" }), String(word.drop { $0 != "=" }.dropFirst())) : (word, nil)
+                switch name {
                 case "-h", "--help":
                     output.raw(Help.main)
                     return 0
                 case "--version":
-                    output.line("obsctl \(obsctlVersion)")
-                    return 0
+                    version = true
                 case "--socket", "--timeout":
-                    guard let value = words.popFirst() else { throw UsageError("option '\(word)' needs a value") }
-                    if word == "--socket" { socket = value } else { timeout = try duration(value, for: word) }
+                    guard let value = inline ?? words.popFirst() else { throw UsageError("option '\(name)' needs a value") }
+                    if name == "--socket" { socket = value } else { timeout = try duration(value, for: name) }
                 default:
-                    throw UsageError("unknown option '\(word)'")
+                    throw UsageError("unknown option '\(name)'"
+                                     + Suggestion.hint(for: name, among: Completion.topLevelOptions))
                 }
             }
+            if version {
+                printVersions(socket: defaultSocketPath(explicit: socket, environment: environment), timeout: timeout, output)
+                return 0
+            }
             guard let name = words.popFirst() else { throw UsageError("missing command") }
-            guard let command = command(named: name) else { throw UsageError("unknown command '\(name)'") }
+            guard let command = command(named: name) else {
+                throw UsageError("unknown command '\(name)'" + Suggestion.hint(for: name, among: commandTable.map(\.name)))
+            }
             let spec = CommandSpec(command.spec.name, summary: command.spec.summary, arguments: command.spec.arguments,
                                    options: command.spec.options + globalOptions.filter { command.spec.option(named: $0.key) == nil },
                                    takesCommand: command.spec.takesCommand)
@@ -42,17 +52,22 @@ public enum Obsctl {
                 output.raw(Help.text(for: command.spec))
                 return 0
             }
-            let parsed = try spec.parse(Array(words))
-            if let value = parsed.value("--socket") { socket = value }
-            if let value = try parsed.duration("--timeout") { timeout = value }
+            let arguments = try spec.parse(Array(words))
+            parsed = arguments
+            if let value = arguments.value("--socket") { socket = value }
+            if let value = try arguments.duration("--timeout") { timeout = value }
             let context = Context(socketPath: defaultSocketPath(explicit: socket, environment: environment),
                                   timeout: timeout, output: output, environment: environment)
-            return try command.run(context, parsed)
+            return try command.run(context, arguments)
         } catch let error as UsageError {
             output.error("\(error.message)\nSee 'obsctl --help'.")
             return 64
         } catch let error as ClientError {
-            return report(error, output)
+            let status = report(error, output)
+            if case .server(let failure) = error, let parsed, let caret = ExpressionCaret.lines(failure, parsed) {
+                output.note(caret)
+            }
+            return status
         } catch {
             output.error("\(error)")
             return 1
@@ -66,6 +81,17 @@ public enum Obsctl {
         case .server: return 1
         case .cannotConnect, .connectionLost: return 2
         case .timedOut: return 3
+        }
+    }
+
+    /// `--version`: obsctl's, and the version of the daemon it would talk to, if it answers.
+    static func printVersions(socket: String, timeout: Double?, _ output: Output) {
+        output.line("obsctl \(obsctlVersion)")
+        do throws(ClientError) {
+            let hello = try ObsConnection(path: socket).request("hello", deadline: monotonicNow() + (timeout ?? 2))
+            output.line("obsd \(hello["version"].map(ValueArgument.render) ?? "unknown") (\(socket))")
+        } catch {
+            output.line("obsd: \(error)")
         }
     }
 

@@ -28,6 +28,12 @@ public final class Output: @unchecked Sendable {
         _ = write(err, Array("obsctl: \(message)\n".utf8))
     }
 
+    /// Writes `text` and a newline to stderr, with no prefix (what follows an error: a caret
+    /// under an expression).
+    public func note(_ text: String) {
+        _ = write(err, Array((text + "\n").utf8))
+    }
+
     /// Writes `text` as it is to stdout (help, scripts: they end with their own newline).
     public func raw(_ text: String) {
         if !write(out, Array(text.utf8)), errno == EPIPE { exit(0) }

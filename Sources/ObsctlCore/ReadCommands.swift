@@ -13,9 +13,11 @@ enum ReadCommands {
                 let response = try connection.response(deadline: context.deadline)
                 context.output.line(render(response["value"] ?? .null, json: parsed.has("--json")))
             } catch {
-                // A key that cannot be read (missing, or a computed in error) does not stop the rest.
+                // A key that cannot be read (missing, or a computed in error) does not stop the rest,
+                // and prints an empty line: line N is always key N, for `read a b c`.
                 guard case .server(let failure) = error else { throw error }
-                context.output.error("\(failure.code.rawValue): \(failure.message)")
+                context.output.error(ClientError.describe(failure))
+                context.output.line("")
                 status = 1
             }
         }
@@ -54,6 +56,10 @@ enum ReadCommands {
         }
         row("key", response["key"])
         row("kind", response["kind"])
+        row("value", response["value"])
+        if let error = response["error"] {
+            rows.append(["error:", "\(error["code"]?.stringValue ?? ""): \(error["message"]?.stringValue ?? "")"])
+        }
         row("expr", response["expr"])
         row("deps", response["deps"])
         row("dependents", response["dependents"])
@@ -64,6 +70,7 @@ enum ReadCommands {
             if let unmap = binding["unmap"]?.stringValue { text += " unmap \(unmap)" }
             rows.append(["binding:", text])
         }
+        row("bound to", response["bound_to"])
         row("rev", response["rev"])
         row("created_rev", response["created_rev"])
         row("version", response["version"])
@@ -76,9 +83,9 @@ enum ReadCommands {
     /// Lists as comma-separated names ("-" when empty), other values as `get` prints them.
     static func describeText(_ value: JSONValue) -> String {
         if let items = value.arrayValue {
-            return items.isEmpty ? "-" : items.map { ValueArgument.render($0) }.joined(separator: ", ")
+            return items.isEmpty ? "-" : items.map { ValueArgument.renderLine($0) }.joined(separator: ", ")
         }
-        return ValueArgument.render(value)
+        return ValueArgument.renderLine(value)
     }
 
     static func graph(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
@@ -100,15 +107,35 @@ enum ReadCommands {
     }
 
     static func stats(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
-        let response = try context.request("stats")
-        if parsed.has("--json") {
+        let format = parsed.value("--format") ?? (parsed.has("--json") ? "json" : "text")
+        guard ["text", "json", "prometheus"].contains(format) else {
+            throw UsageError("stats: unknown format '\(format)' (text, json or prometheus)")
+        }
+        let connection = try context.connect()
+        let response = try connection.request("stats", deadline: context.deadline)
+        if format == "json" {
             context.output.line(response.line)
             return 0
         }
-        let rows = response.fields.filter { $0.key != "id" && $0.key != "ok" }.sorted { $0.key < $1.key }
-            .map { [$0.key, ValueArgument.render($0.value)] }
+        var fields = response.fields.filter { $0.key != "id" && $0.key != "ok" }
+        // A daemon older than its `version` field still says it in hello.
+        if fields["version"] == nil { fields["version"] = try connection.request("hello", deadline: context.deadline)["version"] }
+        if format == "prometheus" {
+            for line in PrometheusText.lines(fields) { context.output.line(line) }
+            return 0
+        }
+        fields["obsctl_version"] = .string(obsctlVersion)
+        let rows = fields.sorted { $0.key < $1.key }.map { [$0.key, statsText($0.value)] }
         for line in TextTable.lines(rows) { context.output.line(line) }
         return 0
+    }
+
+    /// A counter as `stats` prints it; a group of counts (requests by operation, errors by code)
+    /// as its non-zero members, `get 2, set 5`, or `-`.
+    static func statsText(_ value: JSONValue) -> String {
+        guard let members = value.objectValue else { return ValueArgument.renderLine(value) }
+        let counted = members.filter { $0.value != .int(0) }.sorted { $0.key < $1.key }
+        return counted.isEmpty ? "-" : counted.map { "\($0.key) \(ValueArgument.renderLine($0.value))" }.joined(separator: ", ")
     }
 
     static func dump(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
@@ -120,16 +147,19 @@ enum ReadCommands {
 
     static func ping(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let connection = try context.connect()
+        let hello = try connection.request("hello", deadline: context.deadline)
         let start = monotonicNow()
         try connection.request("ping", deadline: context.deadline)
         let elapsed = monotonicNow() - start
-        context.output.line("pong from \(context.socketPath) in \(formatSeconds(elapsed))")
+        let version = hello["version"].map(ValueArgument.renderLine) ?? "unknown"
+        context.output.line("pong from \(context.socketPath) in \(formatSeconds(elapsed)) (obsd \(version), obsctl \(obsctlVersion))")
         return 0
     }
 
-    /// `get` and `eval` output: strings raw unless `json`, everything else compact JSON.
+    /// `get` and `eval` output: strings raw unless `json` (or they hold a line break), everything
+    /// else compact JSON.
     static func render(_ value: JSONValue, json: Bool) -> String {
-        json ? value.encoded : ValueArgument.render(value)
+        json ? value.encoded : ValueArgument.renderLine(value)
     }
 
     /// A short human duration: "0.42 ms", "12.3 s".

@@ -22,7 +22,7 @@ let watchSpec = CommandSpec(
         OptionSpec(["--reconnect"], "Reconnect when the connection drops and resume where it stopped."),
         OptionSpec(["--json"], "Print events as JSON (the default)."),
         OptionSpec(["--values"], "Print only the new value per change (strings raw); deletes print an empty line."),
-        OptionSpec(["--format"], value: "FMT", "Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload} {time}; {{ for a brace."),
+        OptionSpec(["--format"], value: "FMT", "Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload} {time}; {NAME:json} for the field as JSON; {{ for a brace."),
     ],
     takesCommand: true)
 
@@ -53,7 +53,14 @@ enum WatchCommand {
         let overall = limit != nil ? context.deadline : nil
         func nextDeadline() -> Double? { overall ?? context.deadline }
 
-        let stream = try WatchStream(path: context.socketPath, options: options, deadline: context.deadline)
+        // A COMMAND that cannot run stops the watch now, not with a warning per event.
+        if let command = parsed.command, let reason = ChildProcess.cannotRun(command[0], environment: context.environment) {
+            throw UsageError("cannot run '\(command[0])': \(reason)")
+        }
+        let output = context.output
+        let stream = try WatchStream(path: context.socketPath, options: options, deadline: context.deadline) { reason in
+            output.error("waiting for obsd (--reconnect): \(reason)")
+        }
         let source: () throws(ClientError) -> WatchEvent?
         var runner: CommandRunner?
         if let command = parsed.command {
@@ -71,7 +78,7 @@ enum WatchCommand {
             guard let event = try source() else { throw ClientError.timedOut }
             if parsed.has("--initial-only"), event.kind == "synced" { return 0 }
             if let runner {
-                if !EventFormat.controlKinds.contains(event.kind) { runner.run(event) }
+                if !EventFormat.controlKinds.contains(event.kind) { try runner.run(event) }
             } else {
                 emit(event, style, context.output)
             }
@@ -104,12 +111,14 @@ final class CommandRunner {
         self.output = output
     }
 
-    func run(_ event: WatchEvent) {
+    /// Runs the command for `event`; one that cannot be started at all (removed since the watch
+    /// began) stops the watch.
+    func run(_ event: WatchEvent) throws(UsageError) {
         switch ChildProcess.run(arguments, input: event.line + "\n", environment: EventFormat.environment(event)) {
         case .exited(0): break
         case .exited(let status): output.error("\(arguments[0]) exited with status \(status)")
         case .signalled(let signal): output.error("\(arguments[0]) was killed by signal \(signal)")
-        case .cannotStart(let reason): output.error("cannot run \(arguments[0]): \(reason)")
+        case .cannotStart(let reason): throw UsageError("cannot run '\(arguments[0])': \(reason)")
         }
     }
 }

@@ -10,14 +10,29 @@ enum WriteCommandsRunner {
         let requests = try WriteCommands.requests(name, parsed)
         let connection = try context.connect()
         for request in requests { try connection.send(request.op, request.fields) }
-        for _ in requests { _ = try connection.response(deadline: context.deadline) }
+        for request in requests {
+            do throws(ClientError) {
+                _ = try connection.response(deadline: context.deadline)
+            } catch {
+                guard case .server(let failure) = error else { throw error }
+                throw ClientError.server(inObsctlTerms(failure, request.fields))
+            }
+        }
         return 0
+    }
+
+    /// The daemon's message in the words of obsctl's options: `exists` names the protocol's
+    /// `replace: true`, which obsctl spells `--replace`.
+    static func inObsctlTerms(_ failure: ObsError, _ fields: [String: JSONValue]) -> ObsError {
+        guard failure.code == .exists, let key = fields["key"]?.stringValue else { return failure }
+        return ObsError(.exists, "'\(key)' is a value key; define --replace makes it a computed key", details: failure.details)
     }
 
     static func set(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let mode = try WriteCommands.valueMode(parsed)
         guard parsed.positionals[1] == "-" else {
             let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(parsed.positionals[1], mode: mode))
+            if let warning = WriteCommands.stringWarning(parsed.positionals[1], mode: mode) { context.output.error(warning) }
             let connection = try context.connect()
             try connection.request("set", fields, deadline: context.deadline)
             if parsed.has("--ephemeral") { holdUntilStdinCloses() }
@@ -58,6 +73,9 @@ enum WriteCommandsRunner {
         let connection = try context.connect()
         guard parsed.positionals.count > 1, parsed.positionals[1] == "-" else {
             let payload = try parsed.positionals.count > 1 ? WriteCommands.value(parsed.positionals[1], mode: mode) : .null
+            if parsed.positionals.count > 1, let warning = WriteCommands.stringWarning(parsed.positionals[1], mode: mode) {
+                context.output.error(warning)
+            }
             try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
             return 0
         }
@@ -97,6 +115,7 @@ enum WriteCommandsRunner {
         } catch {
             throw UsageError("\(path):\(error.line): \(error.usage?.message ?? "")")
         }
+        for warning in file.warnings { context.output.error("\(path):\(warning.line): \(warning.message)") }
         let connection = try context.connect()
         do throws(ClientError) {
             let outcome = try file.apply { op, fields throws(ClientError) in
@@ -105,8 +124,14 @@ enum WriteCommandsRunner {
             context.output.line(outcome.rev.map { "\(path): applied at revision \($0)" } ?? "\(path): unchanged")
         } catch {
             guard case .server(let failure) = error else { throw error }
-            let line = failure.details["line"]?.intValue.map { ":\($0)" } ?? ""
-            context.output.error("\(path)\(line): \(failure.code.rawValue): \(failure.message)")
+            let line = failure.details["line"]?.intValue
+            let entry = file.entries.first { Int64($0.line) == line }
+            let message = ClientError.describe(inObsctlTerms(failure, entry?.fields ?? [:]))
+            context.output.error("\(path)\(line.map { ":\($0)" } ?? ""): \(message)")
+            let expressions = [("expr", false), ("map", true), ("unmap", true)].compactMap { name, allowValue in
+                entry?.fields[name]?.stringValue.map { (text: $0, allowValue: allowValue) }
+            }
+            if let caret = ExpressionCaret.lines(failure, among: expressions) { context.output.note(caret) }
             return 1
         }
         return 0

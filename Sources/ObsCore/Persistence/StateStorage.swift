@@ -7,6 +7,12 @@ public struct StoredKey: Sendable, Equatable {
     public var version: UInt64
     /// Wall-clock expiry (seconds since the epoch) for keys set with `ttl_ms`.
     public var expiresAt: Double?
+    /// The owner of an ephemeral key: only a shared log keeps those (cluster mode), where this is
+    /// the session that set it on this host, or `StoredKey.remoteOwner` for another host's.
+    public var owner: UInt64?
+
+    /// The owner of an ephemeral key set through another host.
+    public static let remoteOwner = UInt64.max
 
     public init(key: String, value: JSONValue, rev: UInt64, createdRev: UInt64, version: UInt64, expiresAt: Double? = nil) {
         self.key = key
@@ -74,6 +80,8 @@ public struct StoredTransaction: Sendable, Equatable {
     /// Bindings are keyed by their target (`to`).
     public var putBindings: [StoredBinding] = []
     public var deletedBindings: [String] = []
+    /// Why the keys were deleted, when not by a client: "ttl" or "ephemeral" (cluster mode).
+    public var reason: String?
 
     public init(rev: UInt64) { self.rev = rev }
 
@@ -104,11 +112,16 @@ public protocol StateStorage: AnyObject {
     /// Checks, between commits, that the files behind the storage are still the ones it opened
     /// (SQLiteStorage: the database and its WAL); the daemon's writer calls it when idle.
     func checkFiles()
+    /// How far the durable state trails the commits at monotonic time `now`: the revisions
+    /// committed but not yet written, and how long the oldest of them has waited (`stats`).
+    func writeLag(now: Double) -> (revisions: UInt64, seconds: Double)
 }
 
 extension StateStorage {
     public var keepsCommits: Bool { true }
     public func checkFiles() {}
+    /// A storage that writes as it commits never trails.
+    public func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) { (0, 0) }
 }
 
 /// A storage that keeps its state in memory only: for `--memory` and for tests. Commits cost the

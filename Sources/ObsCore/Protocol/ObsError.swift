@@ -27,12 +27,14 @@ public struct ObsError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let permissionDenied = Code(rawValue: "permission_denied")
         public static let shuttingDown = Code(rawValue: "shutting_down")
         public static let `internal` = Code(rawValue: "internal")
+        /// Cluster mode: the shared log (etcd) cannot decide writes now (no quorum, unreachable).
+        public static let unavailable = Code(rawValue: "unavailable")
 
         /// Every code of docs/protocol.md, in its table's order.
         public static let all: [Code] = [
             .badJSON, .badRequest, .unknownOp, .badKey, .badValue, .notFound, .exists, .readOnly,
             .conflict, .typeMismatch, .parseError, .evalError, .cycle, .tooLarge, .limit,
-            .permissionDenied, .shuttingDown, .internal,
+            .permissionDenied, .shuttingDown, .internal, .unavailable,
         ]
     }
 

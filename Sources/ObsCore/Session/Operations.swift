@@ -10,8 +10,8 @@ struct Operation: Sendable {
 
     /// What running the operation is.
     enum Body: Sendable {
-        /// The operation answers by itself.
-        case answer(@Sendable (Session, Request) throws(ObsError) -> Reply)
+        /// The operation answers by itself (now, or later in cluster mode).
+        case answer(@Sendable (Session, Request) throws(ObsError) -> Answer)
         /// One write of the store, applied inside a transaction: its own when sent alone, or a
         /// batch's (these are the operations a batch may hold). It returns its result's fields,
         /// given the revision the transaction committed.
@@ -31,11 +31,11 @@ typealias WriteResult = (UInt64) -> [(String, JSONValue)]
 enum Operations {
     static let all: [Operation] = [
         Operation(name: "hello", fields: [.optional("client", .string), .optional("protocol", .integer)], access: .read,
-                  summary: "server name, version, protocol, current revision and pid", body: .answer { s, r throws(ObsError) in try s.hello(r) }),
+                  summary: "server name, version, protocol, current revision and pid", body: .answer { s, r throws(ObsError) in .now(try s.hello(r)) }),
         Operation(name: "ping", fields: [], access: .read,
-                  summary: "the current revision", body: .answer { s, r throws(ObsError) in s.ping(r) }),
+                  summary: "the current revision", body: .answer { s, r throws(ObsError) in .now(s.ping(r)) }),
         Operation(name: "get", fields: [.optional("key", .string), .optional("pattern", .string)], access: .read,
-                  summary: "one key's value, or every key matching a pattern", body: .answer { s, r throws(ObsError) in try s.get(r) }),
+                  summary: "one key's value, or every key matching a pattern", body: .answer { s, r throws(ObsError) in .now(try s.get(r)) }),
         Operation(name: "set", fields: [.required("key", .string), .required("value", .any), .optional("if_rev", .integer),
                                         .optional("ttl_ms", .integer), .optional("ephemeral", .bool), .optional("always", .bool)],
                   access: .write, summary: "writes a value key", body: .write { s, r throws(ObsError) in try s.applySet(r) }),
@@ -58,27 +58,29 @@ enum Operations {
         Operation(name: "watch", fields: [.required("keys", .array), .optional("initial", .bool), .optional("since", .integer),
                                           .optional("mode", .string), .optional("throttle_ms", .integer), .optional("debounce_ms", .integer),
                                           .optional("progress_ms", .integer), .optional("channels", .bool)],
-                  access: .read, summary: "streams changes of keys and patterns", body: .answer { s, r throws(ObsError) in try s.watch(r) }),
+                  access: .read, summary: "streams changes of keys and patterns", body: .answer { s, r throws(ObsError) in .now(try s.watch(r)) }),
         Operation(name: "unwatch", fields: [.required("watch", .integer)], access: .read,
-                  summary: "stops a watch", body: .answer { s, r throws(ObsError) in try s.unwatch(r) }),
+                  summary: "stops a watch", body: .answer { s, r throws(ObsError) in .now(try s.unwatch(r)) }),
         Operation(name: "list", fields: [.optional("pattern", .string)], access: .read,
-                  summary: "the keys matching a pattern, with their kinds", body: .answer { s, r throws(ObsError) in try s.list(r) }),
+                  summary: "the keys matching a pattern, with their kinds", body: .answer { s, r throws(ObsError) in .now(try s.list(r)) }),
         Operation(name: "describe", fields: [.required("key", .string)], access: .read,
                   summary: "a key's kind, definition, dependencies, dependents, binding and metadata",
-                  body: .answer { s, r throws(ObsError) in try s.describe(r) }),
+                  body: .answer { s, r throws(ObsError) in .now(try s.describe(r)) }),
         Operation(name: "graph", fields: [.optional("pattern", .string)], access: .read,
-                  summary: "keys and the edges values flow along", body: .answer { s, r throws(ObsError) in try s.graph(r) }),
+                  summary: "keys and the edges values flow along", body: .answer { s, r throws(ObsError) in .now(try s.graph(r)) }),
         Operation(name: "eval", fields: [.required("expr", .string)], access: .read,
-                  summary: "evaluates an expression once against the current state", body: .answer { s, r throws(ObsError) in try s.eval(r) }),
+                  summary: "evaluates an expression once against the current state", body: .answer { s, r throws(ObsError) in .now(try s.eval(r)) }),
         Operation(name: "stats", fields: [], access: .read,
-                  summary: "counters of the store and the daemon", body: .answer { s, r throws(ObsError) in s.statsReply(r) }),
+                  summary: "counters of the store and the daemon", body: .answer { s, r throws(ObsError) in .now(s.statsReply(r)) }),
         Operation(name: "dump", fields: [], access: .read,
-                  summary: "everything restore needs", body: .answer { s, r throws(ObsError) in s.dump(r) }),
+                  summary: "everything restore needs", body: .answer { s, r throws(ObsError) in .now(s.dump(r)) }),
         Operation(name: "restore", fields: [.required("keys", .array), .optional("bindings", .array), .optional("replace", .bool)],
                   access: .write, summary: "loads what dump returned, as one transaction", body: .answer { s, r throws(ObsError) in try s.restore(r) }),
     ]
 
     static let byName: [String: Operation] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+    /// Each operation's index in `all`, which its request counter has.
+    static let indexByName: [String: Int] = Dictionary(uniqueKeysWithValues: all.indices.map { (all[$0].name, $0) })
 
     /// The operation table of docs/protocol.md, generated from `all`.
     static var markdownTable: String {

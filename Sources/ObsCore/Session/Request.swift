@@ -48,6 +48,9 @@ struct Field: Sendable {
 struct Request {
     let object: [String: JSONValue]
 
+    /// The request's `id` as the answer echoes it.
+    var id: JSONValue { object["id"] ?? .null }
+
     init(_ object: [String: JSONValue], fields: [Field]) throws(ObsError) {
         for field in fields {
             guard let value = object[field.name] else {
@@ -66,6 +69,13 @@ struct Request {
     func bool(_ name: String) -> Bool? { object[name]?.boolValue }
     func uint(_ name: String) -> UInt64? { object[name]?.intValue.map { UInt64($0) } }
     func array(_ name: String) -> [JSONValue]? { object[name]?.arrayValue }
+}
+
+/// What handling a request gives: its answer now, or later (cluster mode: once the shared log
+/// decided; `Session.answerLater`).
+enum Answer {
+    case now(Reply)
+    case later
 }
 
 /// A successful response's fields, in order.

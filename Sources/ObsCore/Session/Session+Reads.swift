@@ -49,10 +49,16 @@ extension Session {
         return Reply(fields: [("items", .array(items)), ("rev", .int(Int64(store.rev)))])
     }
 
+    /// A key's kind as list, graph and describe show it: "missing" for a binding's key that does
+    /// not exist (yet).
+    private func shownKind(_ name: String) -> JSONValue {
+        .string(store.existing(name)?.kind?.rawValue ?? "missing")
+    }
+
     func list(_ request: Request) throws(ObsError) -> Reply {
         let pattern = try KeyPattern(request.string("pattern") ?? "**")
-        let keys = store.keyNames(matching: pattern).map { name -> JSONValue in
-            .object(["key": .string(name), "kind": .string(store.existing(name)!.kind!.rawValue)])
+        let keys = store.shownKeyNames(matching: pattern).map { name -> JSONValue in
+            .object(["key": .string(name), "kind": shownKind(name)])
         }
         return Reply(fields: [("keys", .array(keys))])
     }
@@ -60,35 +66,45 @@ extension Session {
     func describe(_ request: Request) throws(ObsError) -> Reply {
         let key = request.string("key")!
         try KeyName.validate(key)
-        guard let node = store.existing(key) else { throw ObsError(.notFound, "no key '\(key)'") }
-        var fields: [(String, JSONValue)] = [("key", .string(key)), ("kind", .string(node.kind!.rawValue))]
-        if let expression = node.expression { fields.append(("expr", .string(expression.source))) }
-        fields.append(("deps", .array(node.dependencyNames.map { .string($0) })))
-        fields.append(("dependents", .array(node.dependentNames.sorted(by: JSONValue.utf8Precedes).map { .string($0) })))
+        let node = store.existing(key)
+        let targets = store.boundTargets(of: key)
+        guard node != nil || store.bindings[key] != nil || !targets.isEmpty else { throw ObsError(.notFound, "no key '\(key)'") }
+        engine.enter()
+        defer { engine.exit() }
+        node?.settle()
+        var fields: [(String, JSONValue)] = [("key", .string(key)), ("kind", shownKind(key))]
+        switch node?.content {
+        case .value(let value): fields.append(("value", value))
+        case .error(let error): fields.append(("error", .object(["code": .string(error.code.rawValue), "message": .string(error.message)])))
+        case .missing, nil: break
+        }
+        if let expression = node?.expression { fields.append(("expr", .string(expression.source))) }
+        fields.append(("deps", .array((node?.dependencyNames ?? []).map { .string($0) })))
+        fields.append(("dependents", .array((node?.dependentNames ?? []).sorted(by: JSONValue.utf8Precedes).map { .string($0) })))
         if let binding = store.bindings[key] {
             var inbound: [String: JSONValue] = ["from": .string(binding.source(of: key)), "two_way": .bool(binding.twoWay)]
             if let map = key == binding.to ? binding.map : binding.unmap { inbound["map"] = .string(map.source) }
             fields.append(("binding", .object(inbound)))
         }
-        fields.append(("rev", .int(Int64(node.rev))))
-        fields.append(("created_rev", .int(Int64(node.createdRev))))
-        fields.append(("version", .int(Int64(node.version))))
-        if let expiresAt = node.expiresAt {
+        if !targets.isEmpty { fields.append(("bound_to", .array(targets.map { .string($0) }))) }
+        fields.append(("rev", .int(Int64(node?.rev ?? 0))))
+        fields.append(("created_rev", .int(Int64(node?.createdRev ?? 0))))
+        fields.append(("version", .int(Int64(node?.version ?? 0))))
+        if let expiresAt = node?.expiresAt {
             fields.append(("ttl_ms", .int(Int64(max(0, ((expiresAt - store.clock.now) * 1000).rounded())))))
         }
-        if node.owner != nil { fields.append(("ephemeral", true)) }
+        if node?.owner != nil { fields.append(("ephemeral", true)) }
         return Reply(fields: fields)
     }
 
     func graph(_ request: Request) throws(ObsError) -> Reply {
         let pattern = try KeyPattern(request.string("pattern") ?? "**")
-        let names = store.keyNames(matching: pattern)
+        let names = store.shownKeyNames(matching: pattern)
         var nodes: [JSONValue] = []
         var edges: [JSONValue] = []
         for name in names {
-            let node = store.existing(name)!
-            nodes.append(.object(["key": .string(name), "kind": .string(node.kind!.rawValue)]))
-            for dep in node.dependencyNames {
+            nodes.append(.object(["key": .string(name), "kind": shownKind(name)]))
+            for dep in store.existing(name)?.dependencyNames ?? [] {
                 edges.append(.object(["from": .string(dep), "to": .string(name), "type": "dep"]))
             }
             if let binding = store.bindings[name] {
@@ -104,12 +120,15 @@ extension Session {
 
     func statsReply(_ request: Request) -> Reply {
         let stats = store.watches.stats
+        let lag = store.storage.writeLag(now: store.clock.monotonic)
         return Reply(fields: [
             ("rev", .int(Int64(store.rev))), ("keys", .int(Int64(store.keyCount))), ("computed", .int(Int64(store.computedCount))),
             ("bindings", .int(Int64(store.bindingCount))), ("connections", .int(Int64(stats.clients))),
             ("watches", .int(Int64(stats.watches))), ("uptime_s", .double((store.clock.monotonic - store.startedAt).rounded())),
             ("events_sent", .int(Int64(stats.eventsSent))), ("overflows", .int(Int64(stats.overflows))),
-            ("durability", .string(store.configuration.durability)),
+            ("durability", .string(store.configuration.durability)), ("version", .string(store.configuration.serverVersion)),
+        ] + store.requestCounters.fields + [
+            ("unwritten_revisions", .int(Int64(lag.revisions))), ("unwritten_age_s", .double((lag.seconds * 1000).rounded() / 1000)),
         ])
     }
 

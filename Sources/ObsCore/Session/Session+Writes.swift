@@ -1,18 +1,34 @@
 /// The write operations of the table. Each `apply` function is one write applied inside the open
-/// transaction; `perform` runs it in a transaction of its own, `batch` several in one.
+/// transaction; `perform` runs it in a transaction of its own, `batch` several in one. On one host
+/// the store commits at once; in cluster mode (`Store.sharedLog`) the shared log decides, and the
+/// answer comes later.
 extension Session {
     /// Runs an operation of the table on a checked request.
-    func perform(_ operation: Operation, _ request: Request) throws(ObsError) -> Reply {
+    func perform(_ operation: Operation, _ request: Request) throws(ObsError) -> Answer {
         switch operation.body {
         case .answer(let answer):
             return try answer(self, request)
         case .write(let apply):
-            let (result, commit) = try store.transact { () throws(ObsError) in try apply(self, request) }
-            return Reply(fields: result(commit.rev), needsSync: commit.persisted)
+            if store.sharedLog == nil {
+                let (result, commit) = try store.transact { () throws(ObsError) in try apply(self, request) }
+                return .now(Reply(fields: result(commit.rev), needsSync: commit.persisted))
+            }
+            return submit(id: request.id, { [unowned self] () throws(ObsError) in try apply(self, request) }) { result, rev in
+                Reply(fields: result(rev))
+            }
         }
     }
 
-    func batch(_ request: Request) throws(ObsError) -> Reply {
+    /// Cluster mode: proposes a write to the shared log; its answer, built by `reply` from what
+    /// the write returned and the revision that committed it, comes once the log decided.
+    func submit<T>(id: JSONValue, _ body: @escaping () throws(ObsError) -> T, reply: @escaping (T, UInt64) -> Reply) -> Answer {
+        store.submit(body) { [weak self] outcome in
+            self?.answerLater(id: id, outcome.map { reply($0.0, $0.1) })
+        }
+        return .later
+    }
+
+    func batch(_ request: Request) throws(ObsError) -> Answer {
         var writes: [(apply: @Sendable (Session, Request) throws(ObsError) -> WriteResult, request: Request)] = []
         for (index, item) in request.array("ops")!.enumerated() {
             do throws(ObsError) {
@@ -25,7 +41,7 @@ extension Session {
                 throw error.at(index: index)
             }
         }
-        let (results, commit) = try store.transact { () throws(ObsError) in
+        let body = { [unowned self] () throws(ObsError) -> [WriteResult] in
             var results: [WriteResult] = []
             for (index, write) in writes.enumerated() {
                 do throws(ObsError) {
@@ -36,13 +52,20 @@ extension Session {
             }
             return results
         }
-        var encoded: [UInt8] = [UInt8(ascii: "[")]
-        for (index, result) in results.enumerated() {
-            if index > 0 { encoded.append(UInt8(ascii: ",")) }
-            encoded.append(contentsOf: LineEncoding.orderedObject(result(commit.rev)))
+        func reply(_ results: [WriteResult], _ rev: UInt64, needsSync: Bool) -> Reply {
+            var encoded: [UInt8] = [UInt8(ascii: "[")]
+            for (index, result) in results.enumerated() {
+                if index > 0 { encoded.append(UInt8(ascii: ",")) }
+                encoded.append(contentsOf: LineEncoding.orderedObject(result(rev)))
+            }
+            encoded.append(UInt8(ascii: "]"))
+            return Reply(fields: [("rev", .int(Int64(rev)))], raw: [("results", encoded)], needsSync: needsSync)
         }
-        encoded.append(UInt8(ascii: "]"))
-        return Reply(fields: [("rev", .int(Int64(commit.rev)))], raw: [("results", encoded)], needsSync: commit.persisted)
+        guard store.sharedLog == nil else {
+            return submit(id: request.id, body) { reply($0, $1, needsSync: false) }
+        }
+        let (results, commit) = try store.transact(body)
+        return .now(reply(results, commit.rev, needsSync: commit.persisted))
     }
 
     func applySet(_ request: Request) throws(ObsError) -> WriteResult {
@@ -91,22 +114,32 @@ extension Session {
         return { [("rev", .int(Int64($0)))] }
     }
 
-    func publish(_ request: Request) throws(ObsError) -> Reply {
+    func publish(_ request: Request) throws(ObsError) -> Answer {
         let channel = request.string("channel")!
         let payload = request["payload"] ?? .null
         try KeyName.validate(channel, "channel")
         try store.checkValueSize(payload)
-        return Reply(fields: [("delivered", .int(Int64(store.watches.publish(channel, payload))))])
+        guard let sharedLog = store.sharedLog else {
+            return .now(Reply(fields: [("delivered", .int(Int64(store.watches.publish(channel, payload))))]))
+        }
+        // Cluster mode: through the log, to the watches of every host; the count is this host's.
+        let id = request.id
+        sharedLog.publish(channel: channel, payload: payload) { [weak self] outcome in
+            self?.answerLater(id: id, outcome.map { Reply(fields: [("delivered", .int(Int64($0)))]) })
+        }
+        return .later
     }
 
-    func restore(_ request: Request) throws(ObsError) -> Reply {
+    func restore(_ request: Request) throws(ObsError) -> Answer {
         let keys = request.array("keys")!
         let bindings = request.array("bindings") ?? []
         let replace = request.bool("replace") ?? false
-        let (_, commit) = try store.transact { () throws(ObsError) in
-            try store.restore(keys: keys, bindings: bindings, replace: replace)
+        let body = { [unowned self] () throws(ObsError) in try store.restore(keys: keys, bindings: bindings, replace: replace) }
+        guard store.sharedLog == nil else {
+            return submit(id: request.id, body) { Reply(fields: [("rev", .int(Int64($1)))]) }
         }
-        return Reply(fields: [("rev", .int(Int64(commit.rev)))], needsSync: commit.persisted)
+        let (_, commit) = try store.transact(body)
+        return .now(Reply(fields: [("rev", .int(Int64(commit.rev)))], needsSync: commit.persisted))
     }
 }
 

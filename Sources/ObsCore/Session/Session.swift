@@ -12,6 +12,13 @@ public final class Session {
     let lines: SessionLines
     /// Splits what the client sends into request lines, and enforces the line limit.
     private var framer: LineFramer
+    /// Lines received while requests are held back, handled in order later: while an answer is
+    /// pending (cluster mode: `answerLater`), and while the output is over its limit
+    /// (`outputDrained`), so that a client pipelining requests without reading the answers (a
+    /// thousand `get`s of a 1 MiB value in one 64 KiB read) cannot make obsd queue answers without
+    /// bound. The daemon reads nothing more from such a connection meanwhile (`holdsRequests`), so
+    /// these are at most what one read brought.
+    private var waitingLines: [[UInt8]] = []
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
@@ -22,17 +29,12 @@ public final class Session {
     /// nothing it receives after that is read.
     public private(set) var wantsClose = false
     public private(set) var isClosed = false
-    /// Request lines that arrived while the output was over its limit, each ended by "\n": they
-    /// are answered once it drains (`outputDrained`). A client that pipelines requests without
-    /// reading the answers (a thousand `get`s of a 1 MiB value in one 64 KiB read) would otherwise
-    /// make obsd queue answers without bound; the daemon stops reading such a client meanwhile, so
-    /// this holds what one read brought at most.
-    private var deferred: [UInt8] = []
     /// Whether the output passed its limit and events are being dropped, or requests wait, until
     /// `outputDrained()`: the daemon disconnects a client that stays so for `client_timeout`.
-    public var isOverflowing: Bool { watchClient.overflowed || !deferred.isEmpty }
-    /// Whether requests received wait for the output to drain before they are answered.
-    public var hasDeferredRequests: Bool { !deferred.isEmpty }
+    public var isOverflowing: Bool { watchClient.overflowed || !waitingLines.isEmpty }
+    /// Whether requests received are held back (an answer pending, or the output over its limit):
+    /// the daemon reads nothing more from the connection meanwhile.
+    public var holdsRequests: Bool { isWaiting || !waitingLines.isEmpty }
 
     public init(store: Store, access: Access, output: any SessionOutput) {
         self.store = store
@@ -42,6 +44,7 @@ public final class Session {
         watchClient = store.watches.register(lines)
         id = store.nextOwnerID
         store.nextOwnerID += 1
+        store.requestCounters.sessionsOpened += 1
     }
 
     /// Handles the bytes a client sent: every complete request line among them, in order (a line
@@ -52,15 +55,16 @@ public final class Session {
         do throws(LineTooLong) {
             try framer.append(bytes) { line in
                 guard !isClosed else { return }
-                if !deferred.isEmpty || lines.unsentBytes > store.configuration.maxOutputBytes {
-                    deferred.append(contentsOf: line)
-                    deferred.append(0x0A)
+                if holdsRequests || lines.unsentBytes > store.configuration.maxOutputBytes {
+                    waitingLines.append(Array(line))
                 } else {
                     handle(line: line)
                 }
             }
         } catch {
-            lines.send(LineEncoding.error(id: .null, ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")))
+            let error = ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             wantsClose = true
         }
     }
@@ -78,11 +82,14 @@ public final class Session {
         do {
             request = try JSONValue.parse(line, maxDepth: store.configuration.maxJSONDepth)
         } catch {
+            store.requestCounters.count(error.obsError)
             lines.send(LineEncoding.error(id: .null, error.obsError))
             return
         }
         guard case .object(let object) = request else {
-            lines.send(LineEncoding.error(id: .null, ObsError(.badJSON, "a request must be a JSON object")))
+            let error = ObsError(.badJSON, "a request must be a JSON object")
+            store.requestCounters.count(error)
+            lines.send(LineEncoding.error(id: .null, error))
             return
         }
         store.requestLineBytes = line.count
@@ -97,8 +104,9 @@ public final class Session {
         lines.answer { handle(object, idToken: idToken) }
     }
 
-    /// Runs one request through the operation table; its answer line.
-    private func handle(_ object: [String: JSONValue], idToken: [UInt8]?) -> EncodedLine {
+    /// Runs one request through the operation table; its answer line, or nil when the answer comes
+    /// later (`answerLater`).
+    private func handle(_ object: [String: JSONValue], idToken: [UInt8]?) -> EncodedLine? {
         var id = object["id"] ?? .null
         do throws(ObsError) {
             switch id {
@@ -110,18 +118,53 @@ public final class Session {
             }
             guard let opValue = object["op"] else { throw ObsError(.badRequest, "missing field 'op'") }
             guard case .string(let name) = opValue else { throw ObsError(.badRequest, "field 'op' must be a string") }
-            guard let operation = Operations.byName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            guard let index = Operations.indexByName[name] else { throw ObsError(.unknownOp, "unknown op '\(name)'") }
+            store.requestCounters.byOperation[index] += 1
+            let operation = Operations.all[index]
             if store.isShuttingDown { throw ObsError(.shuttingDown, "the daemon is stopping") }
             if operation.access == .write && access == .read {
                 throw ObsError(.permissionDenied, "'\(name)' needs write access")
             }
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
-            let reply = try perform(operation, request)
-            return LineEncoding.response(id: id, idToken: idToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            switch try perform(operation, request) {
+            case .now(let reply):
+                return LineEncoding.response(id: id, idToken: idToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            case .later: return nil
+            }
         } catch {
+            store.requestCounters.count(error)
             return LineEncoding.error(id: id, idToken: idToken, error)
         }
+    }
+
+    // MARK: Answers that come later (cluster mode)
+
+    /// Whether an answer is pending: the session handles nothing more (what arrives waits, in
+    /// order) until it is given, and the daemon stops reading the connection meanwhile.
+    public var isWaiting: Bool { lines.isWaiting }
+
+    /// Gives the pending answer to request `id`, then handles the lines that waited for it.
+    func answerLater(id: JSONValue, _ outcome: Result<Reply, ObsError>) {
+        guard !isClosed else { return }
+        switch outcome {
+        case .success(let reply): lines.resolve(LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
+        case .failure(let error): lines.resolve(LineEncoding.error(id: id, error))
+        }
+        // Decided while its own request was being handled: whoever handles lines goes on.
+        guard !lines.isHandling else { return }
+        handleWaitingLines()
+    }
+
+    /// Handles the lines held back, in order, as long as nothing holds them back any more.
+    private func handleWaitingLines() {
+        var next = 0
+        while next < waitingLines.count, !isWaiting, !isClosed, lines.unsentBytes <= store.configuration.maxOutputBytes {
+            let line = waitingLines[next]
+            next += 1
+            line.withUnsafeBytes { handle(line: $0) }
+        }
+        waitingLines.removeFirst(next)
     }
 
     /// Writes the `goodbye` event (no `watch` field) before the daemon closes the connection.
@@ -132,27 +175,13 @@ public final class Session {
         lines.send(EncodedLine(body: writer.closed()))
     }
 
-    /// The daemon has written everything queued: held `latest` events go out, and after an
-    /// overflow each watch sends `overflow` and a fresh snapshot.
+    /// The daemon has written everything queued (or enough: below the limit): the requests held
+    /// back while the output was over it are handled, then held `latest` events go out, and after
+    /// an overflow each watch sends `overflow` and a fresh snapshot.
     public func outputDrained() {
         guard !isClosed else { return }
-        answerDeferred()
-        if deferred.isEmpty { store.watches.drained(watchClient) }
-    }
-
-    /// Answers the deferred requests, in order, until the output is over its limit again.
-    private func answerDeferred() {
-        guard !deferred.isEmpty else { return }
-        let waiting = deferred
-        var start = 0
-        waiting.withUnsafeBytes { bytes in
-            while start < bytes.count, !isClosed, lines.unsentBytes <= store.configuration.maxOutputBytes {
-                let end = bytes[start...].firstIndex(of: 0x0A)!
-                handle(line: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
-                start = end + 1
-            }
-        }
-        deferred = Array(waiting[start...])
+        handleWaitingLines()
+        if waitingLines.isEmpty { store.watches.drained(watchClient) }
     }
 
     /// Ends the session however the connection ended: its watches stop, and its ephemeral keys are
@@ -160,7 +189,7 @@ public final class Session {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
-        deferred.removeAll()
+        waitingLines.removeAll()
         store.watches.remove(watchClient)
         store.removeEphemeralKeys(ephemeralKeys, owner: id)
         ephemeralKeys.removeAll()

@@ -57,7 +57,8 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
             runs = 0
         }
         runs += 1
-        run(write: runs <= BindingEffect.maxRunsPerTransaction && inputsChanged)
+        // Applying a shared log's transaction: what the binding wrote is part of it already.
+        run(write: runs <= BindingEffect.maxRunsPerTransaction && inputsChanged && !store.isApplyingReplicated)
     }
 
     /// Whether what this effect read differs from the start of the transaction. A key read in the
@@ -79,15 +80,22 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
     }
 
     /// Reads the source (recording it and whatever the transform reads as dependencies) and, with
-    /// `write`, writes the result into the target. A missing source, a source in the error state and
-    /// a failing transform write nothing.
+    /// `write`, writes the result into the target. A missing source reads as null, as a key read by
+    /// an expression does (so `value ?? "offline"` maps a deleted source); a source in the error
+    /// state and a failing transform write nothing, and the target keeps its value.
     func run(write: Bool) {
         let result = try? engine.track(self) { () throws(ObsError) -> JSONValue? in
             let node = store.node(source, create: true)!
             node.settle()
             engine.recordRead(of: node)
             let echo = partner.map { node.writeCount == $0.lastWrite && $0.lastWrite != 0 } ?? false
-            guard !echo, case .value(let value) = node.content else { return nil }
+            guard !echo else { return nil }
+            let value: JSONValue
+            switch node.content {
+            case .value(let current): value = current
+            case .missing: value = .null
+            case .error: return nil
+            }
             guard let transform else { return value }
             let mapped = try transform.evaluate(in: StoreContext(store: store), value: value)
             return mapped.nests(deeperThan: store.configuration.maxJSONDepth - 1) ? nil : mapped
@@ -141,6 +149,22 @@ extension Store {
         binding.backward?.cancel()
         binding.forward = nil
         binding.backward = nil
+    }
+
+    /// The keys that list, graph and describe show for `pattern`: the existing keys matching it and
+    /// the keys of bindings matching it that do not exist (yet), sorted.
+    func shownKeyNames(matching pattern: KeyPattern) -> [String] {
+        var names = Set(keyNames(matching: pattern))
+        for binding in bindings.values {
+            for name in [binding.from, binding.to] where pattern.matches(name) && existing(name) == nil { names.insert(name) }
+        }
+        return names.sorted(by: JSONValue.utf8Precedes)
+    }
+
+    /// The keys that `name`'s value is bound into (a two-way partner included).
+    func boundTargets(of name: String) -> [String] {
+        Set(bindings.values.filter { $0.from == name || ($0.twoWay && $0.to == name) }.map { $0.source(of: name) })
+            .sorted(by: JSONValue.utf8Precedes)
     }
 
     /// The keys `name` takes its value from: a computed's last dependencies, a bound key's source.

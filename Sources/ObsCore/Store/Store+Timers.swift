@@ -3,6 +3,7 @@
 extension Store {
     /// Runs everything due now.
     public func tick() {
+        runRetries()
         expireDueKeys()
         refreshTimeComputeds()
         watches.tick()
@@ -19,6 +20,7 @@ extension Store {
         if let first = expiries.first { consider(clock.monotonic + (first.deadline - clock.now)) }
         if !timeNodes.isEmpty { consider(nextTimeRefresh) }
         consider(watches.nextDeadline)
+        consider(retries.first?.deadline)
         return next
     }
 
@@ -34,7 +36,34 @@ extension Store {
             _ = expiries.pop()
             let node = first.element
             guard isLiveExpiry(first.deadline, node) else { continue }
-            _ = try? transact(reason: "ttl") { () throws(ObsError) in try delete(node.name) }
+            write(reason: "ttl") { [self] () throws(ObsError) in
+                // Run again after a lost race: only if that same deadline still holds.
+                guard isLiveExpiry(first.deadline, node) else { return }
+                _ = try delete(node.name)
+            }
+        }
+    }
+
+    /// A write no client waits for (expiry, ephemeral removal): committed at once on one host; in
+    /// cluster mode proposed to the shared log, and tried again a second later while the log
+    /// cannot be reached (every host proposes its expiries: the first wins, the others find the
+    /// key gone).
+    func write(reason: String, _ body: @escaping () throws(ObsError) -> Void) {
+        guard sharedLog != nil else {
+            _ = try? transact(reason: reason, body)
+            return
+        }
+        submit(reason: reason, body) { [self] outcome in
+            guard case .failure(let error) = outcome, error.code == .unavailable else { return }
+            retries.push(clock.monotonic + configuration.timeRefreshInterval) { [self] in write(reason: reason, body) }
+        }
+    }
+
+    private func runRetries() {
+        let now = clock.monotonic
+        while let first = retries.first, first.deadline <= now {
+            _ = retries.pop()
+            first.element()
         }
     }
 
@@ -44,17 +73,31 @@ extension Store {
             return
         }
         nextTimeRefresh = clock.monotonic + configuration.timeRefreshInterval
-        _ = try? transact { () throws(ObsError) in
+        let refresh = { [self] () throws(ObsError) in
             for node in timeNodes.values { markChanged(node) }
+        }
+        guard sharedLog != nil else {
+            _ = try? transact(refresh)
+            return
+        }
+        // Cluster mode: the log never sees computed values, so a refresh that changes nothing
+        // else commits here with the applied revision; one that makes a binding write goes to the
+        // log like any write.
+        guard let (_, proposal) = try? propose(reason: nil, refresh) else { return }
+        if proposal.isEmpty {
+            _ = try? transact(mode: .unlogged, refresh)
+        } else {
+            submit(refresh) { _ in }
         }
     }
 
     /// Removes the ephemeral keys `owner` still owns, as one transaction with reason "ephemeral".
     func removeEphemeralKeys(_ names: Set<String>, owner: UInt64) {
-        let owned = names.filter { existing($0)?.owner == owner }
-        guard !owned.isEmpty else { return }
-        _ = try? transact(reason: "ephemeral") { () throws(ObsError) in
-            for name in owned { _ = try delete(name) }
+        guard names.contains(where: { existing($0)?.owner == owner }) else { return }
+        write(reason: "ephemeral") { [self] () throws(ObsError) in
+            // Those it still owns when it runs (again, after a lost race, the keys may have a
+            // new owner).
+            for name in names where existing(name)?.owner == owner { _ = try delete(name) }
         }
     }
 

@@ -48,6 +48,9 @@ extension Store {
         let expiresAt = ttlMs.map { clock.now + Double($0) / 1000 }
         let metaChanged = node.expiresAt != expiresAt || node.owner != owner
         let valueChanged = node.content != .value(value) || always || !node.exists
+        // Cluster mode: an answer that depends on the key's state (compare-and-set, or "unchanged"
+        // from a view that may be behind) holds only if nobody changed it first.
+        if ifRev != nil || !(valueChanged || metaChanged) { current?.depend(on: key) }
         guard valueChanged || metaChanged else { return false }
         touch(node)
         if metaChanged {
@@ -63,7 +66,12 @@ extension Store {
     /// `delete`: whether the key existed.
     func delete(_ key: String) throws(ObsError) -> Bool {
         try KeyName.validate(key)
-        guard let node = existing(key) else { return false }
+        guard let node = existing(key) else {
+            current?.depend(on: key)
+            return false
+        }
+        // An expiry or an ephemeral removal deletes the key as this host knows it, not a newer one.
+        if current?.reason != nil { current?.depend(on: key) }
         touch(node)
         setExpression(node, nil)
         setKind(node, nil)
@@ -78,6 +86,7 @@ extension Store {
         try KeyName.validate(key)
         let found = nodes[key]
         if found?.kind == .computed { throw ObsError(.readOnly, "'\(key)' is a computed key") }
+        self.current?.depend(on: key)
         let current = found?.exists == true ? found!.content.value ?? .null : .int(0)
         let result: JSONValue
         switch (current, by) {
@@ -100,6 +109,7 @@ extension Store {
     func define(_ key: String, _ source: String, replace: Bool) throws(ObsError) -> [String] {
         try KeyName.validate(key)
         let expression = try compile(source)
+        current?.depend(on: key)
         if nodes[key]?.kind == .value && !replace {
             throw ObsError(.exists, "'\(key)' is a value key; define it with replace: true")
         }

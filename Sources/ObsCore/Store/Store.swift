@@ -21,12 +21,16 @@ public final class Store {
     /// Bindings by target; a two-way binding is listed under both of its keys.
     var bindings: [String: KeyBinding] = [:]
     var bindingCount = 0
+    /// The requests its sessions answered, for `stats`.
+    var requestCounters = RequestCounters()
     var current: Transaction?
     /// Keys with a TTL, by wall-clock deadline (stale entries are skipped when popped).
     var expiries = DeadlineHeap<KeyNode>()
     /// Computeds that read the clock, re-evaluated every `timeRefreshInterval`.
     var timeNodes: [ObjectIdentifier: KeyNode] = [:]
     var nextTimeRefresh: Double?
+    /// Writes to try again (cluster mode, while the shared log cannot be reached), by monotonic time.
+    var retries = DeadlineHeap<() -> Void>()
     /// Placeholder nodes of missing keys, swept by `tick()` once nothing reads them.
     var placeholders: [String] = []
     /// The owner of the next connection's ephemeral keys.
@@ -41,6 +45,9 @@ public final class Store {
     public var writeRefusal: ObsError?
     /// The length of the request line being handled, if any: a bound on its values' sizes.
     var requestLineBytes: Int?
+    /// Cluster mode: the log that decides every transaction that changes shared state
+    /// (Store+SharedLog.swift). Nil on one host, where the store decides and pays nothing for it.
+    public var sharedLog: (any SharedLog)?
 
     /// Every client's watches, and the delivery of this store's changes to them.
     let watches: WatchHub
@@ -177,10 +184,19 @@ public final class Store {
 
     /// Runs `body` as one transaction: all of it commits with one new revision, or (when it throws)
     /// none of it does.
-    func transact<T>(reason: String? = nil, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, CommitResult) {
+    func transact<T>(reason: String? = nil, mode: CommitMode = .local, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, CommitResult) {
+        let (value, transaction) = try run(reason: reason, mode: mode, body)
+        let result = try commit(transaction, mode)
+        return (value, result)
+    }
+
+    /// Runs `body` as the open transaction, with everything it causes (bindings, computeds): the
+    /// transaction ready to commit, or (when it throws) rolled back.
+    private func run<T>(reason: String?, mode: CommitMode, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, Transaction) {
         precondition(current == nil, "store transactions do not nest")
         transactionSerial += 1
-        let transaction = Transaction(serial: transactionSerial, reason: reason)
+        let transaction = Transaction(serial: transactionSerial, reason: reason, replicated: mode.isReplicated,
+                                      recordsDependencies: sharedLog != nil)
         current = transaction
         engine.enter()
         let value: T
@@ -197,8 +213,25 @@ public final class Store {
         evaluateTouched(transaction)
         engine.exit()
         current = nil
-        let result = try commit(transaction)
-        return (value, result)
+        return (value, transaction)
+    }
+
+    /// Runs `body` as a transaction and takes it back: what committing it would change, for the
+    /// shared log to decide (cluster mode). The store is left as it was.
+    func propose<T>(reason: String?, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, Proposal) {
+        let (value, transaction) = try run(reason: reason, mode: .local, body)
+        var proposal = Proposal(changes: storedTransaction(0, changes(of: transaction), changedBindings(of: transaction),
+                                                           includeEphemeral: true))
+        proposal.changes.reason = reason
+        proposal.depends = transaction.depends
+        current = transaction
+        engine.enter()
+        rollback(transaction)
+        evaluateTouched(transaction)
+        engine.exit()
+        current = nil
+        sweep(transaction.touched)
+        return (value, proposal)
     }
 
     /// Puts every key and binding the transaction touched back as it was. Called inside the engine.
@@ -227,7 +260,9 @@ public final class Store {
         }
     }
 
-    private func commit(_ transaction: Transaction) throws(ObsError) -> CommitResult {
+    /// The keys a transaction changed (or redefined, or wrote with `always`), with their state
+    /// before it.
+    private func changes(of transaction: Transaction) -> [(node: KeyNode, before: KeySnapshot)] {
         var changed: [(node: KeyNode, before: KeySnapshot)] = []
         for (index, node) in transaction.touched.enumerated() {
             let id = ObjectIdentifier(node)
@@ -238,30 +273,55 @@ public final class Store {
                 changed.append((node, before))
             }
         }
-        var bindingTargets: [String] = []
+        return changed
+    }
+
+    /// The targets whose binding a transaction changed.
+    private func changedBindings(of transaction: Transaction) -> [String] {
+        var targets: [String] = []
         for target in transaction.bindingOrder where transaction.bindingsBefore[target]! !== bindings[target] {
-            bindingTargets.append(target)
+            targets.append(target)
         }
-        if changed.isEmpty && bindingTargets.isEmpty {
+        return targets
+    }
+
+    private func commit(_ transaction: Transaction, _ mode: CommitMode) throws(ObsError) -> CommitResult {
+        let changed = changes(of: transaction)
+        let bindingTargets = changedBindings(of: transaction)
+        if changed.isEmpty && bindingTargets.isEmpty, !mode.isReplicated {
             sweep(transaction.touched)
             return CommitResult(rev: rev, persisted: false)
         }
-        let newRev = rev + 1
-        let stored = keepsCommits ? storedTransaction(newRev, changed, bindingTargets) : StoredTransaction(rev: newRev)
-        if !stored.isEmpty {
-            do {
-                try storage.commit(stored)
-            } catch {
-                engine.enter()
-                rollback(transaction)
-                evaluateTouched(transaction)
-                engine.exit()
-                throw ObsError(.internal, "storage: \(error.message)")
+        let newRev: UInt64
+        var stored = StoredTransaction(rev: rev)
+        switch mode {
+        case .local:
+            newRev = rev + 1
+            if keepsCommits { stored = storedTransaction(newRev, changed, bindingTargets, includeEphemeral: false) }
+            if !stored.isEmpty {
+                do {
+                    try storage.commit(stored)
+                } catch {
+                    engine.enter()
+                    rollback(transaction)
+                    evaluateTouched(transaction)
+                    engine.exit()
+                    throw ObsError(.internal, "storage: \(error.message)")
+                }
             }
+        case .replicated(let logged):
+            newRev = logged
+        case .unlogged:
+            newRev = rev
         }
         rev = newRev
         var order = Array(changed.indices)
-        if changed.count > 1 { order.sort { JSONValue.utf8Precedes(changed[$0].node.name, changed[$1].node.name) } }
+        if changed.count > 1 {
+            // Compared by the nodes alone: an element of `changed` copied per comparison would
+            // copy its snapshot (measured: a 50-deep chain cost twice as much).
+            let nodes = changed.map(\.node)
+            order.sort { JSONValue.utf8Precedes(nodes[$0].name, nodes[$1].name) }
+        }
         var events: [KeyEvent] = []
         events.reserveCapacity(changed.count)
         for index in order {
@@ -270,7 +330,9 @@ public final class Store {
             if let event = makeEvent(node, before, forced: transaction.forced.contains(id), reason: transaction.reason) {
                 events.append(event)
             }
-            if node.kind == nil {
+            if transaction.replicated, transaction.replicatedMetadata.contains(id) {
+                // Revisions the shared log gave this key, set when it was applied.
+            } else if node.kind == nil {
                 node.rev = 0
                 node.createdRev = 0
                 node.version = 0
@@ -309,15 +371,19 @@ public final class Store {
         }
     }
 
-    private func storedTransaction(_ rev: UInt64, _ changed: [(node: KeyNode, before: KeySnapshot)], _ bindingTargets: [String]) -> StoredTransaction {
+    /// What a transaction changes of the persisted state; with `includeEphemeral` (a proposal to a
+    /// shared log, which keeps them) ephemeral keys too, with their owner.
+    private func storedTransaction(_ rev: UInt64, _ changed: [(node: KeyNode, before: KeySnapshot)], _ bindingTargets: [String],
+                                   includeEphemeral: Bool) -> StoredTransaction {
         var stored = StoredTransaction(rev: rev)
         for (node, before) in changed {
-            if node.kind == .value, node.owner == nil, case .value(let value) = node.content {
-                stored.putKeys.append(StoredKey(
-                    key: node.name, value: value, rev: rev,
-                    createdRev: before.kind == nil ? rev : node.createdRev,
-                    version: before.kind == nil ? 1 : node.version + 1, expiresAt: node.expiresAt))
-            } else if before.isPersistedValue {
+            if node.kind == .value, node.owner == nil || includeEphemeral, case .value(let value) = node.content {
+                var key = StoredKey(key: node.name, value: value, rev: rev,
+                                    createdRev: before.kind == nil ? rev : node.createdRev,
+                                    version: before.kind == nil ? 1 : node.version + 1, expiresAt: node.expiresAt)
+                key.owner = node.owner
+                stored.putKeys.append(key)
+            } else if before.kind == .value && (before.owner == nil || includeEphemeral) {
                 stored.deletedKeys.append(node.name)
             }
             if node.kind == .computed, let expression = node.expression {

@@ -22,8 +22,6 @@ struct KeySnapshot {
         expiresAt = node.expiresAt
         owner = node.owner
     }
-
-    var isPersistedValue: Bool { kind == .value && owner == nil }
 }
 
 /// The record of one open transaction: the keys and bindings it touched, in order, with their
@@ -44,10 +42,28 @@ final class Transaction {
     var bindingOrder: [String] = []
     /// The `reason` of the delete events (TTL expiry, ephemeral removal).
     let reason: String?
+    /// Applying what a shared log decided (cluster mode): bindings write nothing (the log's
+    /// transaction holds what they wrote where it was decided).
+    let replicated: Bool
+    /// Cluster mode: the keys whose state decided the outcome (`depends`) are recorded.
+    let recordsDependencies: Bool
+    /// Keys whose state decided what this transaction does, beyond what it writes blindly: an
+    /// `if_rev` key, an incremented key, a key expired or removed as ephemeral. A shared log
+    /// commits the transaction only if none of them changed since this store applied it.
+    var depends: [String] = []
+    /// Keys whose revisions the shared log gave (applied, not computed at commit).
+    var replicatedMetadata: Set<ObjectIdentifier> = []
 
-    init(serial: UInt64, reason: String?) {
+    init(serial: UInt64, reason: String?, replicated: Bool = false, recordsDependencies: Bool = false) {
         self.serial = serial
         self.reason = reason
+        self.replicated = replicated
+        self.recordsDependencies = recordsDependencies
+    }
+
+    /// Notes that the outcome depends on `key`'s current state (cluster mode only).
+    func depend(on key: String) {
+        if recordsDependencies { depends.append(key) }
     }
 
     func snapshot(of node: KeyNode) -> KeySnapshot { before[node.touchedIndex] }
@@ -59,4 +75,20 @@ struct CommitResult {
     var rev: UInt64
     /// Whether persisted state changed: with strict durability the response waits for a sync.
     var persisted: Bool
+}
+
+/// How a transaction's changes are committed.
+enum CommitMode {
+    /// Decided here: the next revision, kept by the store's storage (one host).
+    case local
+    /// Decided by the shared log at this revision (cluster mode): nothing is written here.
+    case replicated(UInt64)
+    /// Cluster mode: changes of computeds alone (driven by the clock), which the log never sees;
+    /// they carry the revision already applied.
+    case unlogged
+
+    var isReplicated: Bool {
+        if case .replicated = self { return true }
+        return false
+    }
 }

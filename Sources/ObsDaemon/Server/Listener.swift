@@ -12,6 +12,9 @@
 // 3. bind runs under a umask that yields the configured mode, then chmod/chown set it exactly,
 //    all before listen: no client can connect before the mode is final.
 // With socket activation (LISTEN_FDS) systemd made the socket, so none of this applies.
+// CLinux too: its shim includes <sys/socket.h>, and when another file of the module loads it first,
+// SOCK_* and MSG_* are visible only through it.
+import CLinux
 import Glibc
 
 final class Listener {

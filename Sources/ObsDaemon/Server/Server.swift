@@ -204,10 +204,11 @@ final class Server {
             }
             if count == 0 {
                 // EOF: answer what was complete, drop any partial line, close once flushed (and
-                // once the requests waiting for the output to drain are answered).
+                // once the requests held back are answered: waiting for the output to drain, or,
+                // in cluster mode, for an answer still pending).
                 connection.readClosed = true
                 connection.closeAfterFlush = true
-                if connection.session?.hasDeferredRequests != true {
+                if connection.session?.holdsRequests != true {
                     connection.session?.close()
                     connection.session = nil
                     if connection.pendingBytes == 0 { return drop(connection) }
@@ -215,14 +216,16 @@ final class Server {
                 return updateInterest(connection)
             }
             feed(connection, count)
+            // A session holding requests back (its output over the limit, or an answer pending in
+            // cluster mode) handles nothing more for now: what the client sends stays in the socket.
             if connection.readClosed || connection.pendingBytes > limits.outputBufferBytes
-                || connection.session?.hasDeferredRequests == true { break }
+                || connection.session?.holdsRequests == true { break }
             if count < readBuffer.count {
                 readAll = true
                 break
             }
         }
-        if stopping, readAll, connection.session?.hasDeferredRequests != true { sayGoodbye(connection) }
+        if stopping, readAll, connection.session?.holdsRequests != true { sayGoodbye(connection) }
         updateInterest(connection)
     }
 
@@ -263,12 +266,12 @@ final class Server {
         case .done:
             setStalled(connection, since: nil)
             connection.overLimit = false
-            // Drained: deferred requests are answered, `latest` watches send what they held, an
-            // overflowed session resyncs (not when closing: then only deferred requests matter).
-            if let session = connection.session, !connection.closeAfterFlush || session.hasDeferredRequests {
+            // Drained: held requests are answered, `latest` watches send what they held, an
+            // overflowed session resyncs (not when closing: then only held requests matter).
+            if let session = connection.session, !connection.closeAfterFlush || session.holdsRequests {
                 session.outputDrained()
             }
-            if connection.closeAfterFlush, connection.pendingBytes == 0, connection.session?.hasDeferredRequests != true {
+            if connection.closeAfterFlush, connection.pendingBytes == 0, connection.session?.holdsRequests != true {
                 drop(connection)
                 return
             }
@@ -293,7 +296,7 @@ final class Server {
         // Stopping: a connection whose output held up its goodbye reads (and answers) the rest of
         // what it sent now, even if nothing new arrives to wake epoll.
         if stopping, !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes,
-           connection.session?.hasDeferredRequests != true {
+           connection.session?.holdsRequests != true {
             return readable(connection.fd, hangup: false)
         }
         updateInterest(connection)
@@ -305,7 +308,7 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard connection.isOpen else { return }
         var wanted: UInt32 = 0
-        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.hasDeferredRequests != true {
+        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.holdsRequests != true {
             wanted |= EventLoop.input
         }
         if connection.hasSendableOutput, !connection.isDirty { wanted |= EventLoop.output }

@@ -30,6 +30,12 @@ final class GroupCommitStorage: StateStorage {
     private var open: PendingTransaction?
     /// The batch the writer has.
     private var inFlight: (batch: UInt64, merged: PendingTransaction)?
+    /// For `stats`: the newest revision committed, the newest written, and since when (monotonic
+    /// seconds) the oldest unwritten commit of the open batch and of the batch in flight wait.
+    private var committedRev: UInt64 = 0
+    private var writtenRev: UInt64 = 0
+    private var openSince: Double?
+    private var inFlightSince: Double?
     /// The number the open batch gets.
     private var nextBatch: UInt64 = 1
     /// Every batch up to this number is written (fsynced in strict mode).
@@ -69,13 +75,25 @@ final class GroupCommitStorage: StateStorage {
 
     func load() throws(ObsError) -> StoredState {
         guard let writer else { return StoredState() }
-        return try writer.load()
+        let state = try writer.load()
+        committedRev = state.rev
+        writtenRev = state.rev
+        return state
     }
 
     func commit(_ transaction: StoredTransaction) throws(ObsError) {
         guard writer != nil else { return }
-        if open == nil { open = PendingTransaction() }
+        if open == nil {
+            open = PendingTransaction()
+            openSince = monotonicSeconds()
+        }
         open!.merge(transaction)
+        committedRev = transaction.rev
+    }
+
+    func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) {
+        let since = inFlightSince ?? openSince
+        return (committedRev - writtenRev, since.map { max(0, now - $0) } ?? 0)
     }
 
     /// Memory mode drops every commit.
@@ -90,7 +108,9 @@ final class GroupCommitStorage: StateStorage {
         guard let writer, !broken, inFlight == nil, let merged = open else { return }
         if let retryAt, now < retryAt { return }
         inFlight = (nextBatch, merged)
+        inFlightSince = openSince
         open = nil
+        openSince = nil
         nextBatch += 1
         writer.submit(WriteJob(transaction: merged.transaction, sync: strict))
     }
@@ -107,6 +127,8 @@ final class GroupCommitStorage: StateStorage {
         switch outcome {
         case .written:
             written = batch.batch
+            writtenRev = batch.merged.rev
+            inFlightSince = nil
             retryAt = nil
         case .writeFailed(let error):
             // Written again in front of what was committed since, as one batch: the lines waiting
@@ -114,6 +136,8 @@ final class GroupCommitStorage: StateStorage {
             var merged = batch.merged
             if let open { merged.merge(open.transaction) }
             open = merged
+            openSince = inFlightSince
+            inFlightSince = nil
             retryAt = now + retryInterval
             throw .write(error)
         case .syncFailed(let error):
@@ -153,7 +177,7 @@ enum GroupCommitFailure: Error {
 /// Transactions merged in commit order: for every key, definition and binding only the last put or
 /// delete counts, which is what applying them one after the other leaves.
 struct PendingTransaction {
-    private var rev: UInt64 = 0
+    private(set) var rev: UInt64 = 0
     private var keys: [String: StoredKey?] = [:]
     private var definitions: [String: StoredDefinition?] = [:]
     private var bindings: [String: StoredBinding?] = [:]

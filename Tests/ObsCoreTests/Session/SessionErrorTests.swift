@@ -140,9 +140,9 @@ final class SessionErrorTests: XCTestCase {
         let answers = client.send((1...20).map { #"{"id":\#($0),"op":"get","key":"big"}"# + "\n" }.joined())
         XCTAssertEqual(answers.count, 2, "answers stop once the output is over its limit")
         XCTAssertTrue(client.session.isOverflowing)
-        XCTAssertTrue(client.session.hasDeferredRequests)
+        XCTAssertTrue(client.session.holdsRequests)
         var ids = answers.compactMap { (try? JSONValue.parse($0))?.objectValue?["id"] }
-        while client.session.hasDeferredRequests {
+        while client.session.holdsRequests {
             client.output.pendingBytes = 0
             client.session.outputDrained()
             let more = client.output.take()

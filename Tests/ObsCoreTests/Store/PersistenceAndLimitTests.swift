@@ -187,6 +187,13 @@ final class PersistenceAndLimitTests: XCTestCase {
         let text = try String(contentsOf: url.standardized, encoding: .utf8)
         XCTAssertTrue(text.contains(Session.operationTableMarkdown), "docs/protocol.md must contain:\n\(Session.operationTableMarkdown)")
     }
+
+    func test_docsProtocolListsEveryErrorCodeAndEvent() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../docs/protocol.md")
+        let text = try String(contentsOf: url.standardized, encoding: .utf8)
+        for code in ObsError.Code.all { XCTAssertTrue(text.contains("| `\(code.rawValue)` |"), "error code \(code) is not in the table") }
+        for event in EventName.allCases { XCTAssertTrue(text.contains("| `\(event.rawValue)` |"), "event \(event) is not in the table") }
+    }
 }
 
 final class RecordingStorage: StateStorage {

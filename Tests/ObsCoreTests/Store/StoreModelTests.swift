@@ -4,8 +4,8 @@ import TestSupport
 
 /// Seeded random operations applied to the store (through a session) and to a naive model: after
 /// every step the values, the revision and every watcher's events agree, with exactly one event per
-/// key per transaction, in key order. The store also holds the binding `k.a -> x.d`, and computeds
-/// are deleted and defined again along the way.
+/// key per transaction, in key order. The store also holds the binding `k.a -> x.d` (a deleted
+/// `k.a` writes null), and computeds are deleted and defined again along the way.
 final class StoreModelTests: XCTestCase {
     private let valueKeys = ["k.a", "k.b", "k.c", "x.d"]
     /// The computeds the model knows how to evaluate.
@@ -25,7 +25,8 @@ final class StoreModelTests: XCTestCase {
         var random = SplitMix64(seed: seed)
         let harness = Harness()
         let writer = harness.connect()
-        var model: [String: JSONValue] = [:]
+        // Binding a missing k.a writes null into x.d at once.
+        var model: [String: JSONValue] = ["x.d": .null]
         var defined = Set(computeds.map(\.key))
         var rev: UInt64 = 1
         writer.request(#"{"op":"bind","from":"k.a","to":"x.d"}"#)
@@ -60,6 +61,8 @@ final class StoreModelTests: XCTestCase {
             var next = model
             var nextDefined = defined
             var redefined = false
+            // An incr of the null the binding wrote fails, and with it the whole request.
+            var fails = false
             for op in ops {
                 let key = op["key"]!.stringValue!
                 switch op["op"]!.stringValue! {
@@ -69,12 +72,20 @@ final class StoreModelTests: XCTestCase {
                 case "define":
                     nextDefined.insert(key)
                     redefined = true
-                default: next[key] = .int((next[key]?.intValue ?? 0) + 1)
+                default:
+                    if next[key] == .null { fails = true }
+                    next[key] = .int((next[key]?.intValue ?? 0) + 1)
                 }
             }
-            // The binding writes x.d at the end of the transaction when k.a changed and exists.
-            if next["k.a"] != model["k.a"], let source = next["k.a"] { next["x.d"] = source }
             let request: JSONValue = ops.count == 1 ? .object(ops[0]) : .object(["op": "batch", "ops": .array(ops.map { .object($0) })])
+            if fails {
+                XCTAssertEqual(writer.request(request.encoded)["ok"], false, "seed \(seed) step \(step)")
+                for watcher in watchers { XCTAssertEqual(watcher.output.take(), [], "seed \(seed) step \(step)") }
+                continue
+            }
+            // The binding writes x.d at the end of the transaction when k.a changed: its value, or
+            // null when it was deleted.
+            if next["k.a"] != model["k.a"] { next["x.d"] = next["k.a"] ?? .null }
             let response = writer.request(request.encoded)
             XCTAssertEqual(response["ok"], true, "seed \(seed) step \(step)")
             model = next

@@ -30,7 +30,7 @@ final class ApplyTests: XCTestCase {
         let daemon = try Daemon()
         let file = daemon.write("set a 1\n\n# fine so far\ndefine b '$a +'\n", to: "bad.obs")
         XCTAssertEqual(try obsctl(daemon, ["apply", file]),
-                       Result(status: 1, stdout: "", stderr: "obsctl: \(file):4: parse_error: expected an expression at 4\n"))
+                       Result(status: 1, stdout: "", stderr: "obsctl: \(file):4: parse_error: expected an expression at 4\n  $a +\n      ^\n"))
         XCTAssertEqual(try obsctl(daemon, ["get", "a"]).status, 1)
         let syntax = daemon.write("set a 1\nset b 'open\n", to: "syntax.obs")
         XCTAssertEqual(try obsctl(daemon, ["apply", syntax]),

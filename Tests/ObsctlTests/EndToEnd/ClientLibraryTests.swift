@@ -33,7 +33,7 @@ final class ClientLibraryTests: XCTestCase {
             _ = try await obs.request("ping")
             XCTFail("expected cannotConnect")
         } catch {
-            XCTAssertEqual(error, .cannotConnect(path: "/nonexistent/obsd.sock"))
+            XCTAssertEqual(error, .cannotConnect(path: "/nonexistent/obsd.sock", reason: .missing))
         }
     }
 }

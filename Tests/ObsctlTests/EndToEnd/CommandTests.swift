@@ -7,11 +7,20 @@ final class CommandTests: XCTestCase {
     func test_setAndGet_printStringsRawAndOtherValuesAsJSON() throws {
         let daemon = try Daemon()
         for (key, value) in [("n", "42"), ("b", "true"), ("z", "null"), ("q", "\"x\""), ("a", "[1, 2]"),
-                             ("o", "{\"b\":1,\"a\":2}"), ("s", "hello world"), ("bad", "{bad")] {
+                             ("o", "{\"b\":1,\"a\":2}"), ("s", "hello world"), ("ver", "1.2.3")] {
             XCTAssertEqual(try obsctl(daemon, ["set", key, value]), Result(status: 0, stdout: "", stderr: ""))
         }
-        XCTAssertEqual(try obsctl(daemon, ["get", "n", "b", "z", "q", "a", "o", "s", "bad"]).stdout,
-                       "42\ntrue\nnull\nx\n[1,2]\n{\"a\":2,\"b\":1}\nhello world\n{bad\n")
+        // Not JSON but looks like it: stored as a string, with a warning.
+        XCTAssertEqual(try obsctl(daemon, ["set", "bad", "{bad"]),
+                       Result(status: 0, stdout: "", stderr: """
+                           obsctl: warning: '{bad' is not valid JSON (unexpected 'b', expected a member name in double quotes \
+                           at byte 1), so it was taken as a string; --string takes it as a string without this warning, \
+                           --json refuses it
+
+                           """))
+        XCTAssertEqual(try obsctl(daemon, ["get", "n", "b", "z", "q", "a", "o", "s", "ver", "bad"]).stdout,
+                       "42\ntrue\nnull\nx\n[1,2]\n{\"a\":2,\"b\":1}\nhello world\n1.2.3\n{bad\n")
+        XCTAssertEqual(try obsctl(daemon, ["set", "--string", "braces", "{a:1}"]), Result(status: 0, stdout: "", stderr: ""))
         XCTAssertEqual(try obsctl(daemon, ["get", "--json", "q", "s", "n"]).stdout, "\"x\"\n\"hello world\"\n42\n")
         try obsctl(daemon, ["set", "--string", "t", "42"])
         XCTAssertEqual(try obsctl(daemon, ["get", "--json", "t"]).stdout, "\"42\"\n")
@@ -26,7 +35,7 @@ final class CommandTests: XCTestCase {
         try obsctl(daemon, ["set", "a", "1"])
         try obsctl(daemon, ["define", "broken", "$a / 0"])
         XCTAssertEqual(try obsctl(daemon, ["get", "a", "nope", "broken"]),
-                       Result(status: 1, stdout: "1\n",
+                       Result(status: 1, stdout: "1\n\n\n",
                               stderr: "obsctl: not_found: no key 'nope'\nobsctl: eval_error: division by zero at 3\n"))
     }
 
@@ -83,7 +92,7 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["define", "total", "$price * $qty"]).status, 0)
         XCTAssertEqual(try obsctl(daemon, ["get", "total"]).stdout, "6\n")
         XCTAssertEqual(try obsctl(daemon, ["define", "price", "1"]).stderr,
-                       "obsctl: exists: 'price' is a value key; define it with replace: true\n")
+                       "obsctl: exists: 'price' is a value key; define --replace makes it a computed key\n")
         XCTAssertEqual(try obsctl(daemon, ["define", "--replace", "price", "10"]).status, 0)
         XCTAssertEqual(try obsctl(daemon, ["get", "total"]).stdout, "20\n")
         XCTAssertEqual(try obsctl(daemon, ["define", "bad", "$a +"]).status, 1)
@@ -141,9 +150,11 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["describe", "total"]).stdout, """
             key:          total
             kind:         computed
+            value:        6
             expr:         $price * $qty
             deps:         price, qty
             dependents:   -
+            bound to:     shown
             rev:          3
             created_rev:  3
             version:      1
@@ -152,6 +163,7 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["describe", "shown"]).stdout, """
             key:          shown
             kind:         value
+            value:        6
             deps:         -
             dependents:   -
             binding:      total
@@ -181,8 +193,12 @@ final class CommandTests: XCTestCase {
 
             """)
         let stats = try obsctl(daemon, ["stats"]).stdout
-        XCTAssertTrue(stats.contains("\nkeys         4\n"), stats)
-        XCTAssertTrue(stats.hasPrefix("bindings     1\ncomputed     1\n"), stats)
+        XCTAssertTrue(stats.contains("\nkeys                  4\n"), stats)
+        XCTAssertTrue(stats.hasPrefix("bindings              1\ncomputed              1\n"), stats)
+        XCTAssertTrue(stats.contains("\nobsctl_version        0.1.0\n"), stats)
+        XCTAssertTrue(stats.contains("\nversion               0.1.0\n"), stats)
+        XCTAssertTrue(stats.contains("\nerrors                -\n"), stats)
+        XCTAssertTrue(stats.contains("\nrequests              bind 1, define 1, describe 2, graph 2, list 3, set 2, stats 1\n"), stats)
         XCTAssertTrue(try obsctl(daemon, ["stats", "--json"]).stdout.hasPrefix("{\"id\":1,\"ok\":true,\"rev\":4,"))
     }
 
@@ -222,18 +238,18 @@ final class CommandTests: XCTestCase {
         let result = try obsctl(daemon, ["ping"])
         XCTAssertEqual(result.status, 0)
         XCTAssertTrue(result.stdout.hasPrefix("pong from \(daemon.socket) in "), result.stdout)
-        XCTAssertTrue(result.stdout.hasSuffix(" ms\n"), result.stdout)
+        XCTAssertTrue(result.stdout.hasSuffix(" ms (obsd 0.1.0, obsctl 0.1.0)\n"), result.stdout)
     }
 
     func test_exitCodes_connectAndUsage() throws {
         let missing = NSTemporaryDirectory() + "obsctl-none-\(getpid())/obsd.sock"
         XCTAssertEqual(try obsctl(nil, ["--socket", missing, "get", "x"]),
-                       Result(status: 2, stdout: "", stderr: "obsctl: cannot connect to \(missing): is obsd running?\n"))
+                       Result(status: 2, stdout: "", stderr: "obsctl: cannot connect to \(missing): no such file (is obsd running?)\n"))
         XCTAssertEqual(try obsctl(nil, ["get", "x"], environment: ["OBSD_SOCKET": missing]).stderr,
-                       "obsctl: cannot connect to \(missing): is obsd running?\n")
+                       "obsctl: cannot connect to \(missing): no such file (is obsd running?)\n")
         XCTAssertEqual(try obsctl(nil, ["get", "x"], environment: ["XDG_RUNTIME_DIR": "/nonexistent-run"], socket: false).stderr,
-                       getuid() == 0 ? "obsctl: cannot connect to /run/obsd/obsd.sock: is obsd running?\n"
-                                     : "obsctl: cannot connect to /nonexistent-run/obsd/obsd.sock: is obsd running?\n")
+                       getuid() == 0 ? "obsctl: cannot connect to /run/obsd/obsd.sock: no such file (is obsd running?)\n"
+                                     : "obsctl: cannot connect to /nonexistent-run/obsd/obsd.sock: no such file (is obsd running?)\n")
         let usage = [(["set", "--json", "k", "{bad"], "--json: '{bad' is not valid JSON"),
                      (["--timeout", "soon", "get", "k"], "invalid duration 'soon' for --timeout (expected e.g. 250ms, 5s, 2m, 1h or 10)"),
                      (["frobnicate"], "unknown command 'frobnicate'"),

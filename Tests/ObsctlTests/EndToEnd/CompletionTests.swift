@@ -22,6 +22,8 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(try bash(daemon, ["obsctl", "--"]), "--socket --timeout --help --version\n")
         XCTAssertEqual(try bash(daemon, ["obsctl", "--socket", daemon.root + "/obsd.s"]), daemon.socket + "\n")
         XCTAssertEqual(try bash(daemon, ["obsctl", "watch", "--no"]), "--no-initial\n")
+        XCTAssertEqual(try bash(daemon, ["obsctl", "we"]), "web\n")
+        XCTAssertEqual(try bash(daemon, ["obsctl", "web", "--"]), "--listen --read-only --open --timeout --socket --help\n")
         XCTAssertEqual(try bash(daemon, ["obsctl", "get", "sensor."]), "sensor.hall sensor.kitchen\n")
     }
 
@@ -44,6 +46,8 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(try fish("obsctl --"), ["--help", "--socket", "--timeout", "--version"])
         XCTAssertEqual(try fish("obsctl --socket \(daemon.root)/obsd.s"), [daemon.socket])
         XCTAssertEqual(try fish("obsctl watch --"), Self.watchLongOptions)
+        XCTAssertEqual(try fish("obsctl w"), ["wait", "watch", "web"])
+        XCTAssertEqual(try fish("obsctl web --"), ["--help", "--listen", "--open", "--read-only", "--socket", "--timeout"])
         XCTAssertEqual(try fish("obsctl get sensor."), ["sensor.hall", "sensor.kitchen"])
         XCTAssertEqual(try fish("obsctl watch sensor.hall sensor.k"), ["sensor.kitchen"])
         XCTAssertEqual(try fish("obsctl completion "), ["bash", "fish", "zsh"])

@@ -14,13 +14,18 @@ final class HelpTests: XCTestCase {
         XCTAssertEqual(try obsctl(nil, ["set", "--help"]).stdout, Self.setHelp)
         XCTAssertEqual(try obsctl(nil, ["set", "-h"]).stdout, Self.setHelp)
         XCTAssertEqual(try obsctl(nil, ["watch", "--help"]).stdout, Self.watchHelp)
+        XCTAssertEqual(try obsctl(nil, ["help", "web"]).stdout, Self.webHelp)
         XCTAssertEqual(try obsctl(nil, ["help", "nope"]).status, 64)
-        XCTAssertEqual(try obsctl(nil, ["--version"]), Result(status: 0, stdout: "obsctl 0.1.0\n", stderr: ""))
+        let missing = NSTemporaryDirectory() + "obsctl-none-\(getpid())/obsd.sock"
+        XCTAssertEqual(try obsctl(nil, ["--version", "--socket", missing]),
+                       Result(status: 0, stdout: "obsctl 0.1.0\nobsd: cannot connect to \(missing): no such file (is obsd running?)\n", stderr: ""))
+        let daemon = try Daemon()
+        XCTAssertEqual(try obsctl(daemon, ["--version"]), Result(status: 0, stdout: "obsctl 0.1.0\nobsd 0.1.0 (\(daemon.socket))\n", stderr: ""))
     }
 
     func test_everyCommand_hasHelpWithItsSections() throws {
         for name in ["get", "set", "del", "incr", "define", "bind", "unbind", "publish", "watch", "wait", "eval", "list",
-                     "describe", "graph", "stats", "dump", "restore", "apply", "ping", "completion", "help"] {
+                     "web", "describe", "graph", "stats", "dump", "restore", "apply", "ping", "completion", "help"] {
             let help = try obsctl(nil, ["help", name])
             XCTAssertEqual(help.status, 0, name)
             XCTAssertTrue(help.stdout.hasPrefix("OVERVIEW: "), name)
@@ -60,6 +65,7 @@ final class HelpTests: XCTestCase {
           wait                    Exit 0 as soon as EXPR is truthy.
           eval                    Evaluate an expression once and print the result.
           list                    List keys with their kind.
+          web                     Serve a live view of keys and the graph to a browser.
           describe                Show a key's kind, expression, dependencies, dependents, binding,
                                   revisions and TTL.
           graph                   Print the dependency graph.
@@ -129,7 +135,26 @@ final class HelpTests: XCTestCase {
           --values                Print only the new value per change (strings raw); deletes print an empty
                                   line.
           --format FMT            Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload}
-                                  {time}; {{ for a brace.
+                                  {time}; {NAME:json} for the field as JSON; {{ for a brace.
+          -h, --help              Print this help and exit.
+
+        """
+
+    static let webHelp = """
+        OVERVIEW: Serve a live view of keys and the graph to a browser.
+
+        Prints a URL with a random token; requests without it get 403. The page acts with your access to
+        obsd, and so does anyone who has the URL: it reads every key and, unless --read-only, sets value
+        keys. Everything it needs is built into obsctl. Runs until interrupted.
+
+        USAGE: obsctl web [--listen HOST:PORT] [--read-only] [--open] [--timeout DURATION]
+
+        OPTIONS:
+          --listen HOST:PORT      Listen on HOST:PORT (default 127.0.0.1:8047; port 0 picks a free one).
+          --read-only             Refuse every write from the page.
+          --open                  Open the URL in the default browser (xdg-open).
+          --timeout DURATION      Answer the page with an error when obsd takes longer than DURATION
+                                  (default 5s).
           -h, --help              Print this help and exit.
 
         """

@@ -139,6 +139,36 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(watch.finish().stdout, "")
     }
 
+    /// A status bar started before obsd: `--reconnect` waits for the daemon (one notice, however
+    /// many attempts), and `--timeout` still bounds the wait.
+    func test_reconnect_waitsForADaemonNotRunningYet() throws {
+        let daemon = try Daemon(persistent: true)
+        daemon.stop()
+        let watch = try Obsctl(daemon, ["watch", "k", "--reconnect", "--values"])
+        let notice = "obsctl: waiting for obsd (--reconnect): cannot connect to \(daemon.socket): no such file (is obsd running?)\n"
+        waitFor("the notice") { watch.stderr == notice }
+        XCTAssertTrue(watch.process.isRunning)
+        try daemon.start()
+        try obsctl(daemon, ["set", "k", "up"])
+        XCTAssertEqual(watch.readLine(), "up")
+        daemon.stop()
+        waitFor("the second notice") { watch.stderr.split(separator: "\n").count == 2 }
+        try daemon.start()
+        try obsctl(daemon, ["set", "k", "again"])
+        XCTAssertEqual(watch.readLine(), "again")
+        kill(watch.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(watch.finish().stderr.split(separator: "\n").count, 2, "one notice per outage")
+
+        let missing = daemon.root + "/none/obsd.sock"
+        XCTAssertEqual(try obsctl(nil, ["watch", "k", "--reconnect", "--timeout", "300ms", "--socket", missing]),
+                       Result(status: 3, stdout: "", stderr: """
+                           obsctl: waiting for obsd (--reconnect): cannot connect to \(missing): no such file (is obsd running?)
+                           obsctl: timed out
+
+                           """))
+        XCTAssertEqual(try obsctl(nil, ["watch", "k", "--socket", missing]).status, 2, "without --reconnect it fails at once")
+    }
+
     func test_command_getsTheEventOnStdinAndInTheEnvironment() throws {
         let daemon = try Daemon()
         try obsctl(daemon, ["set", "k", "\"old\""])
@@ -157,10 +187,24 @@ final class WatchTests: XCTestCase {
             """)
         XCTAssertEqual(result.stderr, "obsctl: sh exited with status 1\n")
         XCTAssertEqual(result.status, 0)
-        let missing = try Obsctl(daemon, ["watch", "k", "--no-initial", "-n", "1", "--", "/nonexistent/notify"])
+    }
+
+    func test_command_thatCannotRun_stopsTheWatchAtOnce() throws {
+        let daemon = try Daemon()
+        // Before watching: nothing to wait for, a usage error.
+        for (command, reason) in [("/nonexistent/notify", "No such file or directory"), ("nosuchcommand-obsctl", "command not found in PATH"),
+                                  (daemon.root, "not an executable file")] {
+            XCTAssertEqual(try obsctl(daemon, ["watch", "k", "--", command]),
+                           Result(status: 64, stdout: "", stderr: "obsctl: cannot run '\(command)': \(reason)\nSee 'obsctl --help'.\n"))
+        }
+        // A command removed while the watch runs stops it at the next event, instead of a warning per event.
+        let script = daemon.write("#!/bin/sh\nexit 0\n", to: "notify")
+        chmod(script, 0o755)
+        let watch = try Obsctl(daemon, ["watch", "k", "--no-initial", "--", script])
         daemon.waitForWatches(1)
-        try obsctl(daemon, ["set", "k", "again"])
-        XCTAssertEqual(missing.finish(), Result(status: 0, stdout: "", stderr: "obsctl: cannot run /nonexistent/notify: No such file or directory\n"))
+        try FileManager.default.removeItem(atPath: script)
+        try obsctl(daemon, ["set", "k", "1"])
+        XCTAssertEqual(watch.finish(), Result(status: 64, stdout: "", stderr: "obsctl: cannot run '\(script)': No such file or directory\nSee 'obsctl --help'.\n"))
     }
 
     func test_command_slowWithLatest_neverOverlaps_andCoalesces() throws {

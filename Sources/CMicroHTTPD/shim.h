@@ -1,0 +1,22 @@
+// libmicrohttpd (Debian's libmicrohttpd-dev), the HTTP server behind `obsctl web`.
+// microhttpd.h expects these before it.
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <microhttpd.h>
+
+// MHD_start_daemon takes its options as C varargs, which Swift cannot pass: this fixes the few
+// that obsctl sets. `listen_fd` is bound and listening already (obsctl binds it, so that a port
+// in use is reported with its reason); the server closes it when it stops.
+static inline struct MHD_Daemon *obs_mhd_start(unsigned int flags, int listen_fd,
+                                               MHD_AccessHandlerCallback handler, void *context,
+                                               MHD_RequestCompletedCallback completed,
+                                               unsigned int connection_limit, unsigned int timeout_seconds) {
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, context,
+                            MHD_OPTION_LISTEN_SOCKET, listen_fd,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, context,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                            MHD_OPTION_END);
+}

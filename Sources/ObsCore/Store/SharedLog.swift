@@ -1,0 +1,43 @@
+/// Where transactions are decided when several hosts share one state (cluster mode).
+///
+/// Each host's store runs a write against the state it has applied, takes it back, and proposes
+/// what it would change; the log decides the order of all proposals, and every host applies every
+/// decided transaction (`Store.apply`), in the log's order, with the log's revision. So every host
+/// evaluates its computeds and feeds its watches from the same sequence of transactions.
+public protocol SharedLog: AnyObject {
+    /// Asks the log to commit `proposal`. `decided` is called once, on the store's thread: with
+    /// `.committed(rev)` once this host's store has applied that revision, with `.superseded(rev)`
+    /// when a key the proposal depends on changed first (once the store has applied `rev`, so
+    /// that running the write again sees the change), or with `.failed` (the log cannot be
+    /// reached: `unavailable`).
+    func propose(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void)
+
+    /// Sends a channel message to the watches of every host; `done` gets the number of watches on
+    /// this host it was queued for.
+    func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void)
+}
+
+/// What a store proposes to a shared log.
+public struct Proposal: Sendable {
+    /// The persisted state the transaction changes (its `rev` is the log's to give), ephemeral
+    /// keys included, with `reason` for deletes that no client asked for.
+    public var changes: StoredTransaction
+    /// Keys whose state decided the outcome: the log commits only if none of them changed since
+    /// this host applied it (compare-and-set, increments, expiry, ephemeral removal).
+    public var depends: [String] = []
+
+    public init(changes: StoredTransaction, depends: [String] = []) {
+        self.changes = changes
+        self.depends = depends
+    }
+
+    /// Nothing to write and nothing to check: no need to ask the log.
+    public var isEmpty: Bool { changes.isEmpty && depends.isEmpty }
+}
+
+/// A shared log's answer to a proposal.
+public enum Decision: Sendable {
+    case committed(rev: UInt64)
+    case superseded(rev: UInt64)
+    case failed(ObsError)
+}

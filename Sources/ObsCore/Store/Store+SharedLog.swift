@@ -1,0 +1,128 @@
+/// Cluster mode: writes proposed to the shared log, and the log's decided transactions applied.
+extension Store {
+    /// How many times a write that lost a race (a key it depends on changed first) is run again
+    /// before it gives up with `unavailable`.
+    static let maxProposalAttempts = 16
+
+    /// Runs a write the cluster way (`SharedLog`): against the state applied so far, taken back,
+    /// its changes proposed to the log, run again if it lost a race. `done` is called on the
+    /// store's thread once: with what `body` returned and the revision that committed it (the
+    /// applied revision when it changed nothing), or with the error of the body or of the log.
+    func submit<T>(reason: String? = nil, _ body: @escaping () throws(ObsError) -> T,
+                   done: @escaping (Result<(T, UInt64), ObsError>) -> Void) {
+        submit(reason: reason, attempt: 1, body, done: done)
+    }
+
+    private func submit<T>(reason: String?, attempt: Int, _ body: @escaping () throws(ObsError) -> T,
+                           done: @escaping (Result<(T, UInt64), ObsError>) -> Void) {
+        guard let sharedLog else { preconditionFailure("submit needs a shared log") }
+        let value: T
+        let proposal: Proposal
+        do {
+            (value, proposal) = try propose(reason: reason, body)
+        } catch {
+            done(.failure(error))
+            return
+        }
+        if proposal.isEmpty {
+            done(.success((value, rev)))
+            return
+        }
+        sharedLog.propose(proposal) { [self] decision in
+            switch decision {
+            case .committed(let rev):
+                done(.success((value, rev)))
+            case .superseded:
+                guard attempt < Self.maxProposalAttempts else {
+                    done(.failure(ObsError(.unavailable, "the write lost \(attempt) races with other hosts for the same keys; try again")))
+                    return
+                }
+                submit(reason: reason, attempt: attempt + 1, body, done: done)
+            case .failed(let error):
+                done(.failure(error))
+            }
+        }
+    }
+
+    /// Applies a transaction the shared log decided, at its revision: every host applies every one,
+    /// in the log's order. Bindings write nothing here: what they wrote where the transaction was
+    /// proposed is part of it. Whatever the log holds is applied as far as it makes sense (a value
+    /// for a key this host knows as computed replaces the definition, say): applying never fails.
+    /// A revision at or below the store's is already applied and ignored.
+    public func apply(_ transaction: StoredTransaction) {
+        guard transaction.rev > rev else { return }
+        do {
+            _ = try transact(reason: transaction.reason, mode: .replicated(transaction.rev)) { () throws(ObsError) in
+                applyChanges(transaction)
+            }
+        } catch {
+            // Nothing in a replicated commit can throw: it writes no storage and checks nothing.
+            preconditionFailure("a replicated transaction failed: \(error)")
+        }
+    }
+
+    private func applyChanges(_ transaction: StoredTransaction) {
+        for target in transaction.deletedBindings {
+            if let binding = bindings[target] { uninstall(binding) }
+        }
+        for name in transaction.deletedDefinitions {
+            if let node = existing(name), node.kind == .computed { remove(node) }
+        }
+        for name in transaction.deletedKeys {
+            if let node = existing(name), node.kind == .value { remove(node) }
+        }
+        for definition in transaction.putDefinitions {
+            let node = node(definition.key, create: true, placeholder: false)!
+            if let binding = bindings[definition.key], binding.to == definition.key { uninstall(binding) }
+            touch(node)
+            current?.redefined.insert(ObjectIdentifier(node))
+            node.expiresAt = nil
+            node.owner = nil
+            setKind(node, .computed)
+            switch Result(catching: { () throws(ObsError) in try compile(definition.expr) }) {
+            case .success(let expression):
+                setExpression(node, expression)
+                engine.invalidate(node)
+                engine.refresh(node)
+            case .failure(let error):
+                setExpression(node, nil)
+                node.content = .error(ObsError(.evalError, "the definition does not compile: \(error.message)"))
+            }
+        }
+        for key in transaction.putKeys {
+            let node = node(key.key, create: true, placeholder: false)!
+            if node.expression != nil { setExpression(node, nil) }
+            touch(node)
+            current?.redefined.insert(ObjectIdentifier(node))
+            current?.replicatedMetadata.insert(ObjectIdentifier(node))
+            node.expiresAt = key.expiresAt
+            node.owner = key.owner
+            if let expiresAt = key.expiresAt { expiries.push(expiresAt, node) }
+            writeValue(node, key.value, always: false)
+            node.rev = key.rev
+            node.createdRev = key.createdRev
+            node.version = key.version
+        }
+        for stored in transaction.putBindings {
+            for target in stored.twoWay ? [stored.to, stored.from] : [stored.to] {
+                if let old = bindings[target] { uninstall(old) }
+            }
+            let map = stored.map.flatMap { try? compile($0, allowValue: true) }
+            let unmap = stored.unmap.flatMap { try? compile($0, allowValue: true) }
+            install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)
+        }
+    }
+
+    /// Deletes a key inside the open transaction, whatever its kind.
+    private func remove(_ node: KeyNode) {
+        touch(node)
+        setExpression(node, nil)
+        setKind(node, nil)
+        node.expiresAt = nil
+        node.owner = nil
+        node.write(.missing, always: false)
+    }
+
+    /// Whether the open transaction applies what a shared log decided.
+    var isApplyingReplicated: Bool { current?.replicated ?? false }
+}

@@ -1,0 +1,652 @@
+// The live view: one event stream from obsctl web (a watch on the pattern), applied to a model of
+// the keys, drawn once per animation frame.
+//
+// Events change only the model (a Map of keys) and mark keys dirty; `render`, at most once a
+// frame, redraws the rows, graph nodes and detail of the dirty keys. So a burst of thousands of
+// events costs one redraw, not thousands. And only the rows on screen are redrawn: a row out of
+// sight is marked stale and drawn when it scrolls into view, so a thousand keys changing a
+// hundred times a second cost the few dozen rows one can see.
+//
+// Resuming: obsctl web resumes its watch by revision when the daemon comes back, and may send
+// again the events of the last revision the page saw. Events are applied by key revision, so
+// those are ignored. The snapshot a watch starts with (when it has no `since`), or sends after
+// `compacted` or `overflow`, is the whole state up to its `synced`: keys it does not hold are gone.
+'use strict';
+
+(() => {
+  const $ = id => document.getElementById(id);
+  const VALUE_CHARS = 160;
+  const HISTORY_ROWS = 50;
+  const FLASH_MS = 300;
+  const GRAPH_MIN_SCALE = 0.6;
+
+  const model = {
+    keys: new Map(),      // key -> {key, kind, value, error, rev, changedAt, changeRev, row, flash}
+    order: [],            // keys in table order
+    rev: 0,
+    snapshot: null,       // keys seen in the snapshot being received
+    deleted: { rev: -1, keys: new Set() }, // keys deleted at the newest revision (see resuming)
+  };
+  const view = {
+    pattern: '**',
+    selected: null,
+    readOnly: true,
+    connection: 'connecting',
+    reason: '',
+    version: '',
+    stats: null,
+    graph: null,          // what ObsGraph.draw returned
+    graphText: '',        // the graph answer last drawn, to skip identical redraws
+  };
+  const dirty = new Set();
+  const stale = new Set();        // keys whose row is out of sight and out of date
+  const onScreen = new Set();     // keys whose row is in sight (or nearly)
+  let frameRequested = false;
+  const rowWatcher = new IntersectionObserver(changes => {
+    for (const change of changes) {
+      const key = change.target.dataset.key;
+      if (!change.isIntersecting) { onScreen.delete(key); continue; }
+      onScreen.add(key);
+      if (stale.delete(key)) { dirty.add(key); requestFrame(); }
+    }
+  }, { root: document.getElementById('keys'), rootMargin: '300px 0px' });
+  let source = null;
+
+  // ---- the event stream ----
+
+  function openStream() {
+    if (source) source.close();
+    model.keys.clear();
+    model.order = [];
+    rowWatcher.disconnect();
+    onScreen.clear();
+    stale.clear();
+    model.snapshot = null;
+    $('rows').replaceChildren();
+    setConnection('connecting');
+    source = new EventSource('/events?pattern=' + encodeURIComponent(view.pattern));
+    source.onmessage = message => {
+      for (const line of message.data.split('\n')) {
+        let event;
+        try { event = JSON.parse(line); } catch { continue; }
+        apply(event);
+      }
+      requestFrame();
+    };
+    source.onerror = () => {
+      if (source.readyState !== EventSource.OPEN) setConnection('web-down');
+    };
+  }
+
+  function apply(event) {
+    switch (event.event) {
+      case 'connected':
+        view.version = event.version;
+        if (event.reset) {
+          // Another state (a daemon restarted with --memory): its snapshot follows.
+          model.rev = 0;
+          model.deleted = { rev: -1, keys: new Set() };
+        }
+        model.rev = Math.max(model.rev, event.rev || 0);
+        // Without `since` the watch starts with a snapshot: the whole state, even if empty.
+        if (event.since === undefined) model.snapshot = new Set();
+        setConnection('live');
+        refreshStats();
+        refreshGraph();
+        break;
+      case 'disconnected':
+        setConnection('daemon-down', event.reason);
+        break;
+      case 'refused':
+        source.close();
+        setConnection('refused', `${event.error.code}: ${event.error.message}`);
+        break;
+      case 'initial':
+        if (!model.snapshot) model.snapshot = new Set();
+        model.snapshot.add(event.key);
+        put(event.key, event.kind, 'value' in event ? { value: event.value } : { error: event.error }, event.rev, false);
+        break;
+      case 'compacted':
+      case 'overflow':
+        model.snapshot = new Set();
+        break;
+      case 'synced':
+        if (model.snapshot) {
+          for (const key of [...model.keys.keys()]) if (!model.snapshot.has(key)) remove(key, event.rev);
+          model.snapshot = null;
+          if (model.order.some(k => !model.keys.get(k).kind)) refreshKinds();
+          refreshGraph();
+        }
+        advance(event.rev);
+        break;
+      case 'change':
+        if (seen(event)) break;
+        put(event.key, null, { value: event.new }, event.rev, true);
+        if (event.created) { refreshKinds(); refreshGraph(); }
+        advance(event.rev);
+        break;
+      case 'error':
+        if (seen(event)) break;
+        put(event.key, 'computed', { error: event.error }, event.rev, true);
+        advance(event.rev);
+        break;
+      case 'delete':
+        if (seen(event)) break;
+        if (model.deleted.rev !== event.rev) model.deleted = { rev: event.rev, keys: new Set() };
+        model.deleted.keys.add(event.key);
+        remove(event.key, event.rev);
+        refreshGraph();
+        advance(event.rev);
+        break;
+    }
+  }
+
+  // Whether the page already has this change: a resumed stream may repeat the last revision.
+  function seen(event) {
+    const entry = model.keys.get(event.key);
+    if (entry && entry.rev >= event.rev) return true;
+    return model.deleted.rev === event.rev && model.deleted.keys.has(event.key);
+  }
+
+  function advance(rev) {
+    if (rev > model.rev) model.rev = rev;
+  }
+
+  function put(key, kind, content, rev, changed) {
+    let entry = model.keys.get(key);
+    if (!entry) {
+      entry = { key, kind: null, value: undefined, error: undefined, rev: 0, changedAt: null, changeRev: 0, row: null, flash: false };
+      model.keys.set(key, entry);
+      insertInOrder(key);
+    } else if (!changed && entry.rev !== rev) {
+      // A snapshot after a gap: the key changed while the page was not told.
+      changed = true;
+    }
+    if (kind) entry.kind = kind;
+    entry.value = content.value;
+    entry.error = content.error;
+    if (changed) {
+      entry.changedAt = Date.now();
+      entry.changeRev = rev;
+      entry.flash = true;
+      if (view.selected === key) appendHistory({ event: content.error ? 'error' : 'change', key, rev, new: content.value, error: content.error });
+    }
+    entry.rev = rev;
+    dirty.add(key);
+  }
+
+  function remove(key, rev) {
+    const entry = model.keys.get(key);
+    if (!entry) return;
+    model.keys.delete(key);
+    const index = lowerBound(model.order, key);
+    if (model.order[index] === key) model.order.splice(index, 1);
+    if (entry.row) {
+      rowWatcher.unobserve(entry.row);
+      entry.row.remove();
+    }
+    onScreen.delete(key);
+    stale.delete(key);
+    if (view.selected === key) appendHistory({ event: 'delete', key, rev });
+    dirty.add(key);
+  }
+
+  function lowerBound(list, key) {
+    let low = 0, high = list.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (list[mid] < key) low = mid + 1; else high = mid;
+    }
+    return low;
+  }
+
+  function insertInOrder(key) {
+    model.order.splice(lowerBound(model.order, key), 0, key);
+  }
+
+  // ---- drawing, once per frame ----
+
+  function requestFrame() {
+    if (frameRequested) return;
+    frameRequested = true;
+    requestAnimationFrame(render);
+  }
+
+  function render() {
+    frameRequested = false;
+    renderHeader();
+    const created = [];
+    for (const key of dirty) {
+      const entry = model.keys.get(key);
+      if (entry && !entry.row) {
+        created.push(entry);
+        renderRow(entry);
+      } else if (entry && onScreen.has(key)) {
+        renderRow(entry);
+      } else if (entry) {
+        stale.add(key);
+      }
+      renderNode(key, entry);
+      if (key === view.selected) renderSelectedValue(entry);
+      if (entry) entry.flash = false;
+    }
+    dirty.clear();
+    placeRows(created);
+  }
+
+  // New rows go in key order: one by one when they are few, else the whole body is put in order
+  // at once (a snapshot of thousands of keys), which moves each row once.
+  function placeRows(created) {
+    const rows = $('rows');
+    if (created.length > 32) {
+      const fragment = document.createDocumentFragment();
+      for (const key of model.order) fragment.appendChild(model.keys.get(key).row);
+      rows.appendChild(fragment);
+      return;
+    }
+    created.sort((a, b) => (a.key < b.key ? -1 : 1));
+    for (const entry of created) {
+      let next = null;
+      for (let i = lowerBound(model.order, entry.key) + 1; i < model.order.length && !next; i++) {
+        const row = model.keys.get(model.order[i]).row;
+        if (row && row.isConnected) next = row;
+      }
+      rows.insertBefore(entry.row, next);
+    }
+  }
+
+  function renderHeader() {
+    setText($('version'), view.version ? `v${view.version}` : '');
+    setText($('rev'), `rev ${model.rev}`);
+    setText($('count'), `${model.keys.size} key${model.keys.size === 1 ? '' : 's'}`);
+  }
+
+  // Writing an element's text, even the same text, makes the browser lay it out again.
+  function setText(element, text) {
+    if (element.textContent !== text) element.textContent = text;
+  }
+
+  function display(entry) {
+    if (entry.error) return `${entry.error.code}: ${entry.error.message}`;
+    return entry.value === undefined ? '' : JSON.stringify(entry.value);
+  }
+
+  function shorten(text, chars) {
+    return text.length > chars ? text.slice(0, chars - 1) + '…' : text;
+  }
+
+  function renderRow(entry) {
+    if (!entry.row) {
+      const row = document.createElement('div');
+      row.className = 'row';
+      row.setAttribute('role', 'row');
+      row.dataset.key = entry.key;
+      for (const name of ['key', 'kind', 'value', 'rev num', 'ago num']) {
+        const cell = document.createElement('span');
+        cell.className = name;
+        cell.setAttribute('role', 'cell');
+        row.appendChild(cell);
+      }
+      row.children[0].textContent = entry.key;
+      row.children[0].title = entry.key;
+      if (entry.key === view.selected) row.classList.add('selected');
+      entry.row = row;
+      rowWatcher.observe(row);
+    }
+    // Only the cells whose text changed are written (see setText).
+    const texts = [entry.kind || '', shorten(display(entry), VALUE_CHARS), String(entry.rev), ago(entry.changedAt)];
+    const shown = entry.shown || (entry.shown = ['', '', '', '']);
+    for (let i = 0; i < texts.length; i++) {
+      if (shown[i] !== texts[i]) { entry.row.children[i + 1].textContent = texts[i]; shown[i] = texts[i]; }
+    }
+    if (!!entry.error !== entry.row.children[2].classList.contains('error')) entry.row.children[2].classList.toggle('error');
+    if (entry.flash) flash(entry.row);
+  }
+
+  // Restarts the highlight by switching between two identical animations (changing the
+  // animation's name restarts it, without forcing a layout). A key that changes all the time
+  // is restarted at most every FLASH_MS: it stays lit, at little cost.
+  function flash(element) {
+    const now = performance.now();
+    if (now - (element.flashedAt || -Infinity) < FLASH_MS) return;
+    element.flashedAt = now;
+    const a = element.classList.contains('flash-a');
+    element.classList.toggle('flash-a', !a);
+    element.classList.toggle('flash-b', a);
+  }
+
+  function ago(time) {
+    if (time === null) return '–';
+    const seconds = Math.max(0, Math.round((Date.now() - time) / 1000));
+    if (seconds < 60) return `${seconds}s`;
+    if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+    if (seconds < 86400) return `${Math.floor(seconds / 3600)}h`;
+    return `${Math.floor(seconds / 86400)}d`;
+  }
+
+  function renderAges() {
+    for (const key of onScreen) {
+      const entry = model.keys.get(key);
+      if (!entry || entry.changedAt === null) continue;
+      const text = ago(entry.changedAt);
+      if (entry.shown[3] !== text) { entry.row.children[4].textContent = text; entry.shown[3] = text; }
+    }
+  }
+
+  function setConnection(state, reason = '') {
+    view.connection = state;
+    view.reason = reason;
+    document.body.dataset.connection = state;
+    const labels = { connecting: 'connecting', live: 'live', 'daemon-down': 'disconnected', 'web-down': 'no obsctl web', refused: 'refused' };
+    $('state').textContent = labels[state];
+    const banner = $('banner');
+    const messages = {
+      'daemon-down': `Lost the connection to obsd (${reason}). Reconnecting… the page resumes from revision ${model.rev} when the daemon is back; until then what it shows may be out of date.`,
+      'web-down': 'Cannot reach obsctl web: is it still running? The page retries by itself; a restarted obsctl web prints a new URL.',
+      refused: `The daemon refused to watch "${view.pattern}": ${reason}`,
+    };
+    banner.hidden = !messages[state];
+    banner.textContent = messages[state] || '';
+    requestFrame();
+  }
+
+  // ---- requests ----
+
+  async function api(request) {
+    let response;
+    try {
+      response = await fetch('/api', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(request) });
+    } catch (error) {
+      return { ok: false, error: { code: 'no_web', message: 'cannot reach obsctl web' } };
+    }
+    try {
+      return await response.json();
+    } catch {
+      return { ok: false, error: { code: 'http', message: `HTTP ${response.status}` } };
+    }
+  }
+
+  async function refreshStats() {
+    if (view.connection !== 'live') return;
+    const stats = await api({ op: 'stats' });
+    if (!stats.ok) return;
+    const shown = [['keys', stats.keys], ['computed', stats.computed], ['bindings', stats.bindings],
+                   ['connections', stats.connections], ['watches', stats.watches],
+                   ['events sent', stats.events_sent], ['up', ago(Date.now() - stats.uptime_s * 1000)],
+                   ['durability', stats.durability]];
+    const list = $('stats');
+    list.replaceChildren();
+    for (const [name, value] of shown) {
+      if (value === undefined) continue;
+      const term = document.createElement('dt');
+      term.textContent = name;
+      const data = document.createElement('dd');
+      data.textContent = value;
+      list.append(term, data);
+    }
+  }
+
+  let kindsTimer = null;
+  function refreshKinds() {
+    clearTimeout(kindsTimer);
+    kindsTimer = setTimeout(async () => {
+      const answer = await api({ op: 'list', pattern: view.pattern });
+      if (!answer.ok) return;
+      for (const item of answer.keys) {
+        const entry = model.keys.get(item.key);
+        if (entry && entry.kind !== item.kind) { entry.kind = item.kind; dirty.add(item.key); }
+      }
+      requestFrame();
+    }, 150);
+  }
+
+  let graphTimer = null;
+  function refreshGraph() {
+    clearTimeout(graphTimer);
+    graphTimer = setTimeout(loadGraph, 150);
+  }
+
+  async function loadGraph() {
+    const answer = await api({ op: 'graph', pattern: view.pattern });
+    if (!answer.ok) return;
+    const text = JSON.stringify([answer.nodes, answer.edges]);
+    if (text === view.graphText) return;
+    view.graphText = text;
+    const note = $('graph-note');
+    const svg = $('graph-svg');
+    if (answer.nodes.length > 400) {
+      svg.replaceChildren();
+      view.graph = null;
+      note.textContent = `${answer.nodes.length} keys: narrow the pattern to draw the graph.`;
+      return;
+    }
+    note.textContent = answer.nodes.length ? '' : 'No keys match the pattern.';
+    view.graph = ObsGraph.draw(svg, answer, select);
+    fitGraph();
+    for (const key of view.graph.nodes.keys()) renderNode(key, model.keys.get(key));
+    if (view.selected) markSelected(view.selected);
+  }
+
+  // A graph wider than its pane is scaled down to fit, but not below GRAPH_MIN_SCALE (the names
+  // must stay readable): past that the pane scrolls.
+  function fitGraph() {
+    const svg = $('graph-svg');
+    const width = Number(svg.getAttribute('width')), height = Number(svg.getAttribute('height'));
+    if (!width) return;
+    const scale = Math.min(1, Math.max(GRAPH_MIN_SCALE, ($('graph').clientWidth - 4) / width));
+    svg.style.width = `${width * scale}px`;
+    svg.style.height = `${height * scale}px`;
+  }
+
+  function renderNode(key, entry) {
+    const node = view.graph && view.graph.nodes.get(key);
+    if (!node) return;
+    const text = entry ? ObsGraph.shorten(display(entry), ObsGraph.LABEL_CHARS) : '';
+    if (node.shown !== text) { node.value.textContent = text; node.shown = text; }
+    node.g.classList.toggle('failing', !!(entry && entry.error));
+    if (!entry || !entry.flash) return;
+    flash(node.g);
+    // An edge lights up when both its ends changed in the same revision: the path of a change.
+    for (const edge of view.graph.edgesInto.get(key) || []) {
+      const from = model.keys.get(edge.from);
+      if (from && from.changeRev === entry.changeRev) flash(edge.path);
+    }
+  }
+
+  // ---- one key ----
+
+  async function select(key) {
+    view.selected = key;
+    markSelected(key);
+    const detail = $('detail');
+    const [described, history] = await Promise.all([api({ op: 'describe', key }), api({ op: 'history', key })]);
+    if (view.selected !== key) return;
+    detail.replaceChildren();
+    const title = document.createElement('h2');
+    title.textContent = key;
+    detail.appendChild(title);
+    if (!described.ok) {
+      detail.appendChild(paragraph(`${described.error.code}: ${described.error.message}`, 'error'));
+      return;
+    }
+    detail.appendChild(describeList(described));
+    const value = document.createElement('pre');
+    value.id = 'detail-value';
+    detail.appendChild(value);
+    if (described.kind === 'value') detail.appendChild(editor(key));
+    const heading = document.createElement('h3');
+    heading.textContent = 'Recent changes';
+    const table = document.createElement('table');
+    table.id = 'history';
+    table.appendChild(document.createElement('tbody'));
+    detail.append(heading, table);
+    for (const event of (history.ok ? history.events : [])) appendHistory(event);
+    renderSelectedValue(model.keys.get(key));
+  }
+
+  function markSelected(key) {
+    for (const row of document.querySelectorAll('#rows .row.selected, g.node.selected')) row.classList.remove('selected');
+    const entry = model.keys.get(key);
+    if (entry && entry.row) entry.row.classList.add('selected');
+    const node = view.graph && view.graph.nodes.get(key);
+    if (node) node.g.classList.add('selected');
+  }
+
+  function paragraph(text, className) {
+    const p = document.createElement('p');
+    p.textContent = text;
+    if (className) p.className = className;
+    return p;
+  }
+
+  function keyLink(key) {
+    const a = document.createElement('a');
+    a.href = '#';
+    a.textContent = key;
+    a.addEventListener('click', event => { event.preventDefault(); select(key); });
+    return a;
+  }
+
+  function describeList(d) {
+    const list = document.createElement('dl');
+    const add = (name, content) => {
+      const term = document.createElement('dt');
+      term.textContent = name;
+      const data = document.createElement('dd');
+      if (typeof content === 'string') data.textContent = content; else data.append(...content);
+      list.append(term, data);
+    };
+    const links = keys => keys.length ? keys.flatMap((k, i) => i ? [', ', keyLink(k)] : [keyLink(k)]) : '–';
+    add('kind', d.kind);
+    if (d.expr !== undefined) add('expr', d.expr);
+    add('deps', links(d.deps || []));
+    add('dependents', links(d.dependents || []));
+    if (d.binding) {
+      const parts = [keyLink(d.binding.from)];
+      if (d.binding.two_way) parts.push(' (two-way)');
+      if (d.binding.map) parts.push(` map ${d.binding.map}`);
+      if (d.binding.unmap) parts.push(` unmap ${d.binding.unmap}`);
+      add('binding', parts);
+    }
+    add('rev', String(d.rev));
+    add('created_rev', String(d.created_rev));
+    add('version', String(d.version));
+    if (d.ttl_ms !== undefined) add('ttl', `${(d.ttl_ms / 1000).toFixed(1)} s left`);
+    if (d.ephemeral) add('ephemeral', 'yes');
+    return list;
+  }
+
+  function renderSelectedValue(entry) {
+    const pre = $('detail-value');
+    if (!pre) return;
+    pre.className = entry && entry.error ? 'error' : '';
+    pre.textContent = !entry ? '(deleted)' : entry.error ? `${entry.error.code}: ${entry.error.message}`
+      : JSON.stringify(entry.value, null, 2);
+    const area = $('edit-value');
+    if (area && entry && !area.dataset.edited) {
+      area.value = JSON.stringify(entry.value, null, 2);
+      area.dataset.rev = entry.rev;
+    }
+  }
+
+  function editor(key) {
+    const box = document.createElement('div');
+    box.id = 'editor';
+    if (view.readOnly) {
+      box.appendChild(paragraph('Read-only: obsctl web was started with --read-only.', 'hint'));
+      return box;
+    }
+    const area = document.createElement('textarea');
+    area.id = 'edit-value';
+    area.spellcheck = false;
+    area.rows = 4;
+    const save = document.createElement('button');
+    save.id = 'save';
+    save.textContent = 'Set';
+    const status = paragraph('', 'status');
+    status.id = 'edit-status';
+    const validate = () => {
+      try {
+        JSON.parse(area.value);
+        save.disabled = false;
+        status.textContent = '';
+        status.className = 'status';
+        return true;
+      } catch (error) {
+        save.disabled = true;
+        status.textContent = `Not JSON: ${error.message}`;
+        status.className = 'status error';
+        return false;
+      }
+    };
+    area.addEventListener('input', () => { area.dataset.edited = 'yes'; validate(); });
+    save.addEventListener('click', async () => {
+      if (!validate()) return;
+      save.disabled = true;
+      const answer = await api({ op: 'set', key, value: JSON.parse(area.value), if_rev: Number(area.dataset.rev) });
+      save.disabled = false;
+      if (answer.ok) {
+        delete area.dataset.edited;
+        status.textContent = answer.changed ? `Set at revision ${answer.rev}.` : 'Unchanged.';
+        status.className = 'status ok';
+      } else if (answer.error.code === 'conflict') {
+        area.dataset.rev = answer.error.rev;
+        status.textContent = `The key changed meanwhile (now revision ${answer.error.rev}); Set again to overwrite it.`;
+        status.className = 'status error';
+      } else {
+        status.textContent = `${answer.error.code}: ${answer.error.message}`;
+        status.className = 'status error';
+      }
+    });
+    box.append(area, save, status);
+    return box;
+  }
+
+  function appendHistory(event) {
+    const table = $('history');
+    if (!table) return;
+    const body = table.tBodies[0];
+    if ([...body.rows].some(row => row.dataset.rev === String(event.rev) && row.dataset.event === event.event)) return;
+    const row = body.insertRow(0);
+    row.dataset.rev = event.rev;
+    row.dataset.event = event.event;
+    const text = event.event === 'delete' ? '(deleted)' : event.error ? `${event.error.code}: ${event.error.message}`
+      : shorten(JSON.stringify(event.new), VALUE_CHARS);
+    for (const [content, name] of [[`rev ${event.rev}`, 'num'], [event.event, ''], [text, event.error ? 'error' : '']]) {
+      const cell = row.insertCell();
+      cell.textContent = content;
+      cell.className = name;
+    }
+    while (body.rows.length > HISTORY_ROWS) body.deleteRow(-1);
+  }
+
+  // ---- start ----
+
+  async function start() {
+    try {
+      view.readOnly = !!(await (await fetch('/info')).json()).read_only;
+    } catch {
+      view.readOnly = true;
+    }
+    $('readonly').hidden = !view.readOnly;
+    const input = $('pattern');
+    input.addEventListener('keydown', event => {
+      if (event.key !== 'Enter') return;
+      view.pattern = input.value.trim() || '**';
+      view.graphText = '';
+      openStream();
+    });
+    $('rows').addEventListener('click', event => {
+      const row = event.target.closest('.row');
+      if (row) select(row.dataset.key);
+    });
+    openStream();
+    window.addEventListener('resize', fitGraph);
+    setInterval(renderAges, 1000);
+    setInterval(refreshStats, 2000);
+    // Definitions and bindings change the graph without changing a value: look again now and then.
+    setInterval(() => { if (view.connection === 'live') loadGraph(); }, 5000);
+  }
+
+  start();
+})();

@@ -1,0 +1,135 @@
+import CMicroHTTPD
+import Glibc
+
+/// The HTTP server under `obsctl web`: libmicrohttpd does the protocol (parsing, chunked bodies,
+/// keep-alive, timeouts); this class turns its callbacks into one `HTTPRequest` -> `HTTPResponse`
+/// call. One thread per connection, so a streaming body may block in `read` until it has bytes.
+final class HTTPServer: @unchecked Sendable {
+    // @unchecked: `daemon` is written by init and by stop (the owner's thread) only; the rest never changes.
+    typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    private var daemon: OpaquePointer?
+    fileprivate let handler: Handler
+    fileprivate let maxBodyBytes: Int
+    /// Serves on `listeningSocket` (bound and listening; the server owns it from now on). At most
+    /// `connectionLimit` connections (each a thread); one idle for `idleTimeout` seconds is closed.
+    init(listeningSocket fd: Int32, maxBodyBytes: Int, connectionLimit: Int, idleTimeout: Int, handler: @escaping Handler) throws(WebError) {
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+        let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
+        daemon = obs_mhd_start(flags, fd, accessHandler, Unmanaged.passUnretained(self).toOpaque(), requestCompleted,
+                               UInt32(connectionLimit), UInt32(idleTimeout))
+        guard daemon != nil else {
+            close(fd)
+            throw WebError("cannot start the HTTP server (libmicrohttpd)")
+        }
+    }
+
+    /// Stops accepting, ends every connection and joins their threads. Streaming bodies must
+    /// return from `read` for this to finish (WebServer cancels them first).
+    func stop() {
+        guard let daemon else { return }
+        self.daemon = nil
+        MHD_stop_daemon(daemon)
+    }
+
+    deinit { stop() }
+}
+
+/// A request being received: its body so far.
+private final class PendingRequest {
+    var body: [UInt8] = []
+    var tooLarge = false
+}
+
+/// libmicrohttpd calls this once with the headers, once per chunk of body, and once more at the
+/// end of the body; the response is queued on that last call.
+private func accessHandler(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+                           _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ upload: UnsafePointer<CChar>?,
+                           _ uploadSize: UnsafeMutablePointer<Int>?, _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
+    guard let context, let connection, let url, let method, let uploadSize, let state else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    guard let stored = state.pointee else {
+        state.pointee = Unmanaged.passRetained(PendingRequest()).toOpaque()
+        return .YES
+    }
+    let pending = Unmanaged<PendingRequest>.fromOpaque(stored).takeUnretainedValue()
+    if uploadSize.pointee > 0 {
+        // Past the limit the rest is read and dropped: memory stays bounded, the answer is 413.
+        if let upload, !pending.tooLarge {
+            if pending.body.count + uploadSize.pointee > server.maxBodyBytes {
+                pending.tooLarge = true
+                pending.body = []
+            } else {
+                pending.body += UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee)
+            }
+        }
+        uploadSize.pointee = 0
+        return .YES
+    }
+    var request = HTTPRequest(method: String(cString: method), path: String(cString: url), body: pending.body)
+    request.bodyTooLarge = pending.tooLarge
+    collect(connection, .GET_ARGUMENT_KIND) { request.query[$0] = $1 }
+    collect(connection, .HEADER_KIND) { request.headers[$0.lowercased()] = $1 }
+    collect(connection, .COOKIE_KIND) { request.cookies[$0] = $1 }
+    return queue(server.handler(request), on: connection)
+}
+
+private func requestCompleted(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+                              _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ reason: MHD_RequestTerminationCode) {
+    guard let state, let stored = state.pointee else { return }
+    Unmanaged<PendingRequest>.fromOpaque(stored).release()
+    state.pointee = nil
+}
+
+/// Calls `body` with each name and value of one kind (query arguments, headers, cookies).
+private func collect(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ body: (String, String) -> Void) {
+    withoutActuallyEscaping(body) { body in
+        var visitor = body
+        withUnsafeMutablePointer(to: &visitor) { pointer in
+            _ = MHD_get_connection_values(connection, kind, { context, _, name, value in
+                guard let context, let name else { return .YES }
+                let visit = context.assumingMemoryBound(to: ((String, String) -> Void).self).pointee
+                visit(String(cString: name), value.map { String(cString: $0) } ?? "")
+                return .YES
+            }, pointer)
+        }
+    }
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    let made: OpaquePointer?
+    switch response.body {
+    case .bytes(let bytes):
+        made = bytes.withUnsafeBytes {
+            MHD_create_response_from_buffer($0.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), .RESPMEM_MUST_COPY)
+        }
+    case .stream(let stream):
+        let box = Unmanaged.passRetained(StreamBox(stream)).toOpaque()
+        made = MHD_create_response_from_callback(UInt64.max, 32 << 10, readStream, box, freeStream)
+        if made == nil { freeStream(box) }
+    }
+    guard let made else { return .NO }
+    defer { MHD_destroy_response(made) }
+    for (name, value) in response.headers { MHD_add_response_header(made, name, value) }
+    return MHD_queue_response(connection, UInt32(response.status), made)
+}
+
+/// A streaming body, as a class libmicrohttpd can hold by pointer.
+private final class StreamBox {
+    let stream: any StreamingBody
+    init(_ stream: any StreamingBody) { self.stream = stream }
+}
+
+private func readStream(_ context: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int) -> Int {
+    guard let context, let buffer, max > 0 else { return -2 }
+    let box = Unmanaged<StreamBox>.fromOpaque(context).takeUnretainedValue()
+    // -1 is MHD_CONTENT_READER_END_OF_STREAM (a macro Swift does not import).
+    return box.stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max)) ?? -1
+}
+
+private func freeStream(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    let box = Unmanaged<StreamBox>.fromOpaque(context).takeRetainedValue()
+    box.stream.close()
+}

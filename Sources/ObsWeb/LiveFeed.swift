@@ -1,0 +1,215 @@
+import Foundation
+import Glibc
+import ObsClient
+import ObsCore
+import Synchronization
+
+/// One page's event stream: a watch on the page's pattern, relayed as Server-Sent Events, that
+/// outlives daemon restarts. It runs on the thread of the page's HTTP connection, which calls
+/// `read` whenever the browser can take more:
+///
+/// 1. Connect: `hello` (its version, revision and pid go to the page as a `connected` message),
+///    then `watch` on the pattern without channels. The first time with a snapshot; after a drop,
+///    with `since` (step 4). A daemon that refuses the watch (a bad pattern, no permission) ends
+///    the stream with a `refused` message.
+/// 2. Relay: wait for the next event (at most `keepAliveSeconds`, else a comment keeps the
+///    connection alive), then take every event already read, up to `batchBytes`, and send them
+///    as one message, a line each, as the daemon wrote them. The watch is in `all` mode, so
+///    events come in commit order: a browser that falls behind holds obsctl's reads back, the
+///    daemon's output buffer fills, and the daemon sends `overflow` and a fresh snapshot.
+/// 3. Drop: the events read so far go out, then one `disconnected` message; reconnect with
+///    backoff (50 ms, doubling up to 2 s), with keep-alive comments meanwhile.
+/// 4. Resume, as `obsctl watch --reconnect` does: `since` the last revision seen if the daemon
+///    said goodbye (it flushes everything first), else one before it (a cut may have split the
+///    last transaction's events). The page applies events by key revision, so what it already
+///    has is ignored, and it takes a snapshot (after `compacted` or `overflow`) as the whole state.
+///    A daemon whose revision is behind the last one seen holds another state (`--memory`
+///    restarted): the watch starts afresh with a snapshot, and `connected` says `reset`.
+final class LiveFeed: StreamingBody, @unchecked Sendable {
+    // @unchecked: `read` and everything it touches belong to the connection's thread; `cancel`,
+    // from the thread that stops the server, touches only `cancelled` and `current` (under `lock`).
+    private let path: String
+    private let pattern: String
+    private let limits: WebLimits
+    private weak var registry: FeedRegistry?
+    private let cancelled = Atomic<Bool>(false)
+    /// The open connection, for `cancel` to shut down.
+    private var current: ObsConnection?
+    private let lock = NSLock()
+
+    private var connection: ObsConnection?
+    private var lastRevision: UInt64?
+    private var endedCleanly = true
+    private var saidDisconnected = false
+    private var finished = false
+    private var backoff = LiveFeed.firstBackoff
+    private var lastWrite = monotonicNow()
+    private var pending: [UInt8] = []
+    private var pendingStart = 0
+
+    static let firstBackoff = 0.05, maxBackoff = 2.0
+
+    init(path: String, pattern: String, limits: WebLimits, registry: FeedRegistry) {
+        self.path = path
+        self.pattern = pattern
+        self.limits = limits
+        self.registry = registry
+        pending = Array("retry: 2000\n\n".utf8)
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        while pendingStart == pending.count {
+            pending.removeAll(keepingCapacity: pending.count <= limits.batchBytes)
+            pendingStart = 0
+            if finished || cancelled.load(ordering: .acquiring) { return nil }
+            if connection == nil { connect() } else { relay() }
+        }
+        let count = min(buffer.count, pending.count - pendingStart)
+        pending.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[pendingStart..<pendingStart + count])) }
+        pendingStart += count
+        lastWrite = monotonicNow()
+        return count
+    }
+
+    func close() {
+        cancel()
+        registry?.remove(self)
+    }
+
+    /// Ends the stream from another thread: a blocked `read` returns at once.
+    func cancel() {
+        cancelled.store(true, ordering: .releasing)
+        lock.withLock { current?.shutDown() }
+    }
+
+    private func connect() {
+        do throws(ClientError) {
+            let connection = try ObsConnection(path: path)
+            lock.withLock { current = connection }
+            if cancelled.load(ordering: .acquiring) { return }
+            let deadline = monotonicNow() + limits.requestTimeout
+            let hello = try connection.request("hello", ["client": "obsctl web"], deadline: deadline)
+            // A daemon behind the revision seen is not the state that was left (one with --memory
+            // restarted, or a restored backup): nothing to resume, the page takes a new snapshot.
+            let reset = lastRevision.map { UInt64(max(0, hello["rev"]?.intValue ?? 0)) < $0 } ?? false
+            if reset { lastRevision = nil }
+            var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false]
+            let since = resumeRevision
+            if let since { fields["since"] = .int(Int64(since)) }
+            try connection.request("watch", fields, deadline: deadline)
+            self.connection = connection
+            saidDisconnected = false
+            backoff = Self.firstBackoff
+            var message: [String: JSONValue] = ["event": "connected", "version": hello["version"] ?? .null,
+                                                "rev": hello["rev"] ?? .null, "pid": hello["pid"] ?? .null]
+            if let since { message["since"] = .int(Int64(since)) }
+            if reset { message["reset"] = true }
+            send([JSONValue.object(message).encoded])
+        } catch .server(let error) {
+            var fields = error.details
+            fields["code"] = .string(error.code.rawValue)
+            fields["message"] = .string(error.message)
+            send([JSONValue.object(["event": "refused", "error": .object(fields)]).encoded])
+            finished = true
+        } catch {
+            lock.withLock { current = nil }
+            if !saidDisconnected {
+                saidDisconnected = true
+                send([JSONValue.object(["event": "disconnected", "reason": .string(error.description)]).encoded])
+                return
+            }
+            pause(backoff)
+            backoff = min(backoff * 2, Self.maxBackoff)
+            if monotonicNow() - lastWrite >= limits.keepAliveSeconds { pending += Array(": keep-alive\n\n".utf8) }
+        }
+    }
+
+    private func relay() {
+        guard let connection else { return }
+        var lines: [String] = []
+        var bytes = 0
+        do throws(ClientError) {
+            guard let first = try connection.nextEvent(deadline: monotonicNow() + limits.keepAliveSeconds) else {
+                pending += Array(": keep-alive\n\n".utf8)
+                return
+            }
+            note(first)
+            lines.append(first.line)
+            bytes += first.line.utf8.count
+            // A deadline already past returns only what has been read off the socket.
+            while bytes < limits.batchBytes, let next = try connection.nextEvent(deadline: 0) {
+                note(next)
+                lines.append(next.line)
+                bytes += next.line.utf8.count
+            }
+            send(lines)
+        } catch {
+            send(lines)
+            endedCleanly = connection.goodbye != nil
+            self.connection = nil
+            lock.withLock { current = nil }
+            saidDisconnected = true
+            send([JSONValue.object(["event": "disconnected", "reason": .string(error.description)]).encoded])
+        }
+    }
+
+    /// Where a resumed watch starts (step 4); nil before the first revision is known.
+    private var resumeRevision: UInt64? {
+        guard let lastRevision else { return nil }
+        return endedCleanly || lastRevision == 0 ? lastRevision : lastRevision - 1
+    }
+
+    private func note(_ event: WatchEvent) {
+        guard event.kind != "initial", let rev = event["rev"]?.intValue, rev >= 0 else { return }
+        lastRevision = max(lastRevision ?? 0, UInt64(rev))
+    }
+
+    /// One message: a `data:` field per line. A line is one JSON object without a newline in it,
+    /// so the page splits the message's data at newlines.
+    private func send(_ lines: [String]) {
+        guard !lines.isEmpty else { return }
+        for line in lines {
+            pending += Array("data: ".utf8)
+            pending += Array(line.utf8)
+            pending.append(UInt8(ascii: "\n"))
+        }
+        pending.append(UInt8(ascii: "\n"))
+    }
+
+    /// Sleeps `seconds`, waking early when cancelled.
+    private func pause(_ seconds: Double) {
+        let end = monotonicNow() + seconds
+        while !cancelled.load(ordering: .acquiring), monotonicNow() < end {
+            usleep(UInt32(min(0.05, max(0, end - monotonicNow())) * 1_000_000))
+        }
+    }
+}
+
+/// The event streams being served, so that stopping the server can end them: each may be waiting
+/// for the daemon's next event.
+final class FeedRegistry: Sendable {
+    private let state = Mutex<(feeds: [ObjectIdentifier: LiveFeed], stopped: Bool)>(([:], false))
+
+    init() {}
+
+    func add(_ feed: LiveFeed) {
+        let stopped = state.withLock {
+            $0.feeds[ObjectIdentifier(feed)] = feed
+            return $0.stopped
+        }
+        if stopped { feed.cancel() }
+    }
+
+    func remove(_ feed: LiveFeed) {
+        _ = state.withLock { $0.feeds.removeValue(forKey: ObjectIdentifier(feed)) }
+    }
+
+    /// Cancels every stream, and any added from now on.
+    func cancelAll() {
+        let feeds = state.withLock {
+            $0.stopped = true
+            return Array($0.feeds.values)
+        }
+        for feed in feeds { feed.cancel() }
+    }
+}

@@ -1,0 +1,23 @@
+/// The limits of `obsctl web`, each a named constant with its default.
+struct WebLimits: Sendable {
+    /// Largest request body (a `set` from the page): 413 beyond it. The daemon's own line limit
+    /// (1 MiB by default) still applies to what is forwarded.
+    var maxBodyBytes = 2 << 20
+    /// Connections served at once, each a thread; more wait in the listen queue.
+    var maxConnections = 64
+    /// Seconds a connection may stay idle before it is closed.
+    var idleTimeoutSeconds = 60
+    /// Seconds between keep-alive comments on a quiet event stream (below the idle timeout, and
+    /// how soon a page that went away is noticed).
+    var keepAliveSeconds = 15.0
+    /// Events gathered into one Server-Sent Event, in bytes: a burst reaches the page as a few
+    /// large messages instead of one message per key.
+    var batchBytes = 256 << 10
+    /// Seconds a request to the daemon may take before the page is answered 504.
+    var requestTimeout = 5.0
+    /// A key's history: the changes of at most the last `historyRevisions` revisions, of which
+    /// the newest `historyEvents` and at most `historyBytes` of them are kept.
+    var historyRevisions: UInt64 = 1000
+    var historyEvents = 50
+    var historyBytes = 1 << 20
+}

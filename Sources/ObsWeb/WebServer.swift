@@ -1,0 +1,35 @@
+import ObsClient
+
+/// `obsctl web`: serves the live view of the daemon at `socketPath` to a browser, as the user who
+/// runs it (the daemon sees obsctl's uid, so its `allow` rules apply to the page as to obsctl).
+public final class WebServer: Sendable {
+    /// The URL to open: it carries the access token.
+    public let url: String
+    /// Whether only this machine can connect (the address is 127.0.0.0/8 or ::1).
+    public let isLoopback: Bool
+    private let http: HTTPServer
+    private let feeds = FeedRegistry()
+
+    /// Listens on `address` and serves at once. `requestTimeout` bounds each request to the daemon.
+    public init(socketPath: String, address: ListenAddress, readOnly: Bool, version: String, requestTimeout: Double? = nil) throws(WebError) {
+        var limits = WebLimits()
+        if let requestTimeout { limits.requestTimeout = requestTimeout }
+        let (fd, bound) = try address.listen()
+        let port = ListenAddress.port(of: bound)
+        let token = AccessToken.random()
+        let link = SocketDaemonLink(path: socketPath, limits: limits, feeds: feeds)
+        let routes = WebRoutes(token: token, port: port, api: WebAPI(link: link, readOnly: readOnly), link: link,
+                               socketPath: socketPath, version: version)
+        http = try HTTPServer(listeningSocket: fd, maxBodyBytes: limits.maxBodyBytes, connectionLimit: limits.maxConnections,
+                              idleTimeout: limits.idleTimeoutSeconds, handler: routes.handle)
+        isLoopback = ListenAddress.isLoopback(bound)
+        let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+        url = "http://\(host):\(port)/?token=\(token.text)"
+    }
+
+    /// Ends every event stream, then stops the server (its threads are joined).
+    public func stop() {
+        feeds.cancelAll()
+        http.stop()
+    }
+}

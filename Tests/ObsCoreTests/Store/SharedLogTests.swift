@@ -1,0 +1,175 @@
+import XCTest
+@testable import ObsCore
+
+/// Cluster mode's guarantees, with a shared log in memory (SimulatedCluster) behind three stores:
+/// every write is decided by the log and applied by every host at the log's revision.
+final class SharedLogTests: XCTestCase {
+    private func clients(_ cluster: SimulatedCluster) -> [Client] {
+        cluster.stores.map { Client(store: $0, access: .write) }
+    }
+
+    func test_aSetOnOneHost_isSeenByWatchersOnTheOthers_withTheSameRevision() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let (a, b, c) = (Client(store: cluster.stores[0], access: .write), Client(store: cluster.stores[1], access: .read),
+                         Client(store: cluster.stores[2], access: .read))
+        b.request(#"{"op":"watch","keys":["k"],"initial":false}"#)
+        c.request(#"{"op":"watch","keys":["k"],"initial":false}"#)
+        let answer = a.request(#"{"id":1,"op":"set","key":"k","value":42}"#)
+        XCTAssertEqual(answer["rev"], 1)
+        XCTAssertEqual(answer["changed"], true)
+        for watcher in [b, c] {
+            XCTAssertEqual(watcher.events().map { $0["new"] }, [42])
+        }
+        for store in cluster.stores { XCTAssertEqual(store.rev, 1) }
+        XCTAssertEqual(b.request(#"{"op":"get","key":"k"}"#)["rev"], 1)
+    }
+
+    ///   a (written on host 0) ─┐
+    ///                          ├─ sum (computed on host 2): glitch-free, one change per batch
+    ///   b (written on host 1) ─┘
+    func test_aComputedOverKeysWrittenOnOtherHosts_followsThem() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        hosts[2].request(#"{"op":"define","key":"sum","expr":"($a ?? 0) + ($b ?? 0)"}"#)
+        hosts[2].request(#"{"op":"watch","keys":["sum"],"initial":false}"#)
+        hosts[0].request(#"{"op":"set","key":"a","value":1}"#)
+        hosts[1].request(#"{"op":"set","key":"b","value":2}"#)
+        hosts[0].request(#"{"op":"batch","ops":[{"op":"set","key":"a","value":10},{"op":"set","key":"b","value":20}]}"#)
+        XCTAssertEqual(hosts[2].events().compactMap { $0["new"] }, [1, 3, 30], "never 12 or 21")
+        XCTAssertEqual(hosts[1].request(#"{"op":"get","key":"sum"}"#)["value"], 30, "defined everywhere")
+    }
+
+    /// Two hosts race a compare-and-set on one key: exactly one wins, the other gets `conflict`.
+    func test_compareAndSetRacedFromTwoHosts_exactlyOneWins() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        hosts[0].request(#"{"op":"set","key":"lock","value":"free"}"#)
+        cluster.decidesAtOnce = false
+        XCTAssertEqual(hosts[0].send(#"{"id":"a","op":"set","key":"lock","value":"A","if_rev":1}"#), [], "pending until decided")
+        XCTAssertEqual(hosts[1].send(#"{"id":"b","op":"set","key":"lock","value":"B","if_rev":1}"#), [])
+        XCTAssertTrue(hosts[0].session.isWaiting)
+        cluster.decide()
+        let answers = hosts.flatMap { $0.output.take() }.compactMap { try? JSONValue.parse($0) }
+        XCTAssertEqual(answers.count, 2)
+        XCTAssertEqual(answers.filter { $0["ok"] == true }.count, 1)
+        XCTAssertEqual(answers.compactMap { $0["error"]?["code"] }, ["conflict"])
+        XCTAssertEqual(cluster.stores[0].value(forKey: "lock"), cluster.stores[1].value(forKey: "lock"))
+    }
+
+    func test_concurrentIncrements_onTwoHosts_bothCount() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        cluster.decidesAtOnce = false
+        for _ in 0..<5 {
+            hosts[0].send(#"{"op":"incr","key":"n"}"#)
+            hosts[1].send(#"{"op":"incr","key":"n"}"#)
+            cluster.decide()
+        }
+        XCTAssertEqual(cluster.stores[0].value(forKey: "n"), 10)
+        XCTAssertEqual(cluster.stores[1].value(forKey: "n"), 10)
+    }
+
+    func test_aBatchIsOneRevisionEverywhere() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        hosts[1].request(#"{"op":"watch","keys":["**"],"initial":false}"#)
+        let answer = hosts[0].request(#"{"op":"batch","ops":[{"op":"set","key":"x","value":1},{"op":"set","key":"y","value":2}]}"#)
+        XCTAssertEqual(answer["rev"], 1)
+        XCTAssertEqual(Set(hosts[1].events().compactMap { $0["rev"] }), [1])
+        XCTAssertEqual(cluster.log.count, 1)
+    }
+
+    /// The binding's write is part of the transaction that changed its source, decided once: the
+    /// other hosts apply it and write nothing themselves.
+    func test_aBindingFiresOnce_thoughEveryHostSeesTheChange() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        hosts[0].request(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
+        let before = cluster.log.count
+        hosts[1].request(#"{"op":"set","key":"src","value":21}"#)
+        XCTAssertEqual(cluster.log.count, before + 1, "one transaction: the source and the binding's write")
+        XCTAssertEqual(cluster.log.last?.putKeys.map(\.key).sorted(), ["dst", "src"])
+        for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 42) }
+        XCTAssertEqual(hosts[2].request(#"{"op":"get","key":"dst"}"#)["version"], 1, "written once")
+    }
+
+    /// A write proposed from a view without the binding (it was made on another host, not yet
+    /// applied here) is sent again once the binding is applied, so its write is not lost.
+    func test_aWriteProposedBeforeABindingWasApplied_isRunAgainWithIt() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        cluster.decidesAtOnce = false
+        hosts[0].send(#"{"op":"bind","from":"src","to":"dst"}"#)
+        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        cluster.decide()
+        for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 7) }
+    }
+
+    func test_sinceTakenOnOneHost_resumesOnAnother() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        hosts[0].request(#"{"op":"set","key":"k","value":1}"#)
+        let seen = hosts[0].request(#"{"op":"ping"}"#)["rev"]!.intValue!
+        hosts[0].request(#"{"op":"set","key":"k","value":2}"#)
+        hosts[0].request(#"{"op":"set","key":"k","value":3}"#)
+        hosts[1].request(#"{"op":"watch","keys":["k"],"since":\#(seen)}"#)
+        XCTAssertEqual(hosts[1].pendingEvents.compactMap { try? JSONValue.parse($0) }.compactMap { $0["new"] }, [2, 3])
+    }
+
+    func test_anEphemeralKey_vanishesEverywhereWhenItsConnectionCloses() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        let owner = Client(store: cluster.stores[0], access: .write)
+        owner.request(#"{"op":"set","key":"presence.me","value":true,"ephemeral":true}"#)
+        hosts[1].request(#"{"op":"watch","keys":["presence.*"],"initial":false}"#)
+        XCTAssertEqual(hosts[1].request(#"{"op":"describe","key":"presence.me"}"#)["ephemeral"], true)
+        owner.session.close()
+        XCTAssertEqual(hosts[1].events().map { $0["reason"] }, ["ephemeral"])
+        for store in cluster.stores { XCTAssertNil(store.value(forKey: "presence.me")) }
+    }
+
+    /// Every host's timer proposes the expiry; the first wins, the others find the key gone.
+    func test_aTTLKeyExpiresOnce() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        hosts[0].request(#"{"op":"set","key":"t","value":1,"ttl_ms":500}"#)
+        hosts[2].request(#"{"op":"watch","keys":["t"],"initial":false}"#)
+        let before = cluster.log.count
+        cluster.clock.advance(1)
+        for store in cluster.stores { store.tick() }
+        XCTAssertEqual(cluster.log.count, before + 1)
+        XCTAssertEqual(hosts[2].events().map { $0["reason"] }, ["ttl"])
+    }
+
+    func test_whenTheLogIsUnavailable_writesFailWithUnavailable_andReadsGoOn() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        hosts[0].request(#"{"op":"set","key":"k","value":1}"#)
+        cluster.available = false
+        XCTAssertEqual(errorCode(hosts[0].request(#"{"op":"set","key":"k","value":2}"#)), "unavailable")
+        XCTAssertEqual(hosts[1].request(#"{"op":"get","key":"k"}"#)["value"], 1)
+        cluster.available = true
+        XCTAssertEqual(hosts[0].request(#"{"op":"set","key":"k","value":2}"#)["ok"], true)
+    }
+
+    /// While an answer is pending, later requests of the connection wait, and are answered in
+    /// order once it is given (a read after a write sees the write).
+    func test_requestsAfterAPendingWrite_waitAndKeepTheirOrder() {
+        let cluster = SimulatedCluster(hosts: 1)
+        let client = Client(store: cluster.stores[0], access: .write)
+        cluster.decidesAtOnce = false
+        XCTAssertEqual(client.send("{\"id\":1,\"op\":\"set\",\"key\":\"k\",\"value\":5}\n{\"id\":2,\"op\":\"get\",\"key\":\"k\"}\n{\"id\":3,\"op\":\"ping\"}"), [])
+        cluster.decide()
+        let answers = client.output.take().compactMap { try? JSONValue.parse($0) }
+        XCTAssertEqual(answers.map { $0["id"] }, [1, 2, 3])
+        XCTAssertEqual(answers[1]["value"], 5)
+    }
+
+    func test_publish_reachesWatchersOnEveryHost() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        hosts[1].request(#"{"op":"watch","keys":["news"],"initial":false}"#)
+        XCTAssertEqual(hosts[0].request(#"{"op":"publish","channel":"news","payload":"hi"}"#)["delivered"], 0, "counted on the host that answers")
+        XCTAssertEqual(hosts[1].events().map { $0["payload"] }, ["hi"])
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Glibc
+@testable import ObsWeb
+import TestSupport
+import XCTest
+
+/// The page's event stream against a real obsd, read as the HTTP server reads it: what it sends
+/// when the daemon goes away and comes back.
+final class LiveFeedTests: XCTestCase {
+    func test_resumesBySinceAfterAGoodbye_andFromOneBeforeAfterACrash() throws {
+        let daemon = try Daemon(persistent: true)
+        try obsctl(daemon, ["apply", "-"], stdin: "set a 1\nset b 1\n")
+        let stream = FeedReader(daemon.socket)
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"rev":1,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"b","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
+        try obsctl(daemon, ["set", "a", "2"])
+        XCTAssertEqual(stream.next(), #"{"event":"change","key":"a","old":1,"new":2,"rev":2,"created":false}"#)
+
+        // A restart: the daemon says goodbye; a change is made before any client is back (its
+        // definitions file); the feed resumes after revision 2 and gets only that change.
+        let definitions = daemon.write("set a 3\n", to: "definitions.obs")
+        daemon.extraArguments = ["--config", daemon.write("definitions = \(definitions)\n", to: "obsd.conf")]
+        daemon.stop()
+        XCTAssertEqual(stream.next(), #"{"event":"disconnected","reason":"lost the connection to \#(daemon.socket) (shutdown): is obsd running?"}"#)
+        try daemon.start()
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"rev":3,"since":2,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"change","key":"a","old":2,"new":3,"rev":3,"created":false}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":3}"#)
+
+        // A crash: the last revision may have been cut, so the feed asks from one before it; the
+        // restarted daemon's history begins at 3, so the answer is a snapshot.
+        daemon.stop(signal: SIGKILL)
+        XCTAssertEqual(stream.next(), #"{"event":"disconnected","reason":"lost the connection to \#(daemon.socket): is obsd running?"}"#)
+        try daemon.start()
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"rev":3,"since":2,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"compacted","compact_rev":3}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":3,"rev":3}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"b","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":3}"#)
+
+        stream.feed.cancel()
+        XCTAssertTrue(stream.ended(), "a cancelled feed ends its body")
+    }
+
+    func test_aDaemonBehindTheRevisionSeen_isAnotherState_andGivesASnapshot() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["apply", "-"], stdin: "set a 1\nset b 1\n")
+        try obsctl(daemon, ["set", "a", "2"])
+        let stream = FeedReader(daemon.socket)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"initial","key":"a""#), true)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"initial","key":"b""#), true)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":2}"#)
+        daemon.stop()
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"disconnected""#), true)
+        try daemon.start()
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"reset":true,"rev":0,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":0}"#)
+        try obsctl(daemon, ["set", "c", "1"])
+        XCTAssertEqual(stream.next(), #"{"event":"change","key":"c","new":1,"rev":1,"created":true}"#)
+    }
+
+    func test_aPatternTheDaemonRefuses_endsTheStreamWithItsError() throws {
+        let daemon = try Daemon()
+        let stream = FeedReader(daemon.socket, pattern: "a..b")
+        XCTAssertTrue(stream.next()?.hasPrefix(#"{"error":{"code":"bad_key","message":"#) ?? false)
+        XCTAssertTrue(stream.ended())
+    }
+
+    func test_aBurstOfEvents_arrivesInFewMessages() throws {
+        let daemon = try Daemon()
+        let stream = FeedReader(daemon.socket)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":0}"#)
+        let batch = (1...500).map { "set k\($0) \($0)" }.joined(separator: "\n")
+        try obsctl(daemon, ["apply", "-"], stdin: batch + "\n")
+        let keys = (1...500).compactMap { _ in stream.next() }.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["key"] as? String
+        }
+        XCTAssertEqual(Set(keys), Set((1...500).map { "k\($0)" }))
+        XCTAssertLessThan(stream.messages, 20, "500 events of one transaction should come in a few messages")
+    }
+}
+
+/// Reads a LiveFeed as libmicrohttpd does (a buffer at a time) and splits its Server-Sent Events.
+final class FeedReader {
+    let feed: LiveFeed
+    private var bytes: [UInt8] = []
+    private var events: [String] = []
+    private(set) var messages = 0
+
+    init(_ socket: String, pattern: String = "**") {
+        var limits = WebLimits()
+        limits.keepAliveSeconds = 0.2
+        feed = LiveFeed(path: socket, pattern: pattern, limits: limits, registry: FeedRegistry())
+    }
+
+    /// The next event (one line of the daemon's, or the feed's own), waiting at most `timeout`.
+    func next(timeout: Double = 30) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while events.isEmpty, Date() < deadline {
+            guard read() else { return nil }
+        }
+        return events.isEmpty ? nil : events.removeFirst()
+    }
+
+    /// Whether the body ends (within 30 s) with no more events.
+    func ended() -> Bool {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            guard read() else { return events.isEmpty }
+        }
+        return false
+    }
+
+    /// One call of `read`; false at the end of the body.
+    private func read() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        guard let count = buffer.withUnsafeMutableBytes({ feed.read(into: $0) }) else { return false }
+        bytes += buffer[..<count]
+        // Messages end with an empty line; the bytes are split there, never inside a character.
+        while let end = bytes.indices.dropLast().first(where: { bytes[$0] == 0x0A && bytes[$0 + 1] == 0x0A }) {
+            let message = String(decoding: bytes[..<end], as: UTF8.self)
+            bytes.removeSubrange(...(end + 1))
+            let lines = message.split(separator: "\n").filter { $0.hasPrefix("data: ") }.map { String($0.dropFirst(6)) }
+            if lines.isEmpty { continue }
+            messages += 1
+            events += lines
+        }
+        return true
+    }
+}
