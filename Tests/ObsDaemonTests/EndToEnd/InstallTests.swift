@@ -150,7 +150,7 @@ final class InstallTests: XCTestCase {
         let example = try String(contentsOfFile: repository + "/config/obsd.conf.example", encoding: .utf8)
         let settings = example.split(separator: "\n").filter { $0.hasPrefix("# ") && $0.contains(" = ") && !$0.contains("`") }
             .map { String($0.dropFirst(2).prefix { $0 != " " }) }
-        XCTAssertEqual(settings.count, 17)
+        XCTAssertEqual(settings.count, 18)
         for setting in settings { XCTAssertTrue(conf.contains("\n       \(setting)\n") || conf.contains("\n       \(setting) "), setting) }
     }
 
