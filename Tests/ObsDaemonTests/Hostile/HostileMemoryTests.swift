@@ -38,7 +38,12 @@ final class HostileMemoryTests: XCTestCase {
         XCTAssertEqual(client.request(#"{"op":"set","key":"big","value":"\#(String(repeating: "x", count: 100_000))"}"#)?["ok"] as? Bool, true)
         let before = obsd.residentKiB
         let count = Hostile.pick(quick: 2000, long: 20000)
-        client.send((0..<count).map { #"{"id":\#($0),"op":"get","key":"big"}"# + "\n" }.joined())
+        // Sent by a thread of its own: once obsd stops reading, the socket's buffer fills and the
+        // send waits for the reading below.
+        let sending = DispatchGroup()
+        DispatchQueue.global().async(group: sending) {
+            client.send((0..<count).map { #"{"id":\#($0),"op":"get","key":"big"}"# + "\n" }.joined())
+        }
         // Let obsd take in all it will before it stops reading.
         waitFor("obsd to stop reading") {
             let a = obsd.residentKiB
@@ -49,6 +54,7 @@ final class HostileMemoryTests: XCTestCase {
         XCTAssertLessThan(grown, 48 * 1024, "resident memory grew by \(grown) KiB")
         var inOrder = 0
         for id in 0..<count where json(client.readLine())["id"] as? Int == id { inOrder += 1 }
+        XCTAssertEqual(sending.wait(timeout: .now() + 60), .success)
         XCTAssertEqual(inOrder, count)
         Hostile.report("pipelined answers nobody reads", "\(count) gets of a 100 KB value (\(count / 10) MB of answers): obsd grew \(grown / 1024) MiB; then \(inOrder) of \(count) answers read, in order")
     }
