@@ -40,14 +40,14 @@ let package = Package(
                 resources: [.embedInCode("Assets/index.html"), .embedInCode("Assets/app.css"),
                             .embedInCode("Assets/app.js"), .embedInCode("Assets/graph.js")],
                 swiftSettings: strict),
-        .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux"], swiftSettings: strict),
+        .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux", "EtcdClient"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
         // libcurl from Debian's libcurl4-openssl-dev, for EtcdClient's HTTP and TLS.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // An asynchronous etcd v3 client (etcd's JSON gateway through libcurl, on a thread of its
         // own) for cluster mode.
-        .target(name: "EtcdClient", dependencies: ["CCurl", "CLinux"], swiftSettings: strict),
+        .target(name: "EtcdClient", dependencies: ["CCurl", "CLinux", "ObsCore"], swiftSettings: strict),
         // A 3-member etcd cluster on loopback, started by the tests and by obsbench (no XCTest).
         .target(name: "EtcdTestCluster", path: "Tests/EtcdTestCluster", swiftSettings: strict),
         .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux", "EtcdClient", "EtcdTestCluster"],

@@ -60,7 +60,10 @@ public final class Daemon {
         umask(0o077)
         let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
 
-        let (storage, lock) = try openStorage()
+        // Cluster mode: etcd holds the state; no database here.
+        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd ? try EtcdLog.start(settings.etcd, log: log) : nil
+        defer { cluster?.log.close() }
+        let (storage, lock) = cluster == nil ? try openStorage() : (GroupCommitStorage(), -1)
         defer {
             // Writes after the last turn (sessions closing, a batch still in flight) are written
             // too; a failure is logged, nobody is waiting for an answer any more.
@@ -71,16 +74,18 @@ public final class Daemon {
             }
             if lock >= 0 { close(lock) }
         }
-        let store = try restore(from: storage)
+        let store = try restore(from: cluster.map { LoadedState($0.state) } ?? storage, cluster: cluster?.log)
         let listener = try listen()
-        let gate = settings.durability == .memory ? nil : WriteGate(storage: storage, store: store, log: log)
+        let gate = settings.durability == .memory || cluster != nil ? nil : WriteGate(storage: storage, store: store, log: log)
         let loop: EventLoop
         let server: Server
         do throws(SystemError) {
             loop = try EventLoop()
             server = try Server(loop: loop, listener: listener, store: store, gate: gate, limits: settings.limits,
                                 policy: policy(settings), log: log)
-            for fd in [gate?.completionFD, signals?.fd, control?.fd].compactMap({ $0 }) { try loop.add(fd, EventLoop.input) }
+            for fd in [gate?.completionFD, cluster?.log.completionFD, signals?.fd, control?.fd].compactMap({ $0 }) {
+                try loop.add(fd, EventLoop.input)
+            }
         } catch {
             listener.removeSocketFile()
             throw DaemonError("cannot start the event loop: \(error)")
@@ -88,10 +93,12 @@ public final class Daemon {
         // Everything obsd holds for itself is open now: the rest is for clients.
         connectionCeiling = DescriptorLimit.connectionCeiling()
         server.limits.maxConnections = connectionLimit(settings.limits.maxConnections)
-        log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(settings.durability == .memory ? "in memory" : settings.databasePath), durability \(settings.durability.rawValue)")
+        let where_ = cluster != nil ? "etcd \(settings.etcd.prefix) at \(settings.etcd.endpoints.joined(separator: ","))"
+            : settings.durability == .memory ? "in memory" : settings.databasePath
+        log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(where_), durability \(storeConfiguration(settings).durability)")
         notifier.send("READY=1\nSTATUS=listening\nMAINPID=\(getpid())")
 
-        let turns = DaemonLoop(loop: loop, server: server, store: store, gate: gate, signals: signals, control: control,
+        let turns = DaemonLoop(loop: loop, server: server, store: store, gate: gate, cluster: cluster?.log, signals: signals, control: control,
                                notifier: notifier, log: log, watchdog: watchdogInterval(environment).map { $0 / 2 }) { [unowned self] in
             reload(server: server, store: store, notifier: notifier)
         }
@@ -101,16 +108,18 @@ public final class Daemon {
 
     // MARK: - Start-up pieces
 
-    /// Start-up, step 1: the store, restored from the storage; then step 2, the definitions file.
-    private func restore(from storage: GroupCommitStorage) throws(DaemonError) -> Store {
+    /// Start-up, step 1: the store, restored from the storage (in cluster mode, from what etcd
+    /// holds, after which it applies etcd's changes); then step 2, the definitions file.
+    private func restore(from storage: any StateStorage, cluster: EtcdLog?) throws(DaemonError) -> Store {
         let store: Store
         do throws(ObsError) {
             store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
         } catch {
             throw DaemonError("cannot restore the state from \(settings.databasePath): \(error.message)")
         }
+        cluster?.attach(store)
         log.info("restored revision \(store.rev)")
-        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log) }
+        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) }
         return store
     }
 
@@ -221,6 +230,7 @@ public final class Daemon {
                                 ("socket_group", fresh.socketGroup != settings.socketGroup),
                                 ("state_dir", fresh.stateDirectory != settings.stateDirectory),
                                 ("durability", fresh.durability != settings.durability),
+                                ("cluster", fresh.cluster != settings.cluster || fresh.etcd != settings.etcd),
                                 ("max_json_depth", fresh.limits.maxJSONDepth != settings.limits.maxJSONDepth),
                                 ("max_value_bytes", fresh.limits.maxValueBytes != settings.limits.maxValueBytes),
                                 ("max_expression_bytes", fresh.limits.maxExpressionBytes != settings.limits.maxExpressionBytes),
@@ -244,9 +254,13 @@ public final class Daemon {
         kept.socketGroup = settings.socketGroup
         kept.stateDirectory = settings.stateDirectory
         kept.durability = settings.durability
+        kept.cluster = settings.cluster
+        kept.etcd = settings.etcd
         settings = kept
         log.info("reloaded the configuration")
-        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log) }
+        if let definitions = settings.definitions {
+            Definitions.apply(definitions, to: store, log: log, settle: (store.sharedLog as? EtcdLog)?.settle)
+        }
     }
 }
 
@@ -262,7 +276,7 @@ func storeConfiguration(_ settings: Settings) -> StoreConfiguration {
     configuration.maxJSONDepth = settings.limits.maxJSONDepth
     configuration.maxLineBytes = settings.limits.maxLineBytes
     configuration.serverVersion = obsdVersion
-    configuration.durability = settings.durability.rawValue
+    configuration.durability = settings.cluster == .etcd ? "etcd" : settings.durability.rawValue
     return configuration
 }
 

@@ -22,6 +22,7 @@ final class DaemonLoop {
     private let server: Server
     private let store: Store
     private let gate: WriteGate?
+    private let cluster: EtcdLog?
     private let signals: SignalSource?
     private let control: DaemonControl?
     private let notifier: Notifier
@@ -34,12 +35,13 @@ final class DaemonLoop {
     /// The listener taken out of the loop at shutdown: its socket file goes at the very end.
     private var stoppedListener: Listener?
 
-    init(loop: EventLoop, server: Server, store: Store, gate: WriteGate?, signals: SignalSource?, control: DaemonControl?,
+    init(loop: EventLoop, server: Server, store: Store, gate: WriteGate?, cluster: EtcdLog?, signals: SignalSource?, control: DaemonControl?,
          notifier: Notifier, log: Logger, watchdog: Double?, reload: @escaping () -> Void) {
         self.loop = loop
         self.server = server
         self.store = store
         self.gate = gate
+        self.cluster = cluster
         self.signals = signals
         self.control = control
         self.notifier = notifier
@@ -75,7 +77,7 @@ final class DaemonLoop {
     /// Step 1: seconds until something is due (nil: nothing is).
     private func nextTimeout(now: Double) -> Double? {
         let due = [store.nextDeadline, nextWatchdog, server.nextExpiry(now: now).map { now + $0 }, stopping,
-                   server.hasUnflushedOutput ? now : nil, gate?.retryAt, server.acceptResumeAt].compactMap { $0 }.min()
+                   server.hasUnflushedOutput ? now : nil, gate?.retryAt, cluster?.nextDeadline, server.acceptResumeAt].compactMap { $0 }.min()
         return due.map { max(0, $0 - now) }
     }
 
@@ -85,6 +87,8 @@ final class DaemonLoop {
         for event in ready {
             if event.fd == gate?.completionFD {
                 requests.writerFinished = true
+            } else if let cluster, event.fd == cluster.completionFD {
+                cluster.processCompletions(now: now)
             } else if let signals, event.fd == signals.fd {
                 for action in signals.drain() {
                     switch action {
@@ -122,6 +126,7 @@ final class DaemonLoop {
     /// Step 4.
     private func endTurn(now: Double, writerFinished: Bool) throws(DaemonError) {
         if let deadline = store.nextDeadline, deadline <= now { store.tick() }
+        if let cluster, let deadline = cluster.nextDeadline, deadline <= now { cluster.tick(now: now) }
         server.expireStalled(now: now)
         server.resumeAccepting(now: now)
         do throws(GroupCommitFailure) {

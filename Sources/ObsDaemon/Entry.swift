@@ -54,6 +54,11 @@ public enum Obsd {
     private static func check(_ options: CommandLineOptions, environment: DaemonEnvironment, settings: Settings) -> Int32 {
         let configPath = Configuration.configPath(options, environment: environment)
         print("configuration: ok (\(options.config != nil || Configuration.fileExists(configPath) ? configPath : "embedded defaults"))")
+        if settings.cluster == .etcd {
+            let (lines, ok) = EtcdLog.check(settings.etcd)
+            for line in lines { print(line) }
+            return ok ? 0 : 1
+        }
         guard settings.durability != .memory else {
             print("database: none (durability is memory)")
             return 0

@@ -5,7 +5,7 @@
 // on host A seen by a watcher on host B) is measured by the same functions (ClusterHarness.swift),
 // against the same cluster, in the same run.
 //
-// Usage: obsbench cluster [--samples N] [--seconds S] [--tmpfs]
+// Usage: obsbench cluster [--samples N] [--seconds S] [--tmpfs] [--obsd PATH]
 import EtcdClient
 import EtcdTestCluster
 import Foundation
@@ -14,6 +14,7 @@ private struct ClusterOptions {
     var samples = 1000
     var seconds = 3.0
     var tmpfs = false
+    var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     let inFlight = [1, 16]
 
     init(_ arguments: ArraySlice<String>) throws(BenchError) {
@@ -27,6 +28,7 @@ private struct ClusterOptions {
             switch flag {
             case "--samples": samples = max(10, Int(value) ?? samples)
             case "--seconds": seconds = max(0.5, Double(value) ?? seconds)
+            case "--obsd": obsdPath = value
             default: throw BenchError("unknown option \(flag)")
             }
         }
@@ -58,7 +60,9 @@ func runClusterBenchmark() {
             + "throughput: \(options.seconds) s per row")
         print()
         let raw = try measureRawEtcd(cluster, options)
-        printClusterTable([raw], inFlight: options.inFlight)
+        let obsd = try measureObsd(cluster, obsdPath: options.obsdPath, samples: options.samples, seconds: options.seconds,
+                                   inFlight: options.inFlight)
+        printClusterTable([raw, obsd], inFlight: options.inFlight)
         print()
     } catch {
         FileHandle.standardError.write(Data("obsbench cluster: \(error)\n".utf8))

@@ -22,7 +22,7 @@ struct GatewayFailure: Sendable, Hashable {
 
     /// The refusal in `object`, nil when it is an answer.
     init?(_ object: GatewayObject) {
-        if let error = object.fields["error"] as? [String: Any] {
+        if case .object(let error)? = object.fields["error"] {
             let stream = GatewayObject(error)
             code = Int((try? stream.int64("grpc_code")) ?? 0)
             message = (try? stream.string("message")) ?? "etcd ended the stream"

@@ -2,24 +2,18 @@
 // (no `kvs` when none, no `succeeded` when false, no `count` when 0), sends 64-bit integers as
 // strings and bytes as base64, and names some fields in camelCase (`dbSize`) and most in
 // snake_case (`mod_revision`): every reader below takes what is missing as the default.
-import Foundation
+import ObsCore
 
 /// A JSON object of a gateway answer, read field by field; a field of the wrong type is a
 /// `malformedResponse` naming it.
 struct GatewayObject {
-    let fields: [String: Any]
+    let fields: [String: JSONValue]
 
-    init(_ fields: [String: Any]) { self.fields = fields }
+    init(_ fields: [String: JSONValue]) { self.fields = fields }
 
-    /// Parses one JSON object.
-    init(parsing bytes: some Collection<UInt8>) throws(EtcdError) {
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: Data(bytes))
-        } catch {
-            throw .malformedResponse("not JSON: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
-        }
-        guard let fields = parsed as? [String: Any] else {
+    /// Parses one JSON object (with ObsCore's parser: Foundation's bridged every value).
+    init(parsing bytes: [UInt8]) throws(EtcdError) {
+        guard case .object(let fields)? = try? JSONValue.parse(bytes) else {
             throw .malformedResponse("not a JSON object: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
         }
         self.fields = fields
@@ -29,17 +23,17 @@ struct GatewayObject {
 
     func object(_ name: String) throws(EtcdError) -> GatewayObject? {
         guard let value = fields[name] else { return nil }
-        guard let object = value as? [String: Any] else { throw .malformedResponse("\(name) is not an object") }
+        guard case .object(let object) = value else { throw .malformedResponse("\(name) is not an object") }
         return GatewayObject(object)
     }
 
     func objects(_ name: String) throws(EtcdError) -> [GatewayObject] {
         guard let value = fields[name] else { return [] }
-        guard let array = value as? [Any] else { throw .malformedResponse("\(name) is not an array") }
+        guard case .array(let array) = value else { throw .malformedResponse("\(name) is not an array") }
         var objects: [GatewayObject] = []
         objects.reserveCapacity(array.count)
         for element in array {
-            guard let object = element as? [String: Any] else { throw .malformedResponse("\(name) holds a non-object") }
+            guard case .object(let object) = element else { throw .malformedResponse("\(name) holds a non-object") }
             objects.append(GatewayObject(object))
         }
         return objects
@@ -47,41 +41,52 @@ struct GatewayObject {
 
     func string(_ name: String) throws(EtcdError) -> String? {
         guard let value = fields[name] else { return nil }
-        guard let string = value as? String else { throw .malformedResponse("\(name) is not a string") }
+        guard case .string(let string) = value else { throw .malformedResponse("\(name) is not a string") }
         return string
     }
 
     func strings(_ name: String) throws(EtcdError) -> [String] {
         guard let value = fields[name] else { return [] }
-        guard let strings = value as? [String] else { throw .malformedResponse("\(name) is not an array of strings") }
+        guard case .array(let array) = value else { throw .malformedResponse("\(name) is not an array of strings") }
+        var strings: [String] = []
+        for element in array {
+            guard case .string(let string) = element else { throw .malformedResponse("\(name) is not an array of strings") }
+            strings.append(string)
+        }
         return strings
     }
 
     func bool(_ name: String) throws(EtcdError) -> Bool {
         guard let value = fields[name] else { return false }
-        guard let bool = value as? Bool else { throw .malformedResponse("\(name) is not a boolean") }
+        guard case .bool(let bool) = value else { throw .malformedResponse("\(name) is not a boolean") }
         return bool
     }
 
     /// A 64-bit integer: a string of digits (proto3's JSON mapping) or a JSON number.
     func int64(_ name: String) throws(EtcdError) -> Int64 {
-        guard let value = fields[name] else { return 0 }
-        if let string = value as? String, let number = Int64(string) { return number }
-        if let number = value as? NSNumber, !(value is Bool) { return number.int64Value }
+        switch fields[name] {
+        case nil: return 0
+        case .string(let string)?: if let number = Int64(string) { return number }
+        case .int(let number)?: return number
+        default: break
+        }
         throw .malformedResponse("\(name) is not a 64-bit integer")
     }
 
     func uint64(_ name: String) throws(EtcdError) -> UInt64 {
-        guard let value = fields[name] else { return 0 }
-        if let string = value as? String, let number = UInt64(string) { return number }
-        if let number = value as? NSNumber, !(value is Bool) { return number.uint64Value }
+        switch fields[name] {
+        case nil: return 0
+        case .string(let string)?: if let number = UInt64(string) { return number }
+        case .int(let number)? where number >= 0: return UInt64(number)
+        default: break
+        }
         throw .malformedResponse("\(name) is not an unsigned 64-bit integer")
     }
 
     func bytes(_ name: String) throws(EtcdError) -> [UInt8] {
         guard let string = try string(name) else { return [] }
-        guard let data = Data(base64Encoded: string) else { throw .malformedResponse("\(name) is not base64") }
-        return [UInt8](data)
+        guard let bytes = Base64.decode(string) else { throw .malformedResponse("\(name) is not base64") }
+        return bytes
     }
 }
 
