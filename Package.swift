@@ -55,7 +55,7 @@ let package = Package(
         // Writes the man pages from the tables --help reads; `make install` runs it.
         .executableTarget(name: "mangen", dependencies: ["ObsctlCore", "ObsDaemon"], path: "Tools/mangen",
                           swiftSettings: strict),
-        .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
+        .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "ObsWeb", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EtcdClientTests", dependencies: ["EtcdClient", "TestSupport"], swiftSettings: strict),

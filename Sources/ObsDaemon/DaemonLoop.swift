@@ -77,7 +77,7 @@ final class DaemonLoop {
     /// Step 1: seconds until something is due (nil: nothing is).
     private func nextTimeout(now: Double) -> Double? {
         let due = [store.nextDeadline, nextWatchdog, server.nextExpiry(now: now).map { now + $0 }, stopping,
-                   server.hasUnflushedOutput ? now : nil, gate?.retryAt, cluster?.nextDeadline].compactMap { $0 }.min()
+                   server.hasUnflushedOutput ? now : nil, gate?.retryAt, cluster?.nextDeadline, server.acceptResumeAt].compactMap { $0 }.min()
         return due.map { max(0, $0 - now) }
     }
 
@@ -104,7 +104,7 @@ final class DaemonLoop {
                 requests.stop = requests.stop || asked.stop
                 requests.reload = requests.reload || asked.reload
             } else if event.fd == server.listenerFD {
-                server.acceptAll()
+                server.acceptAll(now: now)
             } else {
                 if event.readable || event.hangup { server.readable(event.fd, hangup: event.hangup) }
                 if event.writable { server.writable(event.fd, now: now) }
@@ -113,12 +113,13 @@ final class DaemonLoop {
         return requests
     }
 
-    /// Step 3, at a stop request: STOPPING=1, no more connections, the requests already received
-    /// answered, `goodbye` queued; the loop then runs until the clients have their last bytes.
+    /// Step 3, at a stop request: STOPPING=1, no more connections, what each client has already
+    /// sent answered `shutting_down`, then `goodbye` (Server.beginShutdown); the loop then runs
+    /// until the clients have their last bytes.
     private func beginShutdown(now: Double) {
         notifier.send("STOPPING=1")
         stoppedListener = server.stopAccepting()
-        server.sayGoodbye()
+        server.beginShutdown()
         stopping = now + Self.flushDeadline
     }
 
@@ -127,6 +128,7 @@ final class DaemonLoop {
         if let deadline = store.nextDeadline, deadline <= now { store.tick() }
         if let cluster, let deadline = cluster.nextDeadline, deadline <= now { cluster.tick(now: now) }
         server.expireStalled(now: now)
+        server.resumeAccepting(now: now)
         do throws(GroupCommitFailure) {
             try gate?.endTurn(now: now, writerFinished: writerFinished)
         } catch {

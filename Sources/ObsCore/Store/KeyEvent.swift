@@ -19,3 +19,10 @@ struct KeyEvent {
     /// delete: "ttl" or "ephemeral" when not a client's delete.
     var reason: String?
 }
+
+extension KeyEvent {
+    /// Roughly the memory the event keeps: what the history's byte limit counts.
+    var estimatedBytes: Int {
+        64 + key.utf8.count + (old?.estimatedBytes ?? 0) + (new?.estimatedBytes ?? 0) + (error?.message.utf8.count ?? 0)
+    }
+}

@@ -57,7 +57,7 @@ extension Store {
             current?.redefined.insert(ObjectIdentifier(node))
             node.expiresAt = expiresAt
             node.owner = owner
-            if let expiresAt { expiries.push(expiresAt, node) }
+            if let expiresAt { expiries.push(expiresAt, node, isLive: isLiveExpiry) }
         }
         writeValue(node, value, always: always)
         return true

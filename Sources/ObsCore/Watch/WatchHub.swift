@@ -26,7 +26,7 @@ final class WatchHub {
         self.configuration = configuration
         self.clock = clock
         self.rev = rev
-        history = History(capacity: configuration.historyRevisions, start: rev)
+        history = History(capacity: configuration.historyRevisions, maxBytes: configuration.historyBytes, start: rev)
     }
 
     // MARK: Clients and watches

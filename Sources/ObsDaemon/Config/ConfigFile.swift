@@ -69,6 +69,7 @@ enum ConfigFile {
             return true
         },
         countLimit("history", \.history),
+        byteLimit("history_bytes", \.historyBytes),
         SettingSpec(name: "cluster", expects: "none or etcd") { settings, value, _ in
             guard let mode = ClusterMode(rawValue: value) else { return false }
             settings.cluster = mode

@@ -50,6 +50,8 @@ public struct Limits: Sendable, Equatable {
     public var clientTimeout: Double = 60
     /// Revisions of history kept for `since`.
     public var history = 10_000
+    /// Bytes of history kept for `since` (keys and values); the oldest revisions go first.
+    public var historyBytes = 64 << 20
 
     public init() {}
 }

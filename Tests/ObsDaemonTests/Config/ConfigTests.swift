@@ -83,6 +83,7 @@ final class ConfigFileTests: XCTestCase {
             output_buffer_bytes = 16MiB
             client_timeout = 250ms
             history = 500
+            history_bytes = 32M
             cluster = etcd
             etcd_endpoints = https://e1:2379,https://e2:2379
             etcd_prefix = /fleet/
@@ -110,6 +111,7 @@ final class ConfigFileTests: XCTestCase {
         expected.limits.outputBufferBytes = 16 << 20
         expected.limits.clientTimeout = 0.25
         expected.limits.history = 500
+        expected.limits.historyBytes = 32 << 20
         expected.cluster = .etcd
         expected.etcd.endpoints = ["https://e1:2379", "https://e2:2379"]
         expected.etcd.prefix = "/fleet/"
@@ -121,7 +123,7 @@ final class ConfigFileTests: XCTestCase {
         expected.etcd.timeout = 2
         expected.etcd.ephemeralTTL = 30
         XCTAssertEqual(result, expected)
-        XCTAssertEqual(ConfigFile.specs.count, 27, "a new setting needs a line in this test and in obsd.conf.example")
+        XCTAssertEqual(ConfigFile.specs.count, 28, "a new setting needs a line in this test and in obsd.conf.example")
     }
 
     func test_defaults_matchModelLimits() {
@@ -135,6 +137,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(limits.outputBufferBytes, 8_388_608)
         XCTAssertEqual(limits.clientTimeout, 60)
         XCTAssertEqual(limits.history, 10_000)
+        XCTAssertEqual(limits.historyBytes, 67_108_864)
     }
 
     func test_commentsBlankLinesSpacesAndCRLF_areAccepted() throws {
@@ -387,6 +390,7 @@ final class StoreConfigurationMappingTests: XCTestCase {
         settings.limits.maxWatches = 15
         settings.limits.outputBufferBytes = 16
         settings.limits.history = 17
+        settings.limits.historyBytes = 18
         let configuration = storeConfiguration(settings)
         XCTAssertEqual(configuration.maxLineBytes, 11)
         XCTAssertEqual(configuration.maxJSONDepth, 12)
@@ -395,6 +399,7 @@ final class StoreConfigurationMappingTests: XCTestCase {
         XCTAssertEqual(configuration.maxWatchesPerConnection, 15)
         XCTAssertEqual(configuration.maxOutputBytes, 16)
         XCTAssertEqual(configuration.historyRevisions, 17)
+        XCTAssertEqual(configuration.historyBytes, 18)
         XCTAssertEqual(configuration.durability, "strict")
         XCTAssertEqual(configuration.serverVersion, obsdVersion)
     }
