@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "ObsCore", targets: ["ObsCore"]),
         .library(name: "ObsClient", targets: ["ObsClient"]),
+        .library(name: "EtcdClient", targets: ["EtcdClient"]),
         .executable(name: "obsd", targets: ["obsd"]),
         .executable(name: "obsctl", targets: ["obsctl"]),
         .executable(name: "obsbench", targets: ["obsbench"]),
@@ -39,17 +40,25 @@ let package = Package(
                 resources: [.embedInCode("Assets/index.html"), .embedInCode("Assets/app.css"),
                             .embedInCode("Assets/app.js"), .embedInCode("Assets/graph.js")],
                 swiftSettings: strict),
-        .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux"], swiftSettings: strict),
+        .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux", "EtcdClient"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
-        .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux"], path: "Benchmarks/obsbench",
-                          swiftSettings: strict),
+        // libcurl from Debian's libcurl4-openssl-dev, for EtcdClient's HTTP and TLS.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // An asynchronous etcd v3 client (etcd's JSON gateway through libcurl, on a thread of its
+        // own) for cluster mode.
+        .target(name: "EtcdClient", dependencies: ["CCurl", "CLinux", "ObsCore"], swiftSettings: strict),
+        // A 3-member etcd cluster on loopback, started by the tests and by obsbench (no XCTest).
+        .target(name: "EtcdTestCluster", path: "Tests/EtcdTestCluster", swiftSettings: strict),
+        .executableTarget(name: "obsbench", dependencies: ["ObsCore", "CLinux", "EtcdClient", "EtcdTestCluster"],
+                          path: "Benchmarks/obsbench", swiftSettings: strict),
         // Writes the man pages from the tables --help reads; `make install` runs it.
         .executableTarget(name: "mangen", dependencies: ["ObsctlCore", "ObsDaemon"], path: "Tools/mangen",
                           swiftSettings: strict),
-        .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore"], swiftSettings: strict),
+        .testTarget(name: "ObsCoreTests", dependencies: ["ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "ObsWeb", "TestSupport"], swiftSettings: strict),
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "EtcdClientTests", dependencies: ["EtcdClient", "TestSupport"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["EtcdTestCluster"], path: "Tests/TestSupport", swiftSettings: strict),
     ]
 )

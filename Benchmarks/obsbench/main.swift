@@ -8,8 +8,10 @@ let sections: [(name: String, run: () -> Void)] = [
     ("json", runJSONBenchmark),
     ("alloc", runAllocationProbe),
     ("cellx-scaling", Cellx.runScaling),
+    ("memory", runNodeMemoryBenchmark),
     ("store", runStoreBenchmark),
     ("redis", runRedisComparison),
+    ("cluster", runClusterBenchmark),
 ]
 
 let requested = CommandLine.arguments.dropFirst().first
@@ -19,9 +21,9 @@ if let requested, !sections.contains(where: { $0.name == requested }) {
     exit(64)
 }
 // `alloc` is a probe for Benchmarks/allocations.sh, not a benchmark, `cellx-scaling` a study of
-// cellx beyond the suite's sizes, and `redis` starts servers and takes minutes
-// (Benchmarks/compare-redis.sh): they run only when named.
-let onlyWhenNamed: Set = ["alloc", "cellx-scaling", "redis"]
+// cellx beyond the suite's sizes, and `redis` and `cluster` start servers (redis-server; an etcd
+// cluster) and take minutes: they run only when named.
+let onlyWhenNamed: Set = ["alloc", "cellx-scaling", "redis", "cluster"]
 for section in sections where requested == section.name || (requested == nil && !onlyWhenNamed.contains(section.name)) {
     section.run()
 }

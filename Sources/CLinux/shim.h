@@ -25,3 +25,6 @@ extern int pthread_getattr_np(pthread_t thread, pthread_attr_t *attr);
 // A hint that `address` will be read soon: the engine's queue walks issue it for nodes a few
 // places ahead, so that a graph larger than the caches is not walked one cache miss at a time.
 static inline void obs_prefetch(const void *address) { __builtin_prefetch(address, 0, 3); }
+
+// mallinfo2(3): heap bytes in use, for obsbench's bytes-per-node figures.
+#include <malloc.h>

@@ -2,13 +2,13 @@
 // and the shutdown sequence.
 //
 // Start-up, in order, so that READY=1 means "state restored and listening":
-// 1. open the storage (creating the state directory 0700) and let the store restore from it
-//    (values, definitions re-evaluated, bindings, the revision counter);
+// 1. open the storage (the state directory checked, or created 0700: SafeDirectory.swift) and let
+//    the store restore from it (values, definitions re-evaluated, bindings, the revision counter);
 // 2. apply the `definitions` file, if set (Definitions.swift);
 // 3. adopt the socket systemd passed (LISTEN_FDS) or bind one under the Security rules;
 // 4. sd_notify READY=1.
 // Then the loop runs (DaemonLoop.swift) until the shutdown sequence (SIGTERM, SIGINT): STOPPING=1,
-// stop accepting, answer the requests already received, send goodbye, flush (at most
+// stop accepting, answer what each client has already sent (`shutting_down`), send goodbye, flush (at most
 // `DaemonLoop.flushDeadline` seconds; answers still wait for their batch); then what is left is
 // written, the database closed and the socket removed.
 import CLinux
@@ -31,6 +31,8 @@ public final class Daemon {
     private let log: Logger
     private let control: DaemonControl?
     private let handleSignals: Bool
+    /// The most connections the descriptor limit leaves room for (DescriptorLimit.swift).
+    private var connectionCeiling = Int.max
 
     /// `control` lets another thread stop or reload the daemon; `handleSignals` makes SIGTERM,
     /// SIGINT and SIGHUP do so (the executable sets it, in-process tests do not).
@@ -53,11 +55,15 @@ public final class Daemon {
             throw DaemonError("cannot set up signal handling: \(error)")
         }
         signal(SIGPIPE, SIG_IGN)
+        DescriptorLimit.raiseSoftLimit()
         // The database, its WAL and the lock file hold the whole state: readable by us alone.
         umask(0o077)
         let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
 
-        let (storage, lock) = try openStorage()
+        // Cluster mode: etcd holds the state; no database here.
+        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd ? try EtcdLog.start(settings.etcd, log: log) : nil
+        defer { cluster?.log.close() }
+        let (storage, lock) = cluster == nil ? try openStorage() : (GroupCommitStorage(), -1)
         defer {
             // Writes after the last turn (sessions closing, a batch still in flight) are written
             // too; a failure is logged, nobody is waiting for an answer any more.
@@ -68,24 +74,31 @@ public final class Daemon {
             }
             if lock >= 0 { close(lock) }
         }
-        let store = try restore(from: storage)
+        let store = try restore(from: cluster.map { LoadedState($0.state) } ?? storage, cluster: cluster?.log)
         let listener = try listen()
-        let gate = settings.durability == .memory ? nil : WriteGate(storage: storage, store: store, log: log)
+        let gate = settings.durability == .memory || cluster != nil ? nil : WriteGate(storage: storage, store: store, log: log)
         let loop: EventLoop
         let server: Server
         do throws(SystemError) {
             loop = try EventLoop()
             server = try Server(loop: loop, listener: listener, store: store, gate: gate, limits: settings.limits,
                                 policy: policy(settings), log: log)
-            for fd in [gate?.completionFD, signals?.fd, control?.fd].compactMap({ $0 }) { try loop.add(fd, EventLoop.input) }
+            for fd in [gate?.completionFD, cluster?.log.completionFD, signals?.fd, control?.fd].compactMap({ $0 }) {
+                try loop.add(fd, EventLoop.input)
+            }
         } catch {
             listener.removeSocketFile()
             throw DaemonError("cannot start the event loop: \(error)")
         }
-        log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(settings.durability == .memory ? "in memory" : settings.databasePath), durability \(settings.durability.rawValue)")
+        // Everything obsd holds for itself is open now: the rest is for clients.
+        connectionCeiling = DescriptorLimit.connectionCeiling()
+        server.limits.maxConnections = connectionLimit(settings.limits.maxConnections)
+        let where_ = cluster != nil ? "etcd \(settings.etcd.prefix) at \(settings.etcd.endpoints.joined(separator: ","))"
+            : settings.durability == .memory ? "in memory" : settings.databasePath
+        log.info("obsd \(obsdVersion) listening on \(listener.ownedPath ?? "the socket systemd passed"), state \(where_), durability \(storeConfiguration(settings).durability)")
         notifier.send("READY=1\nSTATUS=listening\nMAINPID=\(getpid())")
 
-        let turns = DaemonLoop(loop: loop, server: server, store: store, gate: gate, signals: signals, control: control,
+        let turns = DaemonLoop(loop: loop, server: server, store: store, gate: gate, cluster: cluster?.log, signals: signals, control: control,
                                notifier: notifier, log: log, watchdog: watchdogInterval(environment).map { $0 / 2 }) { [unowned self] in
             reload(server: server, store: store, notifier: notifier)
         }
@@ -95,16 +108,18 @@ public final class Daemon {
 
     // MARK: - Start-up pieces
 
-    /// Start-up, step 1: the store, restored from the storage; then step 2, the definitions file.
-    private func restore(from storage: GroupCommitStorage) throws(DaemonError) -> Store {
+    /// Start-up, step 1: the store, restored from the storage (in cluster mode, from what etcd
+    /// holds, after which it applies etcd's changes); then step 2, the definitions file.
+    private func restore(from storage: any StateStorage, cluster: EtcdLog?) throws(DaemonError) -> Store {
         let store: Store
         do throws(ObsError) {
             store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
         } catch {
             throw DaemonError("cannot restore the state from \(settings.databasePath): \(error.message)")
         }
+        cluster?.attach(store)
         log.info("restored revision \(store.rev)")
-        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log) }
+        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) }
         return store
     }
 
@@ -120,19 +135,18 @@ public final class Daemon {
 
     private func openStorage() throws(DaemonError) -> (GroupCommitStorage, Int32) {
         guard settings.durability != .memory else { return (GroupCommitStorage(), -1) }
-        try Self.createDirectory(settings.stateDirectory)
-        // One daemon per state directory: two writers would each believe their own revisions.
-        let lockPath = settings.stateDirectory + "/obsd.lock"
-        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw DaemonError("cannot open \(lockPath): \(SystemError("open"))") }
-        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
-            close(lock)
-            throw DaemonError("another obsd is already using the state directory \(settings.stateDirectory)")
+        let directory: String
+        do throws(UnsafePathError) {
+            directory = try SafeDirectory.prepare(settings.stateDirectory, role: "state directory", mode: 0o700,
+                                                  parentMode: 0o700, allowSymlink: true).path
+        } catch {
+            throw DaemonError(error.description)
         }
+        let lock = try Self.lockStateDirectory(directory)
         do throws(DaemonError) {
             let database: SQLiteStorage
             do throws(ObsError) {
-                database = try SQLiteStorage(path: settings.databasePath)
+                database = try SQLiteStorage(path: directory + "/obsd.db") { [log] in log.error($0) }
             } catch {
                 throw DaemonError(error.message)
             }
@@ -157,23 +171,40 @@ public final class Daemon {
         }
     }
 
-    /// Creates `path` and missing parents with mode 0700.
-    static func createDirectory(_ path: String) throws(DaemonError) {
+    /// One daemon per state directory: two writers would each believe their own revisions. The
+    /// lock file is opened without following a symlink (nor blocking on a FIFO put in its place).
+    static func lockStateDirectory(_ directory: String) throws(DaemonError) -> Int32 {
+        let path = directory + "/obsd.lock"
+        let lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard lock >= 0 else {
+            if errno == ELOOP { throw DaemonError("lock file \(path) is a symlink; obsd does not follow symlinks in its state directory") }
+            throw DaemonError("cannot open \(path): \(SystemError("open"))")
+        }
         var info = stat()
-        if stat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFDIR else { throw DaemonError("state directory \(path) is not a directory") }
-            return
+        guard fstat(lock, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(lock)
+            throw DaemonError("lock file \(path) is not a regular file")
         }
-        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try createDirectory(String(path[..<slash]))
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            close(lock)
+            throw DaemonError("another obsd is already using the state directory \(directory)")
         }
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-            throw DaemonError("cannot create state directory \(path): \(SystemError("mkdir"))")
-        }
+        return lock
+    }
+
+    /// max_connections as the descriptor limit allows it; the log says so when it is lowered.
+    private func connectionLimit(_ configured: Int) -> Int {
+        guard configured > connectionCeiling else { return configured }
+        log.warn("max_connections is \(configured), but the descriptor limit (ulimit -n, LimitNOFILE=) leaves room for \(connectionCeiling) connections: serving at most \(connectionCeiling)")
+        return connectionCeiling
     }
 
     private func policy(_ settings: Settings) -> AccessPolicy {
-        AccessPolicy(settings.allow) { [log] rule in
+        let unmapped = unmappedUID()
+        if let unmapped, !settings.allow.isEmpty {
+            log.warn("allow: obsd runs in a user namespace that does not map every uid (systemd's PrivateUsers=?): other users connect as uid \(unmapped) and cannot be told apart, so none of them is let in")
+        }
+        return AccessPolicy(settings.allow, unmapped: unmapped) { [log] rule in
             log.warn("allow: no such \(rule.subject.kind) '\(rule.subject.name)'; the rule grants nothing")
         }
     }
@@ -199,20 +230,22 @@ public final class Daemon {
                                 ("socket_group", fresh.socketGroup != settings.socketGroup),
                                 ("state_dir", fresh.stateDirectory != settings.stateDirectory),
                                 ("durability", fresh.durability != settings.durability),
+                                ("cluster", fresh.cluster != settings.cluster || fresh.etcd != settings.etcd),
                                 ("max_json_depth", fresh.limits.maxJSONDepth != settings.limits.maxJSONDepth),
                                 ("max_value_bytes", fresh.limits.maxValueBytes != settings.limits.maxValueBytes),
                                 ("max_expression_bytes", fresh.limits.maxExpressionBytes != settings.limits.maxExpressionBytes),
                                 ("max_watches", fresh.limits.maxWatches != settings.limits.maxWatches),
                                 ("history", fresh.limits.history != settings.limits.history),
+                                ("history_bytes", fresh.limits.historyBytes != settings.limits.historyBytes),
                                 ("max_line_bytes", fresh.limits.maxLineBytes != settings.limits.maxLineBytes),
                                 ("output_buffer_bytes", fresh.limits.outputBufferBytes != settings.limits.outputBufferBytes)]
         where changed {
             log.warn("reload: a new \(name) takes effect at the next start")
         }
         log.level = fresh.logLevel
-        server.policy = policy(fresh)
+        server.apply(policy(fresh))
         // The store's own limits are fixed when it is created; the daemon's apply now.
-        server.limits.maxConnections = fresh.limits.maxConnections
+        server.limits.maxConnections = connectionLimit(fresh.limits.maxConnections)
         server.limits.clientTimeout = fresh.limits.clientTimeout
         var kept = fresh
         kept.limits = server.limits
@@ -221,9 +254,13 @@ public final class Daemon {
         kept.socketGroup = settings.socketGroup
         kept.stateDirectory = settings.stateDirectory
         kept.durability = settings.durability
+        kept.cluster = settings.cluster
+        kept.etcd = settings.etcd
         settings = kept
         log.info("reloaded the configuration")
-        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log) }
+        if let definitions = settings.definitions {
+            Definitions.apply(definitions, to: store, log: log, settle: (store.sharedLog as? EtcdLog)?.settle)
+        }
     }
 }
 
@@ -234,11 +271,12 @@ func storeConfiguration(_ settings: Settings) -> StoreConfiguration {
     configuration.maxExpressionBytes = settings.limits.maxExpressionBytes
     configuration.maxWatchesPerConnection = settings.limits.maxWatches
     configuration.historyRevisions = settings.limits.history
+    configuration.historyBytes = settings.limits.historyBytes
     configuration.maxOutputBytes = settings.limits.outputBufferBytes
     configuration.maxJSONDepth = settings.limits.maxJSONDepth
     configuration.maxLineBytes = settings.limits.maxLineBytes
     configuration.serverVersion = obsdVersion
-    configuration.durability = settings.durability.rawValue
+    configuration.durability = settings.cluster == .etcd ? "etcd" : settings.durability.rawValue
     return configuration
 }
 

@@ -22,6 +22,7 @@ final class DaemonLoop {
     private let server: Server
     private let store: Store
     private let gate: WriteGate?
+    private let cluster: EtcdLog?
     private let signals: SignalSource?
     private let control: DaemonControl?
     private let notifier: Notifier
@@ -34,12 +35,13 @@ final class DaemonLoop {
     /// The listener taken out of the loop at shutdown: its socket file goes at the very end.
     private var stoppedListener: Listener?
 
-    init(loop: EventLoop, server: Server, store: Store, gate: WriteGate?, signals: SignalSource?, control: DaemonControl?,
+    init(loop: EventLoop, server: Server, store: Store, gate: WriteGate?, cluster: EtcdLog?, signals: SignalSource?, control: DaemonControl?,
          notifier: Notifier, log: Logger, watchdog: Double?, reload: @escaping () -> Void) {
         self.loop = loop
         self.server = server
         self.store = store
         self.gate = gate
+        self.cluster = cluster
         self.signals = signals
         self.control = control
         self.notifier = notifier
@@ -85,6 +87,8 @@ final class DaemonLoop {
         consider(stopping)
         consider(server.hasUnflushedOutput ? now : nil)
         consider(gate?.retryAt)
+        consider(cluster?.nextDeadline)
+        consider(server.acceptResumeAt)
         return due.map { max(0, $0 - now) }
     }
 
@@ -94,6 +98,8 @@ final class DaemonLoop {
         for event in ready {
             if event.fd == gate?.completionFD {
                 requests.writerFinished = true
+            } else if let cluster, event.fd == cluster.completionFD {
+                cluster.processCompletions(now: now)
             } else if let signals, event.fd == signals.fd {
                 for action in signals.drain() {
                     switch action {
@@ -109,7 +115,7 @@ final class DaemonLoop {
                 requests.stop = requests.stop || asked.stop
                 requests.reload = requests.reload || asked.reload
             } else if event.fd == server.listenerFD {
-                server.acceptAll()
+                server.acceptAll(now: now)
             } else {
                 if event.readable || event.hangup { server.readable(event.fd, hangup: event.hangup) }
                 if event.writable { server.writable(event.fd, now: now) }
@@ -118,19 +124,22 @@ final class DaemonLoop {
         return requests
     }
 
-    /// Step 3, at a stop request: STOPPING=1, no more connections, the requests already received
-    /// answered, `goodbye` queued; the loop then runs until the clients have their last bytes.
+    /// Step 3, at a stop request: STOPPING=1, no more connections, what each client has already
+    /// sent answered `shutting_down`, then `goodbye` (Server.beginShutdown); the loop then runs
+    /// until the clients have their last bytes.
     private func beginShutdown(now: Double) {
         notifier.send("STOPPING=1")
         stoppedListener = server.stopAccepting()
-        server.sayGoodbye()
+        server.beginShutdown()
         stopping = now + Self.flushDeadline
     }
 
     /// Step 4.
     private func endTurn(now: Double, writerFinished: Bool) throws(DaemonError) {
         if let deadline = store.nextDeadline, deadline <= now { store.tick() }
+        if let cluster, let deadline = cluster.nextDeadline, deadline <= now { cluster.tick(now: now) }
         server.expireStalled(now: now)
+        server.resumeAccepting(now: now)
         do throws(GroupCommitFailure) {
             try gate?.endTurn(now: now, writerFinished: writerFinished)
         } catch {

@@ -7,8 +7,10 @@ import ObsClient
 import ObsCore
 
 enum Definitions {
-    /// Applies the file at `path` to `store`; a failure is logged and changes nothing.
-    static func apply(_ path: String, to store: Store, log: Logger) {
+    /// Applies the file at `path` to `store`; a failure is logged and changes nothing. In cluster
+    /// mode the answer comes once etcd decided: `settle` waits for and takes etcd's answers
+    /// meanwhile (bounded by etcd_timeout).
+    static func apply(_ path: String, to store: Store, log: Logger, settle: (() -> Void)? = nil) {
         guard let data = FileManager.default.contents(atPath: path) else {
             log.error("definitions: cannot read \(path); nothing applied")
             return
@@ -29,6 +31,7 @@ enum Definitions {
                 request["op"] = .string(op)
                 capture.lines.removeAll()
                 session.receive(JSONValue.object(request).encoded)
+                while capture.lines.isEmpty, session.isWaiting, let settle { settle() }
                 guard let line = capture.lines.last, case .object(let answer)? = try? JSONValue.parse(line) else {
                     throw .server(ObsError(.internal, "no answer to \(op)"))
                 }

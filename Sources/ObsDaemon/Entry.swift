@@ -48,10 +48,17 @@ public enum Obsd {
         }
     }
 
-    /// `--check`: the configuration was valid if we got here; now the database's integrity.
+    /// `--check`: the configuration was valid if we got here; now the database, loaded and
+    /// restored exactly as start-up does it (SQLiteStorage.load, then the store), but read only.
+    /// Every row that cannot be loaded is listed with its key.
     private static func check(_ options: CommandLineOptions, environment: DaemonEnvironment, settings: Settings) -> Int32 {
         let configPath = Configuration.configPath(options, environment: environment)
         print("configuration: ok (\(options.config != nil || Configuration.fileExists(configPath) ? configPath : "embedded defaults"))")
+        if settings.cluster == .etcd {
+            let (lines, ok) = EtcdLog.check(settings.etcd)
+            for line in lines { print(line) }
+            return ok ? 0 : 1
+        }
         guard settings.durability != .memory else {
             print("database: none (durability is memory)")
             return 0
@@ -62,16 +69,23 @@ public enum Obsd {
             return 0
         }
         do throws(ObsError) {
-            let problems = try SQLiteStorage.check(path: path)
-            if problems.isEmpty {
-                print("database: ok (\(path))")
-                return 0
-            }
-            print("database: \(path) failed its integrity check:")
-            for problem in problems { print("  \(problem)") }
-            return 1
+            // The database is opened without following symlinks; the state directory may be reached
+            // through one (systemd's /var/lib/obsd -> private/obsd), as at start-up.
+            let directory = realpath(settings.stateDirectory, nil).map { pointer in
+                defer { free(pointer) }
+                return String(cString: pointer)
+            } ?? settings.stateDirectory
+            let storage = try SQLiteStorage(path: directory + "/obsd.db", mode: .check)
+            let store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
+            print("database: ok (\(path), revision \(store.rev))")
+            return 0
         } catch {
-            print("database: \(error.message)")
+            guard case .array(let problems)? = error.details["problems"] else {
+                print("database: \(error.message)")
+                return 1
+            }
+            print("database: \(path) cannot be loaded; \(problems.count) \(problems.count == 1 ? "problem" : "problems"):")
+            for case .string(let problem) in problems { print("  \(problem)") }
             return 1
         }
     }

@@ -29,6 +29,20 @@ public let obsdOptions = [
         normal: a change is written before it is acknowledged; strict: it is also fsynced (default: normal).
         """),
     DaemonOption(names: "--log-level", value: "LEVEL", help: "debug, info, warn or error (default: info)."),
+    DaemonOption(names: "--cluster", value: "MODE", help: """
+        etcd: share the state with every obsd on the same etcd prefix (cluster mode); none: this host \
+        alone (default: none).
+        """),
+    DaemonOption(names: "--etcd-endpoints", value: "URLS", help: "etcd's client URLs, comma-separated (cluster mode)."),
+    DaemonOption(names: "--etcd-prefix", value: "PREFIX", help: "Where obsd's records live in etcd (default: /obsd/)."),
+    DaemonOption(names: "--etcd-cacert", value: "FILE", help: "The CA of etcd's certificates (PEM)."),
+    DaemonOption(names: "--etcd-cert", value: "FILE", help: "obsd's client certificate for etcd (PEM), with --etcd-key."),
+    DaemonOption(names: "--etcd-key", value: "FILE", help: "The key of --etcd-cert (PEM)."),
+    DaemonOption(names: "--etcd-user", value: "USER", help: "etcd's user, with a password (--etcd-password or $OBSD_ETCD_PASSWORD)."),
+    DaemonOption(names: "--etcd-password", value: "PASSWORD", help: """
+        etcd's password (visible to other local users in the process list: prefer $OBSD_ETCD_PASSWORD \
+        or the configuration file).
+        """),
     DaemonOption(names: "--check", value: nil, help: "Validate the configuration and the database's integrity, then exit."),
     DaemonOption(names: "--version", value: nil, help: "Print the version and exit."),
     DaemonOption(names: "-h, --help", value: nil, help: "Print this help and exit."),
@@ -45,6 +59,8 @@ public let obsdOverview = """
 public let obsdUsage = """
     obsd [--socket PATH] [--state-dir DIR | --memory] [--config FILE]
                 [--durability normal|strict] [--log-level debug|info|warn|error]
+                [--cluster etcd --etcd-endpoints URLS [--etcd-prefix PREFIX] [--etcd-cacert FILE]
+                [--etcd-cert FILE --etcd-key FILE] [--etcd-user USER]]
                 [--check] [--version] [--help]
     """
 

@@ -30,9 +30,28 @@ enum PrometheusText {
         "unwritten_age_s": Metric(name: "obsd_unwritten_age_seconds", type: "gauge", help: "Age of the oldest committed change not yet written to the database (0 when none)."),
     ]
 
+    /// Cluster mode's fields (`cluster` in `stats`).
+    static let cluster: [String: Metric] = [
+        "applied_rev": Metric(name: "obsd_cluster_applied_revision", type: "gauge", help: "The etcd revision this host has applied."),
+        "etcd_rev": Metric(name: "obsd_cluster_etcd_revision", type: "gauge", help: "The newest etcd revision this host has heard of."),
+        "lag_revisions": Metric(name: "obsd_cluster_lag_revisions", type: "gauge", help: "etcd revisions this host has not applied yet."),
+        "skipped_records": Metric(name: "obsd_cluster_skipped_records_total", type: "counter", help: "Records under the etcd prefix obsd could not read and skipped."),
+    ]
+
     /// The exposition lines for a `stats` answer's fields (without `id` and `ok`).
     static func lines(_ fields: [String: JSONValue]) -> [String] {
+        var fields = fields
         var lines: [String] = []
+        if let members = fields.removeValue(forKey: "cluster")?.objectValue {
+            if let state = members["state"]?.stringValue {
+                lines += ["# HELP obsd_cluster_state The cluster state (connected, degraded or unavailable); the value is always 1.",
+                          "# TYPE obsd_cluster_state gauge", "obsd_cluster_state{state=\"\(escaped(state))\"} 1"]
+            }
+            for (field, value) in members.sorted(by: { $0.key < $1.key }) {
+                guard let metric = cluster[field], let number = number(value) else { continue }
+                lines += header(metric) + ["\(metric.name) \(number)"]
+            }
+        }
         // Strings (version, durability) are labels of one info series, as Prometheus exporters do.
         let info = fields.filter { $0.value.stringValue != nil }.sorted { $0.key < $1.key }
         if !info.isEmpty {

@@ -31,7 +31,7 @@ enum DynamicGraphBench {
     }
 
     /// `perfTests` of the suite's config.ts.
-    private static var configs: [Config] {
+    fileprivate static var configs: [Config] {
         [
             Config(name: "simple component", width: 10, totalLayers: 5, staticFraction: 1, nSources: 2,
                    readFraction: 0.2, iterations: 600_000, expectedSum: 19_199_968, expectedCount: 3_480_000),
@@ -81,6 +81,16 @@ enum DynamicGraphBench {
     }
 }
 
+extension DynamicGraphBench {
+    /// One iteration of a configuration's `runGraph` (for `obsbench alloc`): the graph of the
+    /// configuration whose name starts with `prefix`, and a step that runs iteration `i`.
+    static func probe(_ prefix: String) -> (Int) -> Void {
+        let config = configs.first { $0.name.hasPrefix(prefix) }!
+        let graph = DynamicGraph(config)
+        return { i in withExtendedLifetime(graph.effect) { graph.iterate(i) } }
+    }
+}
+
 /// One graph of the dynamic benchmark, built as the suite's `makeGraph` builds it.
 private struct DynamicGraph {
     let sources: [Observable<Double>]
@@ -122,16 +132,22 @@ private struct DynamicGraph {
         effect = reader.observe(initial: true) { _ in }
     }
 
+    /// Iteration `i` of the suite's `runGraph`: a write in its own batch, then reading the leaves.
+    @inline(__always)
+    func iterate(_ i: Int) {
+        batch {
+            let sourceDex = i % sources.count
+            sources[sourceDex].value = Double(i + sourceDex)
+        }
+        for leaf in readLeaves {
+            _ = leaf.value
+        }
+    }
+
     /// The suite's `runGraph`: the sum of the read leaves after the last iteration.
     func run(iterations: Int) -> Double {
         for i in 0..<iterations {
-            batch {
-                let sourceDex = i % sources.count
-                sources[sourceDex].value = Double(i + sourceDex)
-            }
-            for leaf in readLeaves {
-                _ = leaf.value
-            }
+            iterate(i)
         }
         return readLeaves.reduce(0.0) { total, leaf in leaf.value + total }
     }
@@ -187,8 +203,7 @@ private func makeRow(
             counter.increment()
             var sum = first.value
             let shouldDrop = isOdd(sum)
-            // JavaScript's `%` on numbers is the truncating remainder.
-            let dropDex = sum.truncatingRemainder(dividingBy: Double(tail.count))
+            let dropDex = remainder(sum, Double(tail.count))
             for i in tail.indices {
                 if shouldDrop && Double(i) == dropDex {
                     continue
@@ -201,8 +216,19 @@ private func makeRow(
 }
 
 /// `x & 0x1` in JavaScript: ToInt32 truncates, wraps modulo 2^32 and maps NaN and infinities to 0;
-/// of that only the low bit is kept, which is the parity of the truncated value.
+/// of that only the low bit is kept, which is the parity of the truncated value. An integer below
+/// 2^53 is tested as an integer, as JavaScript engines do; only the rest goes through `fmod`.
 private func isOdd(_ x: Double) -> Bool {
+    let truncated = x.rounded(.towardZero)
+    if abs(truncated) < 0x1p53 { return Int64(truncated) & 1 != 0 }
     guard x.isFinite else { return false }
-    return x.rounded(.towardZero).truncatingRemainder(dividingBy: 2) != 0
+    return truncated.truncatingRemainder(dividingBy: 2) != 0
+}
+
+/// `x % y` in JavaScript, the truncating remainder (`fmod`); for an integer below 2^53 and an
+/// integer divisor it is computed as integers, as JavaScript engines do (the same value, but for
+/// the sign of a zero, which no comparison here sees).
+private func remainder(_ x: Double, _ y: Double) -> Double {
+    if abs(x) < 0x1p53, x == x.rounded(.towardZero) { return Double(Int64(x) % Int64(y)) }
+    return x.truncatingRemainder(dividingBy: y)
 }

@@ -5,12 +5,23 @@ let engine = Engine()
 
 /// The engine's state. Everything here is guarded by `lock`, except what the delivering thread
 /// alone touches (`delivering`, `handlerDepth`), as noted.
+@usableFromInline
 final class Engine: @unchecked Sendable {
-    let lock = EngineLock()
+    @usableFromInline let lock = EngineLock()
     /// How many times the lock's owner has entered; the transaction ends when it returns to 0.
-    @exclusivity(unchecked) var depth = 0
+    @usableFromInline @exclusivity(unchecked) var depth = 0
     /// The computed or effect whose reads are being recorded, if any.
-    @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
+    @usableFromInline @exclusivity(unchecked) var activeSub: Unmanaged<ReactiveNode>?
+    /// The last dependency `activeSub` has read so far in its run (nil: none yet): where its next
+    /// read is expected, and after which the dependencies it did not read are cut off. (The
+    /// evaluation's, not the node's: a node needs it only while it runs.)
+    @usableFromInline @exclusivity(unchecked) var depsTail: LinkRef?
+    /// A number for the evaluation under way (`activeSub`'s run), given when it first needs one
+    /// (0: none yet), never given twice (`lastEpoch`); Tracking.swift says what it is for. Every
+    /// evaluation that begins or ends sets it back to 0, so that the run interrupted by a nested one
+    /// goes on with a new number.
+    @usableFromInline @exclusivity(unchecked) var evaluationEpoch: UInt64 = 0
+    @exclusivity(unchecked) var lastEpoch: UInt64 = 0
     /// The first error met by a `.value` read during the current evaluation: it fails the reader.
     @exclusivity(unchecked) var poison: (any Error)?
     /// Whether `poison` is set (a flag, so the hot path never touches the existential).
@@ -55,18 +66,19 @@ final class Engine: @unchecked Sendable {
     // MARK: Transactions
 
     /// Enters the engine: takes the lock, or re-enters it on the thread that holds it.
-    @inline(__always)
+    @inlinable
     func enter() {
-        if lock.isHeldByCurrentThread {
+        let thread = currentThreadID()
+        if lock.isHeld(by: thread) {
             depth += 1
         } else {
-            lock.lock()
+            lock.lock(as: thread)
             depth = 1
         }
     }
 
     /// Leaves the engine; the outermost exit ends the transaction.
-    @inline(__always)
+    @inlinable
     func exit() {
         if depth > 1 {
             depth -= 1
@@ -78,8 +90,8 @@ final class Engine: @unchecked Sendable {
     /// Ends the outermost transaction: flushes watchers, releases dropped nodes, unlocks, and
     /// delivers the changes unless another thread is already delivering (it will deliver ours, in
     /// order).
-    @inline(never)
-    private func endTransaction() {
+    @usableFromInline @inline(never)
+    func endTransaction() {
         settle()
         let deliver = deliveringThread == 0 && (!deliveryQueue.isEmpty || deferredHead < deferredWrites.count)
         if deliver { deliveringThread = currentThreadID() }

@@ -41,9 +41,31 @@ extension Engine {
     }
 
     /// Records that the evaluation under way, if any, read `node`.
-    @inline(__always)
+    @inlinable
     func recordRead(of node: ReactiveNode) {
         if let reader = activeSub { link(node.ref, reader) }
+    }
+
+    /// Records the read of `node` if the evaluation under way read it at this point last time, or
+    /// read it just before (the common case of a reader whose dependencies are stable), or is
+    /// known to have linked it already in this run (its stamp, Tracking.swift); false if no
+    /// evaluation is recording or the read is another one (then nothing is recorded: the caller
+    /// reads the long way, through `recordRead`). Called inside the engine.
+    @inlinable @inline(__always)
+    func recordExpectedRead(of node: ReactiveNode) -> Bool {
+        guard let reader = activeSub else { return false }
+        let dep = node.ref
+        if let tail = depsTail {
+            if tail.dep === dep { return true }
+            if let next = tail.nextDep, next.dep === dep {
+                depsTail = next
+                return true
+            }
+        } else if let first = reader.deps, first.dep === dep {
+            depsTail = first
+            return true
+        }
+        return evaluationEpoch != 0 && node.readEpoch == evaluationEpoch
     }
 
     /// Whether an evaluation is recording its reads now.
@@ -55,7 +77,7 @@ extension Engine {
     @inline(__always)
     func expectedRead() -> ReactiveNode? {
         guard let reader = activeSub else { return nil }
-        let tail = reader.depsTail
+        let tail = depsTail
         guard let next = tail != nil ? tail!.nextDep : reader.deps else { return nil }
         return next.dep.takeUnretainedValue()
     }
@@ -63,7 +85,9 @@ extension Engine {
     /// Makes `watcher` depend on `node` outside any evaluation: a watcher of exactly one node,
     /// whose dependency never changes.
     func attach(_ watcher: ReactiveNode, to node: ReactiveNode) {
-        link(node.ref, watcher.ref)
+        var last = watcher.deps
+        while let next = last?.nextDep { last = next }
+        appendLink(node.ref, watcher.ref, after: last, before: nil)
     }
 
     /// Makes a computed node recompute when it is next refreshed, whatever its dependencies did.
@@ -83,20 +107,22 @@ extension Engine {
     /// What an evaluation saves of the one it interrupts.
     struct OuterEvaluation {
         let reader: Unmanaged<ReactiveNode>?
+        let depsTail: LinkRef?
         let poisoned: Bool
     }
 
     /// Starts running `node`'s code: its reads are recorded from its first dependency on.
     @inline(__always)
     private func beginEvaluation(of node: ReactiveNode) -> OuterEvaluation {
-        let outer = OuterEvaluation(reader: activeSub, poisoned: poisoned)
+        let outer = OuterEvaluation(reader: activeSub, depsTail: depsTail, poisoned: poisoned)
         if poisoned {
             outerPoisons.append(poison!)
             poison = nil
             poisoned = false
         }
         activeSub = node.ref
-        node.depsTail = nil
+        evaluationEpoch = 0
+        depsTail = nil
         node.flags.remove([.dirty, .pending])
         node.flags.insert(.running)
         evaluationDepth += 1
@@ -111,6 +137,7 @@ extension Engine {
         node.flags.remove(.running)
         let failed = poisoned
         activeSub = outer.reader
+        evaluationEpoch = 0
         if outer.poisoned {
             if failed { outerFailure = poison }
             poison = outerPoisons.removeLast()
@@ -120,7 +147,8 @@ extension Engine {
             poison = nil
             poisoned = false
         }
-        purgeStaleDependencies(of: node)
+        purgeDependencies(of: node, after: depsTail)
+        depsTail = outer.depsTail
         return failed
     }
 

@@ -13,34 +13,47 @@ import Darwin
 /// Links are plain records in pages the engine manages (`LinkPages`), not objects: 40 bytes with no
 /// object header or allocator overhead (an object was 80), made one after the other in the order
 /// the graph reads them, so a walk of a large graph reads them roughly in sequence.
+@usableFromInline
 struct LinkRecord {
-    var dep: Unmanaged<ReactiveNode>
-    var sub: Unmanaged<ReactiveNode>
-    var nextDep: LinkRef?
-    var prevSub: LinkRef?
-    var nextSub: LinkRef?
+    @usableFromInline var dep: Unmanaged<ReactiveNode>
+    @usableFromInline var sub: Unmanaged<ReactiveNode>
+    @usableFromInline var nextDep: LinkRef?
+    @usableFromInline var prevSub: LinkRef?
+    @usableFromInline var nextSub: LinkRef?
+
+    @inlinable
+    init(dep: Unmanaged<ReactiveNode>, sub: Unmanaged<ReactiveNode>, nextDep: LinkRef?, prevSub: LinkRef?, nextSub: LinkRef?) {
+        self.dep = dep
+        self.sub = sub
+        self.nextDep = nextDep
+        self.prevSub = prevSub
+        self.nextSub = nextSub
+    }
 }
 
 /// A reference to a link record. All access happens under the engine lock.
+@usableFromInline
 struct LinkRef {
-    let record: UnsafeMutablePointer<LinkRecord>
+    @usableFromInline let record: UnsafeMutablePointer<LinkRecord>
 
-    @inline(__always) var dep: Unmanaged<ReactiveNode> { record.pointee.dep }
-    @inline(__always) var sub: Unmanaged<ReactiveNode> { record.pointee.sub }
-    @inline(__always) var nextDep: LinkRef? {
+    @inlinable init(record: UnsafeMutablePointer<LinkRecord>) { self.record = record }
+
+    @inlinable var dep: Unmanaged<ReactiveNode> { record.pointee.dep }
+    @inlinable var sub: Unmanaged<ReactiveNode> { record.pointee.sub }
+    @inlinable var nextDep: LinkRef? {
         get { record.pointee.nextDep }
         nonmutating set { record.pointee.nextDep = newValue }
     }
-    @inline(__always) var prevSub: LinkRef? {
+    @inlinable var prevSub: LinkRef? {
         get { record.pointee.prevSub }
         nonmutating set { record.pointee.prevSub = newValue }
     }
-    @inline(__always) var nextSub: LinkRef? {
+    @inlinable var nextSub: LinkRef? {
         get { record.pointee.nextSub }
         nonmutating set { record.pointee.nextSub = newValue }
     }
 
-    @inline(__always) static func === (a: LinkRef, b: LinkRef) -> Bool { a.record == b.record }
+    @inlinable static func === (a: LinkRef, b: LinkRef) -> Bool { a.record == b.record }
 
     /// Prefetches ahead of a walk through memory laid out in the order the graph was built: the
     /// record `runAheadFar` records further on in this page, and the subscriber named by the record

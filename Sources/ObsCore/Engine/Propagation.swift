@@ -32,15 +32,19 @@
 /// 5. Equality cut-off. A recomputation that yields a value equal to the old one (per the type's
 ///    `==`) reports "unchanged": nodes above it are not recomputed because of it, and observers see
 ///    nothing.
-/// 6. Dynamic dependencies. While a computed runs, each read links the node read into its
-///    dependency list, reusing the existing link when the read happens in the same position as last
-///    time (no allocation when the dependencies are stable). Links left over after the run are
-///    dependencies no longer read: they are unlinked and their records freed (Link.swift), and the nodes they
-///    kept alive are released after the transaction.
+/// 6. Dynamic dependencies. While a computed runs, the engine keeps a cursor in its dependency list
+///    (`depsTail`, the last dependency read so far). A read of the node after the cursor moves the
+///    cursor on and reuses that link: a computed whose dependencies did not change re-tracks them at
+///    the cost of a comparison per read, with no call (the read is inlined into the closure) and no
+///    allocation. A read out of that order links the node after the cursor, unless it was already
+///    linked in this run (a node read again between other reads), which the run's number stamped on
+///    the node tells without a search (Tracking.swift). Links left over after the run are
+///    dependencies no longer read: they are unlinked and their records freed (Link.swift), and the
+///    nodes they kept alive are released after the transaction.
 /// 7. Laziness. A computed is only evaluated when read, or when a watcher needs it. Nobody reading
 ///    it means nobody evaluating it; marking it costs a flag.
 /// 8. Cycles. A computed whose closure reads, directly or through others, the computed being
-///    evaluated gets `ObsError.Code.cycle` (`running` is set while its closure runs). The dependency
+///    evaluated gets `ReactiveError.cycle` (`running` is set while its closure runs). The dependency
 ///    walk marks the nodes on its path `checking` and treats meeting one again as a change that
 ///    needs recomputation, so it cannot loop; the recomputation then finds the cycle.
 /// 9. Errors. A computed whose closure throws keeps the error as its state, cached like a value
@@ -77,10 +81,12 @@ extension Engine {
     /// ahead in the link pages (`LinkRef.runAhead`), so that the nodes a layered graph's next
     /// layers are made of are loaded by the time the walk reaches them.
     ///
-    /// All this costs a few percent on small graphs, which the caches hold anyway (diamond +7%,
-    /// triangle +5%): a walk starts out marking each subscriber as it meets it, and turns to the
-    /// ring and the running ahead once it has met `markLagAfter` subscribers. The order is the same
-    /// either way (the ring is empty when it turns).
+    /// All this costs instructions, for nothing where the caches hold the graph anyway (diamond
+    /// +7%, triangle +5%; 10-13% of the marking of the dynamic benchmark's 100 x 15 and 1000 x 5
+    /// graphs): a walk starts out marking each subscriber as it meets it, and turns to the ring
+    /// and the running ahead only once it has met `markLagAfter` subscribers, in a graph whose links
+    /// fill `prefetchingPages` pages or more. The order is the same either way (the ring is empty
+    /// when it turns).
     private func markPending(from first: LinkRef) {
         let base = linkStack.count
         var head = base
@@ -88,7 +94,7 @@ extension Engine {
         let mask = Engine.markRingCapacity - 1
         var ringHead = 0
         var ringTail = 0
-        var untilLarge = Engine.markLagAfter
+        var untilLarge = links.pageCount >= Engine.prefetchingPages ? Engine.markLagAfter : Int.max
         linkStack.append(first)
         while true {
             if head < linkStack.count {
@@ -126,8 +132,12 @@ extension Engine {
     /// its ring (a power of two above it).
     static var markLag: Int { 16 }
     static var markRingCapacity: Int { 32 }
-    /// How many subscribers a marking walk meets before it starts prefetching ahead.
+    /// How many subscribers a marking walk meets before it starts prefetching ahead, and how many
+    /// link pages a graph must fill for that (64: 1 MiB of links, a graph of about 2 MiB, beyond
+    /// what a core's own cache holds beside everything else: cellx at 5,000 layers, the dynamic
+    /// benchmark's 1000-wide graphs; not cellx at 2,500 or the 100 x 15 graph).
     static var markLagAfter: Int { 256 }
+    static var prefetchingPages: Int { 64 }
 
     /// Marks one subscriber the walk reached: a computed is marked `pending` and its subscribers
     /// queued for the walk, a watcher is marked and queued for the flush; one already marked in

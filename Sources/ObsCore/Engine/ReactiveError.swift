@@ -17,7 +17,7 @@ public enum ReactiveError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Whether two errors are the same for change detection: values of one `Equatable` error type
 /// that compare equal are; anything else is a new error.
 func sameError(_ a: any Error, _ b: any Error) -> Bool {
-    guard let a = a as? any Equatable else { return false }
+    guard let a = a as Any as? any Equatable else { return false }
     return a.isEqual(to: b)
 }
 

@@ -1,27 +1,33 @@
 /// The state bits of a node. See Propagation.swift for how they move.
 /// (Computed static properties: a `static let` would be a lazily initialised global, paid for on
 /// every access in the hot loops.)
+@usableFromInline
 struct NodeFlags: OptionSet, Sendable {
-    var rawValue: UInt16
+    @usableFromInline var rawValue: UInt16
+
+    @inlinable init(rawValue: UInt16) { self.rawValue = rawValue }
 
     /// Recomputable: a computed value.
-    static var computed: NodeFlags { NodeFlags(rawValue: 1 << 0) }
+    @inlinable static var computed: NodeFlags { NodeFlags(rawValue: 1 << 0) }
     /// An observer or effect: queued, not recomputed, when a transaction reaches it.
-    static var watcher: NodeFlags { NodeFlags(rawValue: 1 << 1) }
+    @inlinable static var watcher: NodeFlags { NodeFlags(rawValue: 1 << 1) }
     /// A watcher that runs inside the transaction, under the lock (bindings).
-    static var effect: NodeFlags { NodeFlags(rawValue: 1 << 2) }
+    @inlinable static var effect: NodeFlags { NodeFlags(rawValue: 1 << 2) }
     /// A direct dependency changed: must recompute.
-    static var dirty: NodeFlags { NodeFlags(rawValue: 1 << 3) }
+    @inlinable static var dirty: NodeFlags { NodeFlags(rawValue: 1 << 3) }
     /// Some transitive dependency may have changed: check the dependencies first.
-    static var pending: NodeFlags { NodeFlags(rawValue: 1 << 4) }
+    @inlinable static var pending: NodeFlags { NodeFlags(rawValue: 1 << 4) }
     /// Its compute closure is on the stack: reading it now closes a cycle.
-    static var running: NodeFlags { NodeFlags(rawValue: 1 << 5) }
+    @inlinable static var running: NodeFlags { NodeFlags(rawValue: 1 << 5) }
     /// On the current dependency walk's path: meeting it again means a cycle.
-    static var checking: NodeFlags { NodeFlags(rawValue: 1 << 6) }
+    @inlinable static var checking: NodeFlags { NodeFlags(rawValue: 1 << 6) }
     /// In the engine's queue of watchers for this transaction.
-    static var queued: NodeFlags { NodeFlags(rawValue: 1 << 7) }
+    @inlinable static var queued: NodeFlags { NodeFlags(rawValue: 1 << 7) }
     /// A cancelled watcher: never runs again.
-    static var disposed: NodeFlags { NodeFlags(rawValue: 1 << 8) }
+    @inlinable static var disposed: NodeFlags { NodeFlags(rawValue: 1 << 8) }
+    /// A computed whose last run failed: its error is its state. (A flag, so that a read checks one
+    /// word of the node's first line to know it can take the value as it is.)
+    @inlinable static var failed: NodeFlags { NodeFlags(rawValue: 1 << 9) }
 }
 
 /// A node of the reactive graph: an observable, a computed value, or an observer.
@@ -32,19 +38,20 @@ public class ReactiveNode: @unchecked Sendable {
     // The flags and the subscriber list come first, together in the 16 bytes after the object's
     // header: all the marking walk reads of a node, in one cache line whatever the object's
     // alignment (`prefetchHead`).
-    @exclusivity(unchecked) final var flags: NodeFlags
+    @usableFromInline @exclusivity(unchecked) final var flags: NodeFlags
     // The graph's edges. A node's dependencies are a singly linked list of links in the order they
     // were read; its subscribers are a doubly linked list threaded through the same links. Links and the
     // nodes they join are kept alive by explicit retains (Tracking.swift), so the edges are
     // `Unmanaged`: walking the graph costs no reference counting.
-    @exclusivity(unchecked) final var subs: LinkRef?
-    @exclusivity(unchecked) final var deps: LinkRef?
-    /// While the node runs: the last dependency read so far.
-    @exclusivity(unchecked) final var depsTail: LinkRef?
-    @exclusivity(unchecked) final var subsTail: LinkRef?
+    @usableFromInline @exclusivity(unchecked) final var subs: LinkRef?
+    @usableFromInline @exclusivity(unchecked) final var deps: LinkRef?
+    @usableFromInline @exclusivity(unchecked) final var subsTail: LinkRef?
     /// The engine, reachable without touching the lazily initialised global on every call:
     /// `withEngine` is how the per-read and per-run paths get it.
-    final let engineRef = Unmanaged.passUnretained(engine)
+    @usableFromInline final let engineRef = Unmanaged.passUnretained(engine)
+    /// The evaluation that last linked this node as a dependency (Tracking.swift): a node read
+    /// again in the same evaluation is found linked without a search.
+    @usableFromInline @exclusivity(unchecked) final var readEpoch: UInt64 = 0
 
     init(flags: NodeFlags) {
         self.flags = flags
@@ -70,13 +77,13 @@ public class ReactiveNode: @unchecked Sendable {
     }
 
     /// Runs `body` with the engine, at the cost of a field load.
-    @inline(__always)
+    @inlinable
     final func withEngine<R>(_ body: (Engine) throws -> R) rethrows -> R {
         try engineRef._withUnsafeGuaranteedRef(body)
     }
 
     /// This node as an edge end.
-    @inline(__always)
+    @inlinable
     final var ref: Unmanaged<ReactiveNode> { Unmanaged.passUnretained(self) }
 
     /// Recomputes a computed node; true when its value or error changed. Called under the lock.
@@ -87,6 +94,10 @@ public class ReactiveNode: @unchecked Sendable {
 
     /// Prefetches what running or updating this node will read next beyond the node itself.
     func prefetchWork() {}
+
+    /// Stops this node as the subscription of an `ObservationToken` (an observer, a binding's
+    /// effect): it never runs again and its dependencies are unlinked.
+    func cancelSubscription() { dispose() }
 
     /// Prefetches the first dependency link: what checking this node reads first.
     func prefetchDependencies() {
@@ -99,27 +110,27 @@ public class ReactiveNode: @unchecked Sendable {
 }
 
 extension Unmanaged where Instance == ReactiveNode {
-    @inline(__always) var flags: NodeFlags {
+    @inlinable var flags: NodeFlags {
         get { _withUnsafeGuaranteedRef { $0.flags } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.flags = newValue } }
     }
-    @inline(__always) var deps: LinkRef? {
+    @inlinable var deps: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.deps } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.deps = newValue } }
     }
-    @inline(__always) var depsTail: LinkRef? {
-        get { _withUnsafeGuaranteedRef { $0.depsTail } }
-        nonmutating set { _withUnsafeGuaranteedRef { $0.depsTail = newValue } }
-    }
-    @inline(__always) var subs: LinkRef? {
+    @inlinable var subs: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.subs } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.subs = newValue } }
     }
-    @inline(__always) var subsTail: LinkRef? {
+    var readEpoch: UInt64 {
+        get { _withUnsafeGuaranteedRef { $0.readEpoch } }
+        nonmutating set { _withUnsafeGuaranteedRef { $0.readEpoch = newValue } }
+    }
+    @inlinable var subsTail: LinkRef? {
         get { _withUnsafeGuaranteedRef { $0.subsTail } }
         nonmutating set { _withUnsafeGuaranteedRef { $0.subsTail = newValue } }
     }
     @inline(__always) func update() -> Bool { _withUnsafeGuaranteedRef { $0.update() } }
-    @inline(__always) static func === (a: Self, b: Self) -> Bool { a.toOpaque() == b.toOpaque() }
+    @inlinable static func === (a: Self, b: Self) -> Bool { a.toOpaque() == b.toOpaque() }
 }
 

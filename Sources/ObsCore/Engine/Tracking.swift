@@ -5,37 +5,57 @@
 /// until it is removed; a link holds one retain on its `dep`, given back (after the transaction)
 /// when the link is removed.
 extension Engine {
-    /// Records that `sub` (running now) read `dep`.
-    @inline(__always)
+    /// Records that `sub`, the evaluation under way, read `dep`. A reader whose dependencies are
+    /// stable reads them in the same order as last time: each read finds its link as the one after
+    /// the last read (`depsTail`), and moves on to it, at the cost of a comparison.
+    @inlinable
     func link(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>) {
-        let prevDep = sub.depsTail
+        let prevDep = depsTail
         if let prevDep, prevDep.dep === dep { return }
         let nextDep = prevDep != nil ? prevDep!.nextDep : sub.deps
         if let nextDep, nextDep.dep === dep {
-            sub.depsTail = nextDep
+            depsTail = nextDep
             return
         }
         insertLink(dep, sub, after: prevDep, before: nextDep)
     }
 
-    @inline(never)
-    private func insertLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
-                            after prevDep: LinkRef?, before nextDep: LinkRef?) {
-        // A node read twice in one run, not consecutively, is linked once.
+    /// A read out of last run's order: a node read again in this run (not right after itself) is
+    /// linked once; anything else gets a new link. A node found or linked here is stamped with the
+    /// run's number (`readEpoch`, `evaluationEpoch`), so that reading it again in this run (a
+    /// computed that reads a source between each of its other reads) needs no search. A nested
+    /// run gives the one it interrupted a new number; then the search is made again.
+    @usableFromInline @inline(never)
+    func insertLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
+                    after prevDep: LinkRef?, before nextDep: LinkRef?) {
+        if evaluationEpoch == 0 {
+            lastEpoch &+= 1
+            evaluationEpoch = lastEpoch
+        } else if dep.readEpoch == evaluationEpoch {
+            return
+        }
+        dep.readEpoch = evaluationEpoch
         if let last = dep.subsTail, last.sub === sub, isTracked(last, by: sub) { return }
+        depsTail = appendLink(dep, sub, after: prevDep, before: nextDep)
+    }
+
+    /// Links `sub` to `dep`: after `prevDep` in `sub`'s dependencies, last in `dep`'s subscribers.
+    @discardableResult
+    func appendLink(_ dep: Unmanaged<ReactiveNode>, _ sub: Unmanaged<ReactiveNode>,
+                    after prevDep: LinkRef?, before nextDep: LinkRef?) -> LinkRef {
         let link = makeLink(dep, sub)
         link.nextDep = nextDep
         if let prevDep { prevDep.nextDep = link } else { sub.deps = link }
-        sub.depsTail = link
         link.prevSub = dep.subsTail
         link.nextSub = nil
         if let tail = dep.subsTail { tail.nextSub = link } else { dep.subs = link }
         dep.subsTail = link
+        return link
     }
 
     /// Whether `link` is among the dependencies `sub` has read so far in this run.
     private func isTracked(_ link: LinkRef, by sub: Unmanaged<ReactiveNode>) -> Bool {
-        guard let tail = sub.depsTail else { return false }
+        guard let tail = depsTail else { return false }
         var next = sub.deps
         while let current = next {
             if current === link { return true }
@@ -45,10 +65,11 @@ extension Engine {
         return false
     }
 
-    /// Unlinks every dependency of `sub` after its `depsTail`: those its last run did not read.
+    /// Unlinks every dependency of `sub` after `tail`, the last one its run read (nil: it read
+    /// none): those it did not read.
     @inline(__always)
-    func purgeStaleDependencies(of sub: ReactiveNode) {
-        if let tail = sub.depsTail {
+    func purgeDependencies(of sub: ReactiveNode, after tail: LinkRef?) {
+        if let tail {
             guard let stale = tail.nextDep else { return }
             tail.nextDep = nil
             purge(from: stale)
@@ -70,8 +91,7 @@ extension Engine {
     /// Removes every dependency of a node that is going away or being cancelled.
     func detachDependencies(of sub: ReactiveNode) {
         enter()
-        sub.depsTail = nil
-        purgeStaleDependencies(of: sub)
+        purgeDependencies(of: sub, after: nil)
         exit()
     }
 

@@ -11,47 +11,88 @@
 // 3. Checkpoints (SQLite's automatic ones and the one at close) copy the WAL into the main file; with
 //    synchronous=NORMAL SQLite fsyncs the WAL before and the main file after each of them.
 // 4. Opening never writes before the file has passed `PRAGMA integrity_check`: a file that is not a
-//    database, or a damaged one, is reported with its path and left exactly as it was.
+//    database, or a damaged one, is reported with its path and left exactly as it was. Neither is a
+//    file that exists but holds no schema (an empty file is not a fresh start: something was lost),
+//    nor one this user can only read (obsd would acknowledge writes it cannot keep).
+// 5. A new database is made under a temporary name and linked into place once its schema is in
+//    it, so a crash while creating it never leaves an empty `obsd.db` behind.
+// 6. Every row carries a checksum of its columns (RowChecksum.swift), verified by `load`: a row
+//    changed outside obsd is reported with its key, never served (SQLiteStorage+Load.swift).
+// 7. No path is followed through a symlink (SQLITE_OPEN_NOFOLLOW, and lstat of the WAL and shared
+//    memory files before SQLite creates them), and the files are watched while obsd runs: a
+//    database or WAL deleted or replaced under it stops every later write
+//    (SQLiteStorage+Files.swift).
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// Persists the store's state in a SQLite database file.
 public final class SQLiteStorage: StateStorage {
-    /// The schema this code reads and writes, kept in the `schema_version` table.
-    public static let schemaVersion: Int64 = 1
+    /// The schema this code reads and writes, kept in the `schema_version` table. Version 2 added
+    /// the rows' checksums; a version-1 file is migrated when opened for writing.
+    public static let schemaVersion: Int64 = 2
+
+    /// How a database is opened.
+    public enum Mode: Sendable {
+        /// The daemon's: created when absent, migrated to the current schema, written.
+        case readWrite
+        /// `obsd --check`'s: read only; nothing is created, migrated or changed.
+        case check
+    }
 
     /// The database file's path, as given.
     public let path: String
-    private var db: OpaquePointer?
+    var db: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
+    /// Whether the rows carry checksums (false only for a version-1 file opened for a check).
+    var checksummed = true
+    /// The files as opened, to notice one deleted or replaced (SQLiteStorage+Files.swift).
+    var files: [WatchedFile] = []
+    /// Set once a watched file was found deleted or replaced: every later commit throws it.
+    var refusal: ObsError?
+    /// Where a problem found between requests goes (the daemon's log).
+    let report: @Sendable (String) -> Void
 
-    /// Opens (or creates) the database at `path`, checks its integrity and creates the schema.
+    /// Opens the database at `path` (for `.readWrite`, creating it when absent), checks its
+    /// integrity and schema.
     ///
-    /// Throws `internal` naming the file when it cannot be opened, is not a database, fails the
-    /// integrity check, or has a schema version this code does not know. `busyTimeout` (seconds) is
-    /// how long a commit waits for another process that holds the file's write lock.
-    public init(path: String, busyTimeout: Double = 5) throws(ObsError) {
+    /// Throws `internal` naming the file when it cannot be opened, is a symlink, is not a database,
+    /// fails the integrity check (details: `problems`), exists without a schema, can only be read
+    /// (`.readWrite`), or has a schema version this code does not know. `busyTimeout` (seconds) is
+    /// how long a commit waits for another process that holds the file's write lock. `report`
+    /// receives what goes wrong with the files while they are open.
+    public init(path: String, mode: Mode = .readWrite, busyTimeout: Double = 5,
+                report: @escaping @Sendable (String) -> Void = { _ in }) throws(ObsError) {
         self.path = path
-        var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &handle, flags, nil)
-        db = handle
-        guard rc == SQLITE_OK else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close_v2(handle)
-            db = nil
-            throw ObsError(.internal, "cannot open database \(path): \(message)")
-        }
+        self.report = report
+        try Self.refuseLinks(path)
+        if mode == .readWrite, !Self.exists(path) { try Self.create(path) }
+        let flags = (mode == .check ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        db = try Self.openDatabase(path, flags: flags)
         do throws(ObsError) {
             // A busy timeout only matters if an operator opens the file (sqlite3 CLI, backup) while
             // obsd runs; without it such a reader would make a commit fail at once.
-            sqlite3_busy_timeout(handle, Int32(busyTimeout * 1000))
-            let problems = try integrityProblems()
-            guard problems.isEmpty else {
-                throw ObsError(.internal, "database \(path) failed its integrity check: \(problems.joined(separator: "; "))")
+            sqlite3_busy_timeout(db, Int32(busyTimeout * 1000))
+            if mode == .readWrite, sqlite3_db_readonly(db, "main") == 1 {
+                throw ObsError(.internal, "database \(path) can only be read by this user (uid \(geteuid())): obsd does not serve a store it cannot save; give the file back to obsd's user, mode 0600")
             }
-            try execute("PRAGMA journal_mode=WAL")
-            try execute("PRAGMA synchronous=NORMAL")
-            try createSchema()
+            let problems = try Self.integrityProblems(db!, path: path)
+            guard problems.isEmpty else {
+                throw ObsError(.internal, "database \(path) failed its integrity check: \(problems.prefix(5).joined(separator: "; "))",
+                               details: ["problems": .array(problems.map { .string($0) })])
+            }
+            let version = try storedSchemaVersion()
+            if mode == .readWrite {
+                try execute("PRAGMA journal_mode=WAL")
+                try execute("PRAGMA synchronous=NORMAL")
+                if version == 1 { try migrateFromVersion1() }
+                watchFiles()
+            } else {
+                checksummed = version >= 2
+            }
         } catch {
             close()
             throw error
@@ -59,20 +100,6 @@ public final class SQLiteStorage: StateStorage {
     }
 
     deinit { close() }
-
-    /// Runs `PRAGMA integrity_check` on the file at `path` without changing it, and returns the
-    /// problems found (empty when the database is sound). Throws when the file cannot be read as a
-    /// database at all.
-    public static func check(path: String) throws(ObsError) -> [String] {
-        var handle: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil)
-        defer { sqlite3_close_v2(handle) }
-        guard rc == SQLITE_OK, let handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            throw ObsError(.internal, "cannot open database \(path): \(message)")
-        }
-        return try runIntegrityCheck(handle, path: path)
-    }
 
     /// Closes the database; SQLite checkpoints the WAL into the main file. Idempotent.
     public func close() {
@@ -82,91 +109,70 @@ public final class SQLiteStorage: StateStorage {
         db = nil
     }
 
-    public func load() throws(ObsError) -> StoredState {
-        var state = StoredState()
-        try query("SELECT value FROM meta WHERE name = 'rev'") { row in
-            state.rev = UInt64(bitPattern: sqlite3_column_int64(row, 0))
-        }
-        var decodeError: ObsError?
-        try query("SELECT key, value, rev, created_rev, version, expires_at FROM keys ORDER BY key") { row in
-            let key = Self.text(row, 0)
-            let json = Self.text(row, 1)
-            do throws(JSONParseError) {
-                let value = try JSONValue.parse(json)
-                state.keys.append(StoredKey(
-                    key: key, value: value,
-                    rev: UInt64(bitPattern: sqlite3_column_int64(row, 2)),
-                    createdRev: UInt64(bitPattern: sqlite3_column_int64(row, 3)),
-                    version: UInt64(bitPattern: sqlite3_column_int64(row, 4)),
-                    expiresAt: sqlite3_column_type(row, 5) == SQLITE_NULL ? nil : sqlite3_column_double(row, 5)))
-            } catch {
-                decodeError = ObsError(.internal, "database \(path): key \(key) holds invalid JSON: \(error)")
-            }
-        }
-        if let decodeError { throw decodeError }
-        try query("SELECT key, expr, created_rev FROM definitions ORDER BY key") { row in
-            state.definitions.append(StoredDefinition(
-                key: Self.text(row, 0), expr: Self.text(row, 1),
-                createdRev: UInt64(bitPattern: sqlite3_column_int64(row, 2))))
-        }
-        try query("SELECT target, source, map, two_way, unmap FROM bindings ORDER BY target") { row in
-            state.bindings.append(StoredBinding(
-                from: Self.text(row, 1), to: Self.text(row, 0), map: Self.optionalText(row, 2),
-                twoWay: sqlite3_column_int64(row, 3) != 0, unmap: Self.optionalText(row, 4)))
-        }
-        return state
-    }
-
     public func commit(_ transaction: StoredTransaction) throws(ObsError) {
+        if let refusal { throw refusal }
+        try refuseIfTheDatabaseMoved()
         try execute("BEGIN IMMEDIATE")
         do throws(ObsError) {
-            for key in transaction.deletedKeys {
-                try run("DELETE FROM keys WHERE key = ?1") { bind($0, 1, key) }
-            }
-            for key in transaction.putKeys {
-                try run("INSERT OR REPLACE INTO keys (key, value, rev, created_rev, version, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") { statement in
-                    bind(statement, 1, key.key)
-                    bind(statement, 2, key.value.encoded)
-                    sqlite3_bind_int64(statement, 3, Int64(bitPattern: key.rev))
-                    sqlite3_bind_int64(statement, 4, Int64(bitPattern: key.createdRev))
-                    sqlite3_bind_int64(statement, 5, Int64(bitPattern: key.version))
-                    if let expiresAt = key.expiresAt {
-                        sqlite3_bind_double(statement, 6, expiresAt)
-                    } else {
-                        sqlite3_bind_null(statement, 6)
-                    }
-                }
-            }
-            for key in transaction.deletedDefinitions {
-                try run("DELETE FROM definitions WHERE key = ?1") { bind($0, 1, key) }
-            }
-            for definition in transaction.putDefinitions {
-                try run("INSERT OR REPLACE INTO definitions (key, expr, created_rev) VALUES (?1, ?2, ?3)") { statement in
-                    bind(statement, 1, definition.key)
-                    bind(statement, 2, definition.expr)
-                    sqlite3_bind_int64(statement, 3, Int64(bitPattern: definition.createdRev))
-                }
-            }
-            for target in transaction.deletedBindings {
-                try run("DELETE FROM bindings WHERE target = ?1") { bind($0, 1, target) }
-            }
-            for binding in transaction.putBindings {
-                try run("INSERT OR REPLACE INTO bindings (target, source, map, two_way, unmap) VALUES (?1, ?2, ?3, ?4, ?5)") { statement in
-                    bind(statement, 1, binding.to)
-                    bind(statement, 2, binding.from)
-                    bind(statement, 3, binding.map)
-                    sqlite3_bind_int64(statement, 4, binding.twoWay ? 1 : 0)
-                    bind(statement, 5, binding.unmap)
-                }
-            }
-            try run("INSERT OR REPLACE INTO meta (name, value) VALUES ('rev', ?1)") {
-                sqlite3_bind_int64($0, 1, Int64(bitPattern: transaction.rev))
-            }
+            try writeRows(transaction)
             try execute("COMMIT")
         } catch {
             // ROLLBACK can fail only if SQLite already rolled back on its own (I/O error, full disk).
             try? execute("ROLLBACK")
             throw error
+        }
+        try verifyFilesAfterCommit()
+    }
+
+    /// The rows of one transaction, inside a transaction the caller opened.
+    func writeRows(_ transaction: StoredTransaction) throws(ObsError) {
+        for key in transaction.deletedKeys {
+            try run("DELETE FROM keys WHERE key = ?1") { bind($0, 1, key) }
+        }
+        for key in transaction.putKeys {
+            let json = key.value.encoded
+            try run("INSERT OR REPLACE INTO keys (key, value, rev, created_rev, version, expires_at, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") { statement in
+                bind(statement, 1, key.key)
+                bind(statement, 2, json)
+                sqlite3_bind_int64(statement, 3, Int64(bitPattern: key.rev))
+                sqlite3_bind_int64(statement, 4, Int64(bitPattern: key.createdRev))
+                sqlite3_bind_int64(statement, 5, Int64(bitPattern: key.version))
+                if let expiresAt = key.expiresAt {
+                    sqlite3_bind_double(statement, 6, expiresAt)
+                } else {
+                    sqlite3_bind_null(statement, 6)
+                }
+                sqlite3_bind_int64(statement, 7, RowChecksum.keyRow(key.key, json: json, rev: key.rev, createdRev: key.createdRev,
+                                                                    version: key.version, expiresAt: key.expiresAt))
+            }
+        }
+        for key in transaction.deletedDefinitions {
+            try run("DELETE FROM definitions WHERE key = ?1") { bind($0, 1, key) }
+        }
+        for definition in transaction.putDefinitions {
+            try run("INSERT OR REPLACE INTO definitions (key, expr, created_rev, checksum) VALUES (?1, ?2, ?3, ?4)") { statement in
+                bind(statement, 1, definition.key)
+                bind(statement, 2, definition.expr)
+                sqlite3_bind_int64(statement, 3, Int64(bitPattern: definition.createdRev))
+                sqlite3_bind_int64(statement, 4, RowChecksum.definitionRow(definition))
+            }
+        }
+        for target in transaction.deletedBindings {
+            try run("DELETE FROM bindings WHERE target = ?1") { bind($0, 1, target) }
+        }
+        for binding in transaction.putBindings {
+            try run("INSERT OR REPLACE INTO bindings (target, source, map, two_way, unmap, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6)") { statement in
+                bind(statement, 1, binding.to)
+                bind(statement, 2, binding.from)
+                bind(statement, 3, binding.map)
+                sqlite3_bind_int64(statement, 4, binding.twoWay ? 1 : 0)
+                bind(statement, 5, binding.unmap)
+                sqlite3_bind_int64(statement, 6, RowChecksum.bindingRow(binding))
+            }
+        }
+        try run("INSERT OR REPLACE INTO meta (name, value, checksum) VALUES ('rev', ?1, ?2)") {
+            sqlite3_bind_int64($0, 1, Int64(bitPattern: transaction.rev))
+            sqlite3_bind_int64($0, 2, RowChecksum.revisionRow(transaction.rev))
         }
     }
 
@@ -182,39 +188,42 @@ public final class SQLiteStorage: StateStorage {
         guard syncRC == SQLITE_OK else { throw failure("fsync of the WAL failed", syncRC) }
     }
 
-    // MARK: - Schema
+    // MARK: - Opening
 
-    private func createSchema() throws(ObsError) {
-        try execute("""
-            CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS keys (
-                key TEXT PRIMARY KEY, value TEXT NOT NULL, rev INTEGER NOT NULL,
-                created_rev INTEGER NOT NULL, version INTEGER NOT NULL, expires_at REAL);
-            CREATE TABLE IF NOT EXISTS definitions (
-                key TEXT PRIMARY KEY, expr TEXT NOT NULL, created_rev INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS bindings (
-                target TEXT PRIMARY KEY, source TEXT NOT NULL, map TEXT, two_way INTEGER NOT NULL,
-                unmap TEXT);
-            """)
-        var versions: [Int64] = []
-        try query("SELECT version FROM schema_version") { versions.append(sqlite3_column_int64($0, 0)) }
-        switch versions {
-        case []:
-            try execute("INSERT INTO schema_version (version) VALUES (\(Self.schemaVersion))")
-        case [Self.schemaVersion]:
-            break
-        default:
-            throw ObsError(.internal, "database \(path) has schema version \(versions.map(String.init).joined(separator: ", ")); this obsd reads version \(Self.schemaVersion)")
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// The database, its WAL and its shared memory must be regular files if they exist: SQLite
+    /// would follow a symlink planted as `obsd.db-wal` and write the WAL wherever it points.
+    private static func refuseLinks(_ path: String) throws(ObsError) {
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard lstat(file, &info) == 0 else { continue }
+            let type = info.st_mode & S_IFMT
+            guard type != S_IFLNK else {
+                throw ObsError(.internal, "database file \(file) is a symlink; obsd does not follow symlinks in its state directory")
+            }
+            guard type == S_IFREG else { throw ObsError(.internal, "database file \(file) is not a regular file") }
         }
     }
 
-    private func integrityProblems() throws(ObsError) -> [String] {
-        guard let db else { throw ObsError(.internal, "database \(path) is closed") }
-        return try Self.runIntegrityCheck(db, path: path)
+    static func openDatabase(_ path: String, flags: Int32) throws(ObsError) -> OpaquePointer {
+        var handle: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            var message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle, sqlite3_extended_errcode(handle) == SQLITE_CANTOPEN | (6 << 8) {  // SQLITE_CANTOPEN_SYMLINK, a macro Swift does not import
+                message += " (a symlink on its path: obsd opens its database without following symlinks)"
+            }
+            sqlite3_close_v2(handle)
+            throw ObsError(.internal, "cannot open database \(path): \(message)")
+        }
+        return handle
     }
 
-    private static func runIntegrityCheck(_ db: OpaquePointer, path: String) throws(ObsError) -> [String] {
+    private static func integrityProblems(_ db: OpaquePointer, path: String) throws(ObsError) -> [String] {
         var statement: OpaquePointer?
         var rc = sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &statement, nil)
         defer { sqlite3_finalize(statement) }
@@ -235,7 +244,7 @@ public final class SQLiteStorage: StateStorage {
 
     // MARK: - Statements
 
-    private func failure(_ what: String, _ rc: Int32) -> ObsError {
+    func failure(_ what: String, _ rc: Int32) -> ObsError {
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
         return ObsError(.internal, "database \(path): \(what): \(message)")
     }
@@ -262,7 +271,7 @@ public final class SQLiteStorage: StateStorage {
     }
 
     /// Runs a statement that returns no rows.
-    private func run(_ sql: String, _ bindings: (OpaquePointer) -> Void) throws(ObsError) {
+    func run(_ sql: String, _ bindings: (OpaquePointer) -> Void) throws(ObsError) {
         let statement = try prepared(sql)
         bindings(statement)
         let rc = sqlite3_step(statement)
@@ -271,7 +280,7 @@ public final class SQLiteStorage: StateStorage {
     }
 
     /// Runs a query and hands each row to `row`.
-    private func query(_ sql: String, _ row: (OpaquePointer) -> Void) throws(ObsError) {
+    func query(_ sql: String, _ row: (OpaquePointer) -> Void) throws(ObsError) {
         let statement = try prepared(sql)
         var rc: Int32
         repeat {
@@ -282,13 +291,13 @@ public final class SQLiteStorage: StateStorage {
         guard rc == SQLITE_DONE else { throw failure("read", rc) }
     }
 
-    private static func text(_ statement: OpaquePointer?, _ column: Int32) -> String {
+    static func text(_ statement: OpaquePointer?, _ column: Int32) -> String {
         guard let bytes = sqlite3_column_text(statement, column) else { return "" }
         let count = Int(sqlite3_column_bytes(statement, column))
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
-    private static func optionalText(_ statement: OpaquePointer?, _ column: Int32) -> String? {
+    static func optionalText(_ statement: OpaquePointer?, _ column: Int32) -> String? {
         sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : text(statement, column)
     }
 }
@@ -296,7 +305,7 @@ public final class SQLiteStorage: StateStorage {
 /// SQLITE_TRANSIENT: SQLite copies the bound bytes, so the Swift string may go away after binding.
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-private func bind(_ statement: OpaquePointer, _ index: Int32, _ text: String?) {
+func bind(_ statement: OpaquePointer, _ index: Int32, _ text: String?) {
     guard let text else {
         sqlite3_bind_null(statement, index)
         return

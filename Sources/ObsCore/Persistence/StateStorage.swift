@@ -109,6 +109,9 @@ public protocol StateStorage: AnyObject {
     /// Whether commits are kept at all: a storage that drops them (obsd `--memory`) spares the
     /// store building them.
     var keepsCommits: Bool { get }
+    /// Checks, between commits, that the files behind the storage are still the ones it opened
+    /// (SQLiteStorage: the database and its WAL); the daemon's writer calls it when idle.
+    func checkFiles()
     /// How far the durable state trails the commits at monotonic time `now`: the revisions
     /// committed but not yet written, and how long the oldest of them has waited (`stats`).
     func writeLag(now: Double) -> (revisions: UInt64, seconds: Double)
@@ -116,6 +119,7 @@ public protocol StateStorage: AnyObject {
 
 extension StateStorage {
     public var keepsCommits: Bool { true }
+    public func checkFiles() {}
     /// A storage that writes as it commits never trails.
     public func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) { (0, 0) }
 }

@@ -77,9 +77,11 @@ public struct ByteBuffer: ~Copyable {
         }
     }
 
+    /// Doubles up to 1 MiB, then grows by half: a buffer bounded at some megabytes (a connection's
+    /// output limit) does not hold twice that.
     private mutating func grow(to needed: Int) {
-        var size = Swift.max(capacity * 2, 256)
-        while size < needed { size *= 2 }
+        var size = Swift.max(capacity < 1 << 20 ? capacity * 2 : capacity + capacity / 2, 256)
+        while size < needed { size += size < 1 << 20 ? size : size / 2 }
         guard let grown = realloc(base, size) else { fatalError("out of memory growing a buffer to \(size) bytes") }
         base = grown
         capacity = size

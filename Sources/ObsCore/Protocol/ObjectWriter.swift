@@ -44,6 +44,11 @@ struct ObjectWriter {
         bytes.append(contentsOf: raw)
     }
 
+    /// The `id` member of a response: the request's own bytes when given, else its value.
+    mutating func id(_ value: JSONValue, _ token: [UInt8]?) {
+        if let token { field("id", raw: token) } else { field("id", value) }
+    }
+
     mutating func field(_ key: String, error: ObsError) {
         name(key)
         var inner = ObjectWriter()
@@ -66,9 +71,12 @@ struct ObjectWriter {
 
 /// The lines of the protocol's responses and events (docs/protocol.md).
 public enum LineEncoding {
-    static func response(id: JSONValue, fields: [(String, JSONValue)], raw: [(String, [UInt8])] = [], needsSync: Bool = false) -> EncodedLine {
+    /// A success response. `idToken`: the request's id as its bytes, when re-encoding its value
+    /// would not give them back (RequestID.swift).
+    static func response(id: JSONValue, idToken: [UInt8]? = nil, fields: [(String, JSONValue)], raw: [(String, [UInt8])] = [],
+                         needsSync: Bool = false) -> EncodedLine {
         var writer = ObjectWriter()
-        writer.field("id", id)
+        writer.id(id, idToken)
         writer.field("ok", true)
         for (name, value) in fields { writer.field(name, value) }
         for (name, bytes) in raw { writer.field(name, raw: bytes) }
@@ -76,9 +84,9 @@ public enum LineEncoding {
     }
 
     /// A failure response; `id` null for an error not tied to a request.
-    public static func error(id: JSONValue, _ error: ObsError) -> EncodedLine {
+    public static func error(id: JSONValue, idToken: [UInt8]? = nil, _ error: ObsError) -> EncodedLine {
         var writer = ObjectWriter()
-        writer.field("id", id)
+        writer.id(id, idToken)
         writer.field("ok", false)
         writer.field("error", error: error)
         return EncodedLine(body: writer.closed())

@@ -1,7 +1,7 @@
 /// A watcher that runs inside the transaction, under the lock: it re-runs, in the same transaction,
 /// when a value it read changed, and its writes are part of that transaction (bindings are built on
 /// it, so a binding's target changes with the same commit as its source).
-final class EffectNode: ReactiveNode, Subscription, @unchecked Sendable {
+final class EffectNode: ReactiveNode, @unchecked Sendable {
     private let body: () -> Void
 
     init(_ body: @escaping () -> Void) {

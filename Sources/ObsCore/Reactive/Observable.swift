@@ -3,7 +3,7 @@
 /// Setting a value equal to the current one (for `Equatable` values) is not a change: nothing is
 /// recomputed and no observer is called.
 public final class Observable<Value: Sendable>: ObservableValue<Value>, @unchecked Sendable {
-    @exclusivity(unchecked) private var storage: Value
+    @usableFromInline @exclusivity(unchecked) var storage: Value
     /// The value as of the last time a subscriber checked it; see `update()`.
     @exclusivity(unchecked) private var committed: Value
     /// An `always` write since the last check: a change even if the value is equal.
@@ -34,12 +34,15 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
 
     /// The current value. Setting it is one transaction, unless inside `batch`.
     public override var value: Value {
-        get {
-            withEngine { engine in
-                engine.enter()
-                defer { engine.exit() }
-                return readForValue()
-            }
+        // Inlined into the caller, so that a read is specialised for the caller's type and costs
+        // no call into the library on the way.
+        @_specialize(where Value == Int)
+        @_specialize(where Value == Double)
+        @_specialize(where Value == Bool)
+        @_specialize(where Value == String)
+        @inlinable get {
+            if readsInPlace() { return storage }
+            return valueOutOfPlace()
         }
         set {
             withEngine { engine in
@@ -78,15 +81,56 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     @_specialize(where Value == Bool)
     @_specialize(where Value == String)
     override func readForValue() -> Value {
+        withEngine { readInside($0) }
+    }
+
+    /// `readForValue()`, for the inlined getter.
+    @inlinable @inline(__always)
+    final func readInside(_ engine: Engine) -> Value {
         if flags.contains(.dirty) { commit() }
-        withEngine { $0.recordRead(of: self) }
+        engine.recordRead(of: self)
         return storage
+    }
+
+    /// Whether a read of `.value` can take the value as it is: the calling thread is inside the
+    /// engine, in an evaluation that read this observable at this point last time (or just now),
+    /// and it was not written since its subscribers last looked. The read is then recorded.
+    @inlinable @inline(__always)
+    final func readsInPlace() -> Bool {
+        withEngine { engine in
+            engine.lock.isHeld(by: currentThreadID()) && !flags.contains(.dirty)
+                && engine.recordExpectedRead(of: self)
+        }
+    }
+
+    /// Every other read of `.value`: entering the engine, settling a write. A read from outside
+    /// the engine of an observable with no write to settle only takes the lock: it changes nothing,
+    /// so the transaction it makes has nothing to settle.
+    @inlinable @inline(never)
+    final func valueOutOfPlace() -> Value {
+        withEngine { engine in
+            let thread = currentThreadID()
+            if engine.lock.isHeld(by: thread) {
+                engine.depth += 1
+            } else {
+                engine.lock.lock(as: thread)
+                if !flags.contains(.dirty) {
+                    let value = storage
+                    engine.lock.unlock()
+                    return value
+                }
+                engine.depth = 1
+            }
+            let value = readInside(engine)
+            engine.exit()
+            return value
+        }
     }
 
     /// A read of a dirty source settles it first, so that every subscriber of a dirty source is
     /// always marked: whoever reads its new value sees it as committed.
-    @inline(never)
-    private func commit() {
+    @usableFromInline @inline(never)
+    func commit() {
         if update(), let subs { engine.shallowPropagate(subs) }
     }
 

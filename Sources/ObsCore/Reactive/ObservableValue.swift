@@ -36,6 +36,7 @@ public class ObservableValue<Value: Sendable>: ReactiveNode, @unchecked Sendable
     }
 
     /// Like `read()`, for `.value`, which cannot throw. Called inside the engine.
+    @usableFromInline
     func readForValue() -> Value {
         preconditionFailure("ObservableValue is abstract")
     }

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Pending changes wait in a ring of values (old, new, old, new, ...) rather than an array of
 /// `Change<Value>`: see ObservableValue on why generic code here avoids composite types.
-final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @unchecked Sendable {
+final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendable {
     private typealias Kind = DeliveryKind
 
     // Field order is memory order: what the flush and delivery read of every observer comes first
@@ -66,7 +66,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @un
     /// Subscribes and captures the current value, queueing it for delivery when `initial`.
     /// Called inside the engine, so nothing can change between the snapshot and the subscription.
     func start(initial: Bool) {
-        engine.link(target.ref, ref)
+        engine.attach(self, to: target)
         observeTarget(starting: true, initial: initial)
     }
 
@@ -219,7 +219,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, Subscription, @un
         extras?.errorHandler?(error)
     }
 
-    func cancel() {
+    override func cancelSubscription() {
         cancelled.store(true, ordering: .releasing)
         engine.enter()
         flags.insert(.disposed)

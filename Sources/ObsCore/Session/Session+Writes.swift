@@ -74,8 +74,18 @@ extension Session {
         let ttl = request.uint("ttl_ms").map { Int64($0) }
         let changed = try store.set(key, request["value"]!, ifRev: request.uint("if_rev"), ttlMs: ttl,
                                     owner: ephemeral ? id : nil, always: request.bool("always") ?? false)
-        if ephemeral { ephemeralKeys.insert(key) }
+        if ephemeral { rememberEphemeral(key) }
         return { [("rev", .int(Int64($0))), ("changed", .bool(changed))] }
+    }
+
+    /// Notes a key this session set ephemeral. The names of keys it no longer owns (deleted, set
+    /// by others) are forgotten whenever the set has doubled, or a client setting and deleting
+    /// ephemeral keys under ever new names would grow it without bound.
+    private func rememberEphemeral(_ key: String) {
+        ephemeralKeys.insert(key)
+        guard ephemeralKeys.count >= ephemeralPruneAt else { return }
+        ephemeralKeys = ephemeralKeys.filter { store.existing($0)?.owner == id }
+        ephemeralPruneAt = max(1024, ephemeralKeys.count * 2)
     }
 
     func applyDelete(_ request: Request) throws(ObsError) -> WriteResult {

@@ -7,25 +7,34 @@ public final class Session {
     /// The owner of the ephemeral keys this session sets.
     public let id: UInt64
     let store: Store
-    public let access: Access
+    /// What the peer may do; the daemon lowers it when a reload takes access away.
+    public var access: Access
     let lines: SessionLines
     /// Splits what the client sends into request lines, and enforces the line limit.
     private var framer: LineFramer
-    /// Lines received while an answer is pending, handled in order once it is given. (The daemon
-    /// reads nothing more from a waiting session's connection, so these are at most what one read
-    /// brought.)
+    /// Lines received while requests are held back, handled in order later: while an answer is
+    /// pending (cluster mode: `answerLater`), and while the output is over its limit
+    /// (`outputDrained`), so that a client pipelining requests without reading the answers (a
+    /// thousand `get`s of a 1 MiB value in one 64 KiB read) cannot make obsd queue answers without
+    /// bound. The daemon reads nothing more from such a connection meanwhile (`holdsRequests`), so
+    /// these are at most what one read brought.
     private var waitingLines: [[UInt8]] = []
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
     var ephemeralKeys: Set<String> = []
+    /// The size at which `ephemeralKeys` next forgets the keys this session no longer owns.
+    var ephemeralPruneAt = 1024
     /// Set when the session must be closed after its output is flushed (a line over the limit):
     /// nothing it receives after that is read.
     public private(set) var wantsClose = false
     public private(set) var isClosed = false
-    /// Whether the output passed its limit and events are being dropped until `outputDrained()`:
-    /// the daemon disconnects a client that stays so for `client_timeout`.
-    public var isOverflowing: Bool { watchClient.overflowed }
+    /// Whether the output passed its limit and events are being dropped, or requests wait, until
+    /// `outputDrained()`: the daemon disconnects a client that stays so for `client_timeout`.
+    public var isOverflowing: Bool { watchClient.overflowed || !waitingLines.isEmpty }
+    /// Whether requests received are held back (an answer pending, or the output over its limit):
+    /// the daemon reads nothing more from the connection meanwhile.
+    public var holdsRequests: Bool { isWaiting || !waitingLines.isEmpty }
 
     public init(store: Store, access: Access, output: any SessionOutput) {
         self.store = store
@@ -46,7 +55,7 @@ public final class Session {
         do throws(LineTooLong) {
             try framer.append(bytes) { line in
                 guard !isClosed else { return }
-                if isWaiting || !waitingLines.isEmpty {
+                if holdsRequests || lines.unsentBytes > store.configuration.maxOutputBytes {
                     waitingLines.append(Array(line))
                 } else {
                     handle(line: line)
@@ -86,12 +95,19 @@ public final class Session {
         }
         store.requestLineBytes = line.count
         defer { store.requestLineBytes = nil }
-        lines.answer { handle(object) }
+        // Only a number's value may re-encode to other bytes (a double, or -0): then the answer
+        // carries the request's own.
+        var idToken: [UInt8]?
+        switch object["id"] {
+        case .double?, .int(0)?: idToken = RequestID.numberToken(in: line)
+        default: break
+        }
+        lines.answer { handle(object, idToken: idToken) }
     }
 
     /// Runs one request through the operation table; its answer line, or nil when the answer comes
     /// later (`answerLater`).
-    private func handle(_ object: [String: JSONValue]) -> EncodedLine? {
+    private func handle(_ object: [String: JSONValue], idToken: [UInt8]?) -> EncodedLine? {
         var id = object["id"] ?? .null
         do throws(ObsError) {
             switch id {
@@ -113,12 +129,13 @@ public final class Session {
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
             switch try perform(operation, request) {
-            case .now(let reply): return LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
+            case .now(let reply):
+                return LineEncoding.response(id: id, idToken: idToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
             case .later: return nil
             }
         } catch {
             store.requestCounters.count(error)
-            return LineEncoding.error(id: id, error)
+            return LineEncoding.error(id: id, idToken: idToken, error)
         }
     }
 
@@ -137,10 +154,18 @@ public final class Session {
         }
         // Decided while its own request was being handled: whoever handles lines goes on.
         guard !lines.isHandling else { return }
-        while !isWaiting, !isClosed, !waitingLines.isEmpty {
-            let line = waitingLines.removeFirst()
+        handleWaitingLines()
+    }
+
+    /// Handles the lines held back, in order, as long as nothing holds them back any more.
+    private func handleWaitingLines() {
+        var next = 0
+        while next < waitingLines.count, !isWaiting, !isClosed, lines.unsentBytes <= store.configuration.maxOutputBytes {
+            let line = waitingLines[next]
+            next += 1
             line.withUnsafeBytes { handle(line: $0) }
         }
+        waitingLines.removeFirst(next)
     }
 
     /// Writes the `goodbye` event (no `watch` field) before the daemon closes the connection.
@@ -151,11 +176,13 @@ public final class Session {
         lines.send(EncodedLine(body: writer.closed()))
     }
 
-    /// The daemon has written everything queued: held `latest` events go out, and after an
-    /// overflow each watch sends `overflow` and a fresh snapshot.
+    /// The daemon has written everything queued (or enough: below the limit): the requests held
+    /// back while the output was over it are handled, then held `latest` events go out, and after
+    /// an overflow each watch sends `overflow` and a fresh snapshot.
     public func outputDrained() {
         guard !isClosed else { return }
-        store.watches.drained(watchClient)
+        handleWaitingLines()
+        if waitingLines.isEmpty { store.watches.drained(watchClient) }
     }
 
     /// Ends the session however the connection ended: its watches stop, and its ephemeral keys are
@@ -163,6 +190,7 @@ public final class Session {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
+        waitingLines.removeAll()
         store.watches.remove(watchClient)
         store.removeEphemeralKeys(ephemeralKeys, owner: id)
         ephemeralKeys.removeAll()

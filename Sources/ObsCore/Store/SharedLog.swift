@@ -15,6 +15,13 @@ public protocol SharedLog: AnyObject {
     /// Sends a channel message to the watches of every host; `done` gets the number of watches on
     /// this host it was queued for.
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void)
+
+    /// What `stats` shows of the log, under `cluster`.
+    var stats: [(String, JSONValue)] { get }
+}
+
+extension SharedLog {
+    public var stats: [(String, JSONValue)] { [] }
 }
 
 /// What a store proposes to a shared log.

@@ -71,7 +71,7 @@ extension Store {
             if let expiresAt, let node = existing(name) {
                 node.expiresAt = expiresAt
                 current?.redefined.insert(ObjectIdentifier(node))
-                expiries.push(expiresAt, node)
+                expiries.push(expiresAt, node, isLive: isLiveExpiry)
             }
         }
         for (name, expr) in definitions {

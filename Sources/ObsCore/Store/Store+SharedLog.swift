@@ -61,6 +61,34 @@ extension Store {
         }
     }
 
+    /// Makes the store hold `state` (the whole shared state as of `state.rev`, read again after the
+    /// log lost the revisions this host had not applied) as one transaction at that revision;
+    /// then every watch gets `compacted` and a fresh snapshot, and `since` older than it answers
+    /// `compacted`: no watch is left with a gap it was not told of.
+    public func applySnapshot(_ state: StoredState) {
+        var transaction = StoredTransaction(rev: max(state.rev, rev + 1))
+        transaction.putKeys = state.keys
+        transaction.putDefinitions = state.definitions
+        transaction.putBindings = state.bindings
+        let keys = Set(state.keys.map(\.key)), definitions = Set(state.definitions.map(\.key))
+        let targets = Set(state.bindings.flatMap { $0.twoWay ? [$0.to, $0.from] : [$0.to] })
+        for name in allNames() {
+            guard let key = view(name) else { continue }
+            if key.kind == .value, !keys.contains(name) { transaction.deletedKeys.append(name) }
+            if key.kind == .computed, !definitions.contains(name) { transaction.deletedDefinitions.append(name) }
+        }
+        for (target, binding) in bindings where binding.to == target && !targets.contains(target) {
+            transaction.deletedBindings.append(target)
+        }
+        apply(transaction)
+        watches.resyncAll()
+    }
+
+    /// Delivers a channel message the shared log carried to this host's watches; how many got it.
+    public func deliverPublished(channel: String, payload: JSONValue) -> Int {
+        watches.publish(channel, payload)
+    }
+
     private func applyChanges(_ transaction: StoredTransaction) {
         for target in transaction.deletedBindings {
             if let binding = bindings[target] { uninstall(binding) }
@@ -111,16 +139,6 @@ extension Store {
             let unmap = stored.unmap.flatMap { try? compile($0, allowValue: true) }
             install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)
         }
-    }
-
-    /// Deletes a key inside the open transaction, whatever its kind.
-    private func remove(_ node: KeyNode) {
-        touch(node)
-        setExpression(node, nil)
-        setKind(node, nil)
-        node.expiresAt = nil
-        node.owner = nil
-        node.write(.missing, always: false)
     }
 
     /// Whether the open transaction applies what a shared log decided.

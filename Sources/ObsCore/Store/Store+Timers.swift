@@ -24,16 +24,21 @@ extension Store {
         return next
     }
 
+    /// Whether a TTL heap entry still stands for its key's deadline (not set again, not deleted).
+    func isLiveExpiry(_ deadline: Double, _ node: KeyNode) -> Bool {
+        node.exists && node.expiresAt == deadline && isCurrent(node)
+    }
+
     /// Each expired key is deleted in its own transaction, with reason "ttl".
     private func expireDueKeys() {
         let now = clock.now
         while let first = expiries.first, first.deadline <= now {
             _ = expiries.pop()
             let node = first.element
-            guard node.exists, node.expiresAt == first.deadline, isCurrent(node) else { continue }
+            guard isLiveExpiry(first.deadline, node) else { continue }
             write(reason: "ttl") { [self] () throws(ObsError) in
                 // Run again after a lost race: only if that same deadline still holds.
-                guard node.exists, node.expiresAt == first.deadline, isCurrent(node) else { return }
+                guard isLiveExpiry(first.deadline, node) else { return }
                 _ = try delete(node.name)
             }
         }

@@ -57,7 +57,7 @@ extension Store {
             current?.redefined.insert(ObjectIdentifier(node))
             node.expiresAt = expiresAt
             node.owner = owner
-            if let expiresAt { expiries.push(expiresAt, node) }
+            if let expiresAt { expiries.push(expiresAt, node, isLive: isLiveExpiry) }
         }
         writeValue(node, value, always: always)
         return true
@@ -72,13 +72,18 @@ extension Store {
         }
         // An expiry or an ephemeral removal deletes the key as this host knows it, not a newer one.
         if current?.reason != nil { current?.depend(on: key) }
+        remove(node)
+        return true
+    }
+
+    /// Deletes a key inside the open transaction, whatever its kind.
+    func remove(_ node: KeyNode) {
         touch(node)
         setExpression(node, nil)
         setKind(node, nil)
         node.expiresAt = nil
         node.owner = nil
         node.write(.missing, always: false)
-        return true
     }
 
     /// `incr`: the new value.

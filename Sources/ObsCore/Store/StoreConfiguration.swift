@@ -8,6 +8,8 @@ public struct StoreConfiguration: Sendable {
     public var maxWatchesPerConnection = 1024
     /// Revisions whose changes are kept for `since`.
     public var historyRevisions = 10_000
+    /// Bytes of changes (keys and values) kept for `since`: the oldest revisions go first.
+    public var historyBytes = 64 << 20
     /// Unsent bytes on a connection past which its watches stop queuing events (overflow).
     public var maxOutputBytes = 8 << 20
     /// Deepest JSON nesting a request may have: `bad_json` beyond it.

@@ -8,8 +8,12 @@ final class WatchClient {
     var overflowed = false
     var overflowFrom: UInt64 = 0
 
-    init(sink: any WatchSink) {
+    /// Orders the clients (`WatchHub.clients`).
+    let serial: UInt64
+
+    init(sink: any WatchSink, serial: UInt64) {
         self.sink = sink
+        self.serial = serial
     }
 
     /// Its watches in the order they were made.

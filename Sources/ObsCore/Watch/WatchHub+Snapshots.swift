@@ -36,6 +36,21 @@ extension WatchHub {
         sendControl(watch, .synced, [("rev", .int(Int64(rev)))])
     }
 
+    /// Every watch was left with a gap (cluster mode: the history it would replay is gone): each
+    /// gets `compacted` and a fresh snapshot, and `since` before now answers `compacted` too.
+    func resyncAll() {
+        history = History(capacity: configuration.historyRevisions, maxBytes: configuration.historyBytes, start: rev)
+        for client in clients {
+            guard !client.overflowed else { continue }
+            for watch in client.orderedWatches {
+                watch.pending.removeAll()
+                watch.windows.removeAll()
+                sendControl(watch, .compacted, [("compact_rev", .int(Int64(rev)))])
+                sendSnapshot(watch)
+            }
+        }
+    }
+
     /// The client's output is drained: held `latest` events go out, and a client that overflowed
     /// gets, per watch, `overflow` with the revisions it missed and a fresh snapshot.
     func drained(_ client: WatchClient) {

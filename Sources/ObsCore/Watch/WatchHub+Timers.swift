@@ -10,7 +10,7 @@ extension WatchHub {
         while let first = timers.first, first.deadline <= now {
             _ = timers.pop()
             let watch = first.element
-            guard watch.active, watch.scheduledAt == first.deadline else { continue }
+            guard Self.isLive(first.deadline, watch) else { continue }
             watch.scheduledAt = nil
             fire(watch, now: now)
         }
@@ -21,7 +21,12 @@ extension WatchHub {
         let deadline = max(requested, clock.monotonic + 0.000_001)
         if let scheduled = watch.scheduledAt, scheduled <= deadline { return }
         watch.scheduledAt = deadline
-        timers.push(deadline, watch)
+        timers.push(deadline, watch, isLive: Self.isLive)
+    }
+
+    /// Whether a timer entry is still its watch's next deadline (not rescheduled, not removed).
+    static func isLive(_ deadline: Double, _ watch: Watch) -> Bool {
+        watch.active && watch.scheduledAt == deadline
     }
 
     func scheduleProgress(_ watch: Watch) {

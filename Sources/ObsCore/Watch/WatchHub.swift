@@ -21,6 +21,8 @@ final class WatchHub {
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
     var timers = DeadlineHeap<Watch>()
     var stats = WatchStats()
+    private var registered: [ObjectIdentifier: WatchClient] = [:]
+    private var clientSerial: UInt64 = 0
     /// `publish` calls: each delivery is stamped so that a watch gets a message once.
     var publishes: UInt64 = 0
 
@@ -28,7 +30,7 @@ final class WatchHub {
         self.configuration = configuration
         self.clock = clock
         self.rev = rev
-        history = History(capacity: configuration.historyRevisions, start: rev)
+        history = History(capacity: configuration.historyRevisions, maxBytes: configuration.historyBytes, start: rev)
     }
 
     // MARK: Clients and watches
@@ -36,15 +38,22 @@ final class WatchHub {
     /// A new client whose lines go to `sink`.
     func register(_ sink: any WatchSink) -> WatchClient {
         stats.clients += 1
-        return WatchClient(sink: sink)
+        clientSerial += 1
+        let client = WatchClient(sink: sink, serial: clientSerial)
+        registered[ObjectIdentifier(client)] = client
+        return client
     }
 
     /// The client is gone: its watches stop.
     func remove(_ client: WatchClient) {
         for watch in client.watches.values { stop(watch) }
         client.watches.removeAll()
+        registered[ObjectIdentifier(client)] = nil
         stats.clients -= 1
     }
+
+    /// Every client, in the order they came.
+    var clients: [WatchClient] { registered.values.sorted { $0.serial < $1.serial } }
 
     /// Starts a watch and sends what `options.start` asks for; the watch's id on its client.
     func watch(_ client: WatchClient, _ options: Watch.Options) throws(ObsError) -> Int {

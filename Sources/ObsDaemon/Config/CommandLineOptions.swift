@@ -8,6 +8,14 @@ public struct CommandLineOptions: Sendable, Equatable {
     public var config: String?
     public var durability: Durability?
     public var logLevel: LogLevel?
+    public var cluster: ClusterMode?
+    public var etcdEndpoints: [String]?
+    public var etcdPrefix: String?
+    public var etcdCACert: String?
+    public var etcdCert: String?
+    public var etcdKey: String?
+    public var etcdUser: String?
+    public var etcdPassword: String?
     public var check = false
     public var version = false
     public var help = false
@@ -51,6 +59,22 @@ public struct CommandLineOptions: Sendable, Equatable {
                     throw UsageError("--log-level must be debug, info, warn or error, not '\(text)'")
                 }
                 options.logLevel = level
+            case "--cluster":
+                let text = try value()
+                guard let mode = ClusterMode(rawValue: text) else { throw UsageError("--cluster must be none or etcd, not '\(text)'") }
+                options.cluster = mode
+            case "--etcd-endpoints":
+                let text = try value()
+                guard let endpoints = ConfigValues.endpoints(text) else {
+                    throw UsageError("--etcd-endpoints must be http:// or https:// URLs, comma-separated, not '\(text)'")
+                }
+                options.etcdEndpoints = endpoints
+            case "--etcd-prefix": options.etcdPrefix = try nonEmpty(value(), flag)
+            case "--etcd-cacert": options.etcdCACert = try nonEmpty(value(), flag)
+            case "--etcd-cert": options.etcdCert = try nonEmpty(value(), flag)
+            case "--etcd-key": options.etcdKey = try nonEmpty(value(), flag)
+            case "--etcd-user": options.etcdUser = try nonEmpty(value(), flag)
+            case "--etcd-password": options.etcdPassword = try nonEmpty(value(), flag)
             case "--check": try noValue(); options.check = true
             case "--version": try noValue(); options.version = true
             case "--help", "-h": try noValue(); options.help = true

@@ -69,6 +69,51 @@ enum ConfigFile {
             return true
         },
         countLimit("history", \.history),
+        byteLimit("history_bytes", \.historyBytes),
+        SettingSpec(name: "cluster", expects: "none or etcd") { settings, value, _ in
+            guard let mode = ClusterMode(rawValue: value) else { return false }
+            settings.cluster = mode
+            return true
+        },
+        SettingSpec(name: "etcd_endpoints", expects: "http:// or https:// URLs, comma-separated") { settings, value, _ in
+            guard let endpoints = ConfigValues.endpoints(value) else { return false }
+            settings.etcd.endpoints = endpoints
+            return true
+        },
+        SettingSpec(name: "etcd_prefix", expects: "a key prefix such as /obsd/") { settings, value, _ in
+            settings.etcd.prefix = value
+            return true
+        },
+        SettingSpec(name: "etcd_cacert", expects: "a path") { settings, value, directory in
+            settings.etcd.caFile = absolute(value, directory)
+            return true
+        },
+        SettingSpec(name: "etcd_cert", expects: "a path") { settings, value, directory in
+            settings.etcd.certFile = absolute(value, directory)
+            return true
+        },
+        SettingSpec(name: "etcd_key", expects: "a path") { settings, value, directory in
+            settings.etcd.keyFile = absolute(value, directory)
+            return true
+        },
+        SettingSpec(name: "etcd_user", expects: "a user name") { settings, value, _ in
+            settings.etcd.user = value
+            return true
+        },
+        SettingSpec(name: "etcd_password", expects: "a password") { settings, value, _ in
+            settings.etcd.password = value
+            return true
+        },
+        SettingSpec(name: "etcd_timeout", expects: "a duration such as 250ms, 5s, 2m, 1h or 60") { settings, value, _ in
+            guard let seconds = ConfigValues.duration(value), seconds > 0 else { return false }
+            settings.etcd.timeout = seconds
+            return true
+        },
+        SettingSpec(name: "ephemeral_ttl", expects: "a duration of at least 2s") { settings, value, _ in
+            guard let seconds = ConfigValues.duration(value), seconds >= 2 else { return false }
+            settings.etcd.ephemeralTTL = Int64(seconds.rounded(.up))
+            return true
+        },
     ]
 
     /// Applies the file's settings over `settings`. `path` names the file in messages and is where

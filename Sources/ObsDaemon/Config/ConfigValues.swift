@@ -24,6 +24,15 @@ enum ConfigValues {
         return count(Substring(text))
     }
 
+    /// etcd endpoints: `http://` or `https://` URLs, comma-separated.
+    static func endpoints(_ text: String) -> [String]? {
+        let endpoints = text.split(separator: ",").map { String($0.filter { $0 != " " }) }
+        guard !endpoints.isEmpty, endpoints.allSatisfy({ ($0.hasPrefix("http://") || $0.hasPrefix("https://")) && $0.count > 8 }) else {
+            return nil
+        }
+        return endpoints
+    }
+
     /// A whole number of at least 1.
     static func count(_ text: Substring) -> Int? {
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(text), value > 0 else {

@@ -78,6 +78,23 @@ public enum Configuration {
         if options.memory { settings.durability = .memory }
         if let durability = options.durability { settings.durability = durability }
         if let level = options.logLevel { settings.logLevel = level }
+        if let mode = options.cluster { settings.cluster = mode }
+        if let endpoints = options.etcdEndpoints { settings.etcd.endpoints = endpoints }
+        if let prefix = options.etcdPrefix { settings.etcd.prefix = prefix }
+        if let file = options.etcdCACert { settings.etcd.caFile = file }
+        if let file = options.etcdCert { settings.etcd.certFile = file }
+        if let file = options.etcdKey { settings.etcd.keyFile = file }
+        if let user = options.etcdUser { settings.etcd.user = user }
+        if let password = environment["OBSD_ETCD_PASSWORD"] ?? options.etcdPassword { settings.etcd.password = password }
+        if settings.cluster == .etcd {
+            guard !settings.etcd.endpoints.isEmpty else { throw ConfigError("cluster = etcd needs etcd_endpoints (or --etcd-endpoints)") }
+            guard (settings.etcd.certFile == nil) == (settings.etcd.keyFile == nil) else {
+                throw ConfigError("etcd_cert and etcd_key go together")
+            }
+            guard (settings.etcd.user == nil) == (settings.etcd.password == nil) else {
+                throw ConfigError("etcd_user and etcd_password go together")
+            }
+        }
         return settings
     }
 

@@ -50,6 +50,33 @@ public struct Limits: Sendable, Equatable {
     public var clientTimeout: Double = 60
     /// Revisions of history kept for `since`.
     public var history = 10_000
+    /// Bytes of history kept for `since` (keys and values); the oldest revisions go first.
+    public var historyBytes = 64 << 20
+
+    public init() {}
+}
+
+/// Where the state lives: on this host alone, or shared by every host through etcd.
+public enum ClusterMode: String, Sendable, CaseIterable {
+    case none
+    case etcd
+}
+
+/// Cluster mode's settings (docs/operations.md, "Cluster mode").
+public struct ClusterSettings: Sendable, Equatable {
+    /// etcd's client URLs, tried in turn.
+    public var endpoints: [String] = []
+    /// Where obsd's records live in etcd's key space.
+    public var prefix = "/obsd/"
+    public var caFile: String?
+    public var certFile: String?
+    public var keyFile: String?
+    public var user: String?
+    public var password: String?
+    /// How long a write may wait for etcd before it fails with `unavailable`.
+    public var timeout: Double = 5
+    /// The TTL of this host's lease, in seconds: how long its ephemeral keys outlive it.
+    public var ephemeralTTL: Int64 = 10
 
     public init() {}
 }
@@ -68,6 +95,8 @@ public struct Settings: Sendable, Equatable {
     /// A definitions file (docs/cli.md) applied at start and on reload.
     public var definitions: String?
     public var limits = Limits()
+    public var cluster = ClusterMode.none
+    public var etcd = ClusterSettings()
 
     public init(socket: String, stateDirectory: String) {
         self.socket = socket

@@ -3,6 +3,7 @@
 // rule wins. Names are resolved when the settings are loaded (start and reload), so accepting a
 // connection costs no passwd lookup except for a group rule's supplementary-group check.
 import CLinux
+import Foundation
 import Glibc
 import ObsCore
 
@@ -25,11 +26,17 @@ public struct AccessPolicy: Sendable {
     private var users: [UInt32: Access] = [:]
     private var groups: [UInt32: Access] = [:]
     private let owner: UInt32
+    /// The uid every peer outside obsd's user namespace shows up as, when obsd runs in one that
+    /// does not map every uid (systemd's PrivateUsers=): such a peer could be anyone, so it gets
+    /// nothing, whatever `allow` says about that uid (`nobody`).
+    private let unmapped: UInt32?
 
     /// The policy for `rules`; `unresolved` receives each rule naming a user or group that does
     /// not exist (such a rule grants nothing).
-    public init(_ rules: [AllowRule], owner: UInt32 = geteuid(), unresolved: (AllowRule) -> Void = { _ in }) {
+    public init(_ rules: [AllowRule], owner: UInt32 = geteuid(), unmapped: UInt32? = unmappedUID(),
+                unresolved: (AllowRule) -> Void = { _ in }) {
         self.owner = owner
+        self.unmapped = unmapped
         for rule in rules {
             switch rule.subject {
             case .user(let name):
@@ -44,6 +51,7 @@ public struct AccessPolicy: Sendable {
 
     /// What a peer may do, or nil when it may not connect at all.
     public func access(for peer: PeerCredentials) -> Access? {
+        if peer.uid == unmapped { return nil }
         if peer.uid == owner || peer.uid == 0 { return .write }
         var best = users[peer.uid]
         if !groups.isEmpty {
@@ -70,6 +78,16 @@ public struct AccessPolicy: Sendable {
         }
         return Array(list.prefix(Int(count)))
     }
+}
+
+/// The uid the kernel reports for users outside this process's user namespace (the overflow uid,
+/// normally 65534), or nil when the namespace maps every uid, as the initial one does.
+public func unmappedUID(uidMap: String? = try? String(contentsOfFile: "/proc/self/uid_map", encoding: .utf8),
+                        overflow: String? = try? String(contentsOfFile: "/proc/sys/kernel/overflowuid", encoding: .utf8)) -> UInt32? {
+    guard let uidMap else { return nil }
+    let ranges = uidMap.split(separator: "\n").map { $0.split(separator: " ").compactMap { UInt64($0) } }
+    if ranges.count == 1, ranges[0] == [0, 0, 4_294_967_295] { return nil }
+    return overflow.flatMap { UInt32($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 65534
 }
 
 /// A user's id from its name or number.

@@ -1,15 +1,20 @@
 // The listening socket and the rules of docs/operations.md's Security section:
-// 1. The socket's directory is created 0700 if missing, and widened only as socket_mode and
-//    socket_group ask: a group gets r-x on the directory (0750, with that group), others get --x.
-//    A directory that already exists must be a real directory (not a symlink), owned by us and
-//    writable by nobody else, or someone else could swap the socket; it gains the bits the socket
-//    needs and is never narrowed (an operator may have opened it on purpose).
+// 1. The socket's directory is created 0700 if missing (and its missing parents 0711), and widened
+//    only as socket_mode and socket_group ask: a group gets r-x on the directory (0750, with that
+//    group), others get --x. A directory that already exists must be a real directory (not a
+//    symlink), owned by us and writable by nobody else, or someone else could swap the socket; it
+//    gains the bits the socket needs and is never narrowed (an operator may have opened it on
+//    purpose). Every component above it is checked too (SafeDirectory.swift): only directories of
+//    root or ours, others' write access only with the sticky bit, symlinks only of root or ours.
 // 2. A socket path that is a symlink or some other file is refused. A socket file with a live
 //    daemon behind it (connect succeeds) means "already running"; one nobody listens on is stale
 //    and replaced.
 // 3. bind runs under a umask that yields the configured mode, then chmod/chown set it exactly,
 //    all before listen: no client can connect before the mode is final.
 // With socket activation (LISTEN_FDS) systemd made the socket, so none of this applies.
+// CLinux too: its shim includes <sys/socket.h>, and when another file of the module loads it first,
+// SOCK_* and MSG_* are visible only through it.
+import CLinux
 import Glibc
 
 final class Listener {
@@ -45,16 +50,18 @@ final class Listener {
 
     /// Creates, secures and binds the socket at `settings.socket`.
     static func bind(_ settings: Settings) throws(ListenerError) -> Listener {
-        let path = settings.socket
         var address = sockaddr_un()
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else {
-            throw ListenerError("socket path \(path) is longer than \(capacity - 1) bytes")
+        guard settings.socket.utf8.count < capacity else {
+            throw ListenerError("socket path \(settings.socket) is longer than \(capacity - 1) bytes")
         }
         let group = try settings.socketGroup.map { (name) throws(ListenerError) in try groupID(name) }
-        try prepareDirectory(directory(of: path), mode: settings.socketMode, group: group)
+        let path = try prepareDirectory(directory(of: settings.socket), mode: settings.socketMode, group: group) + "/" + name(of: settings.socket)
         try removeStaleSocket(path)
 
+        guard path.utf8.count < capacity else {
+            throw ListenerError("socket path \(path) (\(settings.socket) with its symlinks resolved) is longer than \(capacity - 1) bytes")
+        }
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -100,43 +107,41 @@ final class Listener {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    private static func prepareDirectory(_ directory: String, mode socketMode: UInt32, group: gid_t?) throws(ListenerError) {
+    private static func name(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// The socket's directory, checked or created under SafeDirectory's rules (missing parents
+    /// 0711: others may only pass through), then given what `socket_mode` and `socket_group`
+    /// need. Returns the directory with symlinks above it resolved.
+    private static func prepareDirectory(_ directory: String, mode socketMode: UInt32, group: gid_t?) throws(ListenerError) -> String {
         var wanted: mode_t = 0o700
         if group != nil, socketMode & 0o060 != 0 { wanted |= 0o050 }
         if socketMode & 0o006 != 0 { wanted |= 0o001 }
-        var info = stat()
-        if lstat(directory, &info) != 0 {
-            guard errno == ENOENT else {
-                throw ListenerError("cannot inspect socket directory \(directory): \(SystemError("lstat"))")
+        let prepared: SafeDirectory.Prepared
+        do throws(UnsafePathError) {
+            prepared = try SafeDirectory.prepare(directory, role: "socket directory", mode: 0o700, parentMode: 0o711,
+                                                 allowSymlink: false)
+        } catch {
+            throw ListenerError(error.description)
+        }
+        let path = prepared.path
+        if prepared.created {
+            guard group.map({ chown(path, uid_t.max, $0) == 0 }) ?? true, chmod(path, wanted) == 0 else {
+                throw ListenerError("cannot set the mode of socket directory \(path): \(SystemError("chmod"))")
             }
-            guard mkdir(directory, 0o700) == 0 else {
-                throw ListenerError("cannot create socket directory \(directory): \(SystemError("mkdir"))")
-            }
-            // mkdir's mode went through the umask; chmod/chown give exactly what was asked.
-            guard group.map({ chown(directory, uid_t.max, $0) == 0 }) ?? true, chmod(directory, wanted) == 0 else {
-                throw ListenerError("cannot set the mode of socket directory \(directory): \(SystemError("chmod"))")
-            }
-            return
-        }
-        guard info.st_mode & S_IFMT != S_IFLNK else {
-            throw ListenerError("socket directory \(directory) is a symlink; refusing to use it")
-        }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw ListenerError("socket directory \(directory) is not a directory")
-        }
-        guard info.st_uid == geteuid() else {
-            throw ListenerError("socket directory \(directory) belongs to uid \(info.st_uid), not to this user (uid \(geteuid()))")
-        }
-        guard info.st_mode & 0o022 == 0 else {
-            throw ListenerError("socket directory \(directory) is writable by others (mode \(String(info.st_mode & 0o7777, radix: 8))); make it 0700")
+            return path
         }
         // Our own directory gains what socket_mode and socket_group need, and keeps what it had.
-        if let group, info.st_gid != group, chown(directory, uid_t.max, group) != 0 {
-            throw ListenerError("cannot give socket directory \(directory) to group \(group): \(SystemError("chown"))")
+        let info = prepared.info
+        if let group, info.st_gid != group, chown(path, uid_t.max, group) != 0 {
+            throw ListenerError("cannot give socket directory \(path) to group \(group): \(SystemError("chown"))")
         }
-        if info.st_mode & wanted != wanted, chmod(directory, (info.st_mode & 0o777) | wanted) != 0 {
-            throw ListenerError("cannot widen socket directory \(directory): \(SystemError("chmod"))")
+        if info.st_mode & wanted != wanted, chmod(path, (info.st_mode & 0o777) | wanted) != 0 {
+            throw ListenerError("cannot widen socket directory \(path): \(SystemError("chmod"))")
         }
+        return path
     }
 
     private static func removeStaleSocket(_ path: String) throws(ListenerError) {

@@ -1,6 +1,9 @@
 // systemd's notification protocol (sd_notify(3)): datagrams of `NAME=VALUE` lines sent to the
 // AF_UNIX socket named by $NOTIFY_SOCKET. A name starting with '@' is in the abstract namespace
 // (the '@' becomes a NUL byte). Without $NOTIFY_SOCKET every call does nothing.
+// CLinux too: its shim includes <sys/socket.h>, and when another file of the module loads it first,
+// SOCK_* and MSG_* are visible only through it.
+import CLinux
 import Glibc
 
 public final class Notifier {

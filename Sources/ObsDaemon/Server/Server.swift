@@ -14,7 +14,13 @@ final class Server {
     var limits: Limits
     var policy: AccessPolicy
 
+    /// The log lines clients can cause, rate-limited.
+    private let clientLog: ClientLog
+    /// A descriptor kept free to refuse clients with when every other one is in use.
+    private let reserve = ReservedDescriptor()
     private(set) var connections: [Int32: Connection] = [:]
+    /// Set by `beginShutdown`.
+    private var stopping = false
     /// The connections with `stalledSince` set: the only ones the client_timeout checks of each
     /// turn need to look at (a loop over every connection per turn costs the 1,000-watcher case
     /// more than its deliveries).
@@ -35,6 +41,7 @@ final class Server {
         self.limits = limits
         self.policy = policy
         self.log = log
+        clientLog = ClientLog(log)
         try loop.add(listener.fd, EventLoop.input)
     }
 
@@ -42,38 +49,75 @@ final class Server {
 
     // MARK: - Accepting
 
-    /// Accepts every pending connection.
-    func acceptAll() {
-        guard let listener else { return }
+    /// Accepts every pending connection. Out of descriptors, each waiting client is still
+    /// answered `limit` and closed (through the reserved descriptor); when not even that works,
+    /// accepting pauses (`pauseAccepting`) instead of waking the loop again at once.
+    func acceptAll(now: Double) {
+        guard let listener, acceptResumeAt == nil else { return }
         while true {
             let fd = accept4(listener.fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-            if fd < 0 {
-                switch errno {
-                case EAGAIN, EINTR: return
-                case ECONNABORTED, EPROTO: continue
-                default:
-                    // EMFILE and friends: leave the rest in the backlog until descriptors free up.
-                    log.warn("accept: \(SystemError("accept4"))")
-                    return
-                }
+            if fd >= 0 {
+                admit(fd, now: now)
+                continue
             }
-            admit(fd)
+            let error = SystemError("accept4")
+            switch error.code {
+            case EAGAIN, EINTR:
+                return
+            case ECONNABORTED, EPROTO:
+                continue
+            case EMFILE, ENFILE:
+                let refusal = ObsError(.limit, "the daemon is out of file descriptors; try again later")
+                if reserve.refuse(from: listener.fd, with: LineEncoding.error(id: .null, refusal).bytes) {
+                    clientLog.warn(.outOfDescriptors, now: now, "connection refused: out of file descriptors (\(error)); raise LimitNOFILE= or lower max_connections")
+                    continue
+                }
+                clientLog.warn(.acceptFailed, now: now, "accept: \(error); not accepting for \(Self.acceptPause) s")
+                return pauseAccepting(now: now)
+            default:
+                clientLog.warn(.acceptFailed, now: now, "accept: \(error); not accepting for \(Self.acceptPause) s")
+                return pauseAccepting(now: now)
+            }
         }
     }
 
-    private func admit(_ fd: Int32) {
+    /// How long the listener stays out of the epoll set after accepting failed.
+    static let acceptPause = 1.0
+
+    /// When accepting resumes, while it is paused.
+    private(set) var acceptResumeAt: Double?
+
+    private func pauseAccepting(now: Double) {
+        guard let listener, acceptResumeAt == nil else { return }
+        loop.remove(listener.fd)
+        acceptResumeAt = now + Self.acceptPause
+    }
+
+    /// Puts the listener back once the pause is over (or a connection closed: a descriptor is free).
+    func resumeAccepting(now: Double, early: Bool = false) {
+        guard let listener, let due = acceptResumeAt, early || now >= due else { return }
+        acceptResumeAt = nil
+        do throws(SystemError) {
+            try loop.add(listener.fd, EventLoop.input)
+        } catch {
+            clientLog.warn(.acceptFailed, now: now, "cannot watch the listener again: \(error)")
+            acceptResumeAt = now + Self.acceptPause
+        }
+    }
+
+    private func admit(_ fd: Int32, now: Double) {
         guard connections.count < limits.maxConnections else {
-            log.warn("connection refused: \(limits.maxConnections) connections already open (max_connections)")
+            clientLog.warn(.overConnectionLimit, now: now, "connection refused: \(limits.maxConnections) connections already open (max_connections)")
             refuse(fd, ObsError(.limit, "too many connections (max_connections is \(limits.maxConnections))"))
             return
         }
         guard let peer = PeerCredentials.of(fd) else {
-            log.warn("connection refused: \(SystemError("SO_PEERCRED"))")
+            clientLog.warn(.peerCredentials, now: now, "connection refused: \(SystemError("SO_PEERCRED"))")
             close(fd)
             return
         }
         guard let access = policy.access(for: peer) else {
-            log.info("connection from uid \(peer.uid) (pid \(peer.pid)) refused: not in allow")
+            clientLog.info(.notAllowed, now: now, "connection from uid \(peer.uid) (pid \(peer.pid)) refused: not in allow")
             refuse(fd, ObsError(.permissionDenied, "uid \(peer.uid) may not use this daemon"))
             return
         }
@@ -81,7 +125,7 @@ final class Server {
         do throws(SystemError) {
             try loop.add(fd, EventLoop.input)
         } catch {
-            log.warn("connection refused: \(error)")
+            clientLog.warn(.registration, now: now, "connection refused: \(error)")
             close(fd)
             return
         }
@@ -89,6 +133,32 @@ final class Server {
         connections[fd] = connection
         connection.session = Session(store: store, access: access, output: connection)
         log.debug("connection \(fd) from uid \(peer.uid) (pid \(peer.pid)), \(access.rawValue) access")
+    }
+
+    /// A new `allow` (reload): every open connection's access is computed again, as if it had just
+    /// connected. A connection that lost all access gets one permission_denied line and is closed
+    /// once that is written; one that lost write access gets permission_denied for its writes from
+    /// now on (its watches go on: reading is still allowed).
+    func apply(_ policy: AccessPolicy) {
+        self.policy = policy
+        for connection in Array(connections.values) {
+            guard let session = connection.session, !connection.closeAfterFlush else { continue }
+            let peer = connection.peer
+            guard let access = policy.access(for: peer) else {
+                log.info("connection \(connection.fd) from uid \(peer.uid) (pid \(peer.pid)) closed: no longer in allow")
+                connection.write(LineEncoding.error(id: .null, ObsError(.permissionDenied, "uid \(peer.uid) may no longer use this daemon")))
+                connection.readClosed = true
+                connection.closeAfterFlush = true
+                session.close()
+                connection.session = nil
+                updateInterest(connection)
+                continue
+            }
+            if access != session.access {
+                log.info("connection \(connection.fd) from uid \(peer.uid) (pid \(peer.pid)) now has \(access.rawValue) access")
+                session.access = access
+            }
+        }
     }
 
     /// Sends one error line to a connection that is not admitted, then closes it.
@@ -102,6 +172,8 @@ final class Server {
     // MARK: - Reading
 
     /// Reads what `fd` has (at most a fair share per turn) and hands complete lines to its session.
+    /// While stopping, it reads everything the client has sent so far, and once all of it is
+    /// answered (`shutting_down`) the connection gets `goodbye`.
     func readable(_ fd: Int32, hangup: Bool) {
         guard let connection = connections[fd] else { return }
         guard !connection.readClosed else {
@@ -112,32 +184,50 @@ final class Server {
         // the loop while others wait (level-triggered epoll reports the rest next turn). A read
         // that does not fill the buffer took everything there was: reading again would only cost
         // a system call to learn EAGAIN (and epoll reports whatever arrives after it).
-        for _ in 0..<4 {
+        var readAll = false
+        var reads = 0
+        while stopping || reads < 4 {
+            reads += 1
             let count = readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                if errno == EAGAIN { break }
+                if errno == EAGAIN {
+                    readAll = true
+                    break
+                }
                 drop(connection)
                 return
             }
+            if count == 0, stopping {
+                // The end of what the client sent before the stop (beginShutdown shut the
+                // reading side): all of it is read.
+                readAll = true
+                break
+            }
             if count == 0 {
-                // EOF: answer what was complete, drop any partial line, close once flushed (and,
-                // in cluster mode, once the answers still pending are given).
+                // EOF: answer what was complete, drop any partial line, close once flushed (and
+                // once the requests held back are answered: waiting for the output to drain, or,
+                // in cluster mode, for an answer still pending).
                 connection.readClosed = true
                 connection.closeAfterFlush = true
-                if connection.session?.isWaiting != true {
+                if connection.session?.holdsRequests != true {
                     connection.session?.close()
                     connection.session = nil
+                    if connection.pendingBytes == 0 { return drop(connection) }
                 }
-                if connection.pendingBytes == 0, connection.session == nil { drop(connection) } else { updateInterest(connection) }
-                return
+                return updateInterest(connection)
             }
             feed(connection, count)
-            // A session waiting for an answer (cluster mode) handles nothing more until it has it:
-            // what the client sends meanwhile stays in the socket.
-            if count < readBuffer.count || connection.readClosed || connection.pendingBytes > limits.outputBufferBytes
-                || connection.session?.isWaiting == true { break }
+            // A session holding requests back (its output over the limit, or an answer pending in
+            // cluster mode) handles nothing more for now: what the client sends stays in the socket.
+            if connection.readClosed || connection.pendingBytes > limits.outputBufferBytes
+                || connection.session?.holdsRequests == true { break }
+            if count < readBuffer.count {
+                readAll = true
+                break
+            }
         }
+        if stopping, readAll, connection.session?.holdsRequests != true { sayGoodbye(connection) }
         updateInterest(connection)
     }
 
@@ -145,7 +235,7 @@ final class Server {
         guard let session = connection.session, !connection.closeAfterFlush else { return }
         readBuffer.withUnsafeBytes { session.receive(bytes: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
         if session.wantsClose {
-            log.info("connection \(connection.fd): request line over \(limits.maxLineBytes) bytes; closing")
+            clientLog.info(.lineTooLong, "connection \(connection.fd): request line over \(limits.maxLineBytes) bytes; closing")
             connection.readClosed = true
             connection.closeAfterFlush = true
         }
@@ -179,13 +269,16 @@ final class Server {
             return
         case .done:
             setStalled(connection, since: nil)
-            if connection.closeAfterFlush, connection.session?.isWaiting != true {
+            connection.overLimit = false
+            // Drained: held requests are answered, `latest` watches send what they held, an
+            // overflowed session resyncs (not when closing: then only held requests matter).
+            if let session = connection.session, !connection.closeAfterFlush || session.holdsRequests {
+                session.outputDrained()
+            }
+            if connection.closeAfterFlush, connection.pendingBytes == 0, connection.session?.holdsRequests != true {
                 drop(connection)
                 return
             }
-            connection.overLimit = false
-            // Drained: `latest` watches send what they held, an overflowed session resyncs.
-            connection.session?.outputDrained()
         case .held:
             // What could go went; the rest waits for a group commit, not for the socket.
             setStalled(connection, since: nil)
@@ -204,6 +297,12 @@ final class Server {
             connection.overLimit = false
             connection.session?.outputDrained()
         }
+        // Stopping: a connection whose output held up its goodbye reads (and answers) the rest of
+        // what it sent now, even if nothing new arrives to wake epoll.
+        if stopping, !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes,
+           connection.session?.holdsRequests != true {
+            return readable(connection.fd, hangup: false)
+        }
         updateInterest(connection)
     }
 
@@ -213,7 +312,7 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard connection.isOpen else { return }
         var wanted: UInt32 = 0
-        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.isWaiting != true {
+        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.holdsRequests != true {
             wanted |= EventLoop.input
         }
         if connection.hasSendableOutput, !connection.isDirty { wanted |= EventLoop.output }
@@ -222,7 +321,7 @@ final class Server {
             try loop.modify(connection.fd, wanted)
             connection.interest = wanted
         } catch {
-            log.warn("connection \(connection.fd): \(error)")
+            clientLog.warn(.epoll, "connection \(connection.fd): \(error)")
             drop(connection)
         }
     }
@@ -239,7 +338,7 @@ final class Server {
     func expireStalled(now: Double) {
         for connection in Array(stalled.values) {
             guard let since = connection.stalledSince, now - since >= limits.clientTimeout else { continue }
-            log.info("connection \(connection.fd) (uid \(connection.peer.uid)): read nothing for \(limits.clientTimeout)s over the output limit; disconnecting")
+            clientLog.info(.clientTimeout, now: now, "connection \(connection.fd) (uid \(connection.peer.uid)): read nothing for \(limits.clientTimeout)s over the output limit; disconnecting")
             drop(connection)
         }
     }
@@ -260,30 +359,38 @@ final class Server {
         connection.session = nil
         connection.discardOutput()
         close(connection.fd)
+        // A descriptor is free again: accepting may work now.
+        if acceptResumeAt != nil { resumeAccepting(now: monotonicSeconds(), early: true) }
     }
 
     /// Shutdown, first step: stop accepting. The socket file stays until the end.
     func stopAccepting() -> Listener? {
         guard let listener else { return nil }
-        loop.remove(listener.fd)
+        if acceptResumeAt == nil { loop.remove(listener.fd) }
+        acceptResumeAt = nil
         self.listener = nil
         return listener
     }
 
-    /// Shutdown, second step: answer the requests already received, then queue `goodbye` and
-    /// close each connection once its output is written.
-    func sayGoodbye() {
+    /// Shutdown, second step: every request is answered `shutting_down` from now on; each
+    /// connection stops taking data, reads what its client had sent until then, answers it, and
+    /// then gets `goodbye` and is closed once that is written (`readable`). A connection whose
+    /// output is over its limit does so once it drains, or is dropped at the flush deadline.
+    func beginShutdown() {
+        stopping = true
+        store.isShuttingDown = true
         for connection in Array(connections.values) where !connection.readClosed {
+            // From now on the client's sends fail (EPIPE), so "what it has already sent" is
+            // exactly what the socket holds: read to its end, every request in it is answered.
+            shutdown(connection.fd, Int32(SHUT_RD))
             readable(connection.fd, hangup: false)
         }
-        for connection in Array(connections.values) {
-            connection.readClosed = true
-            connection.closeAfterFlush = true
-            if let session = connection.session {
-                session.goodbye(reason: "shutdown")
-            }
-            updateInterest(connection)
-        }
+    }
+
+    private func sayGoodbye(_ connection: Connection) {
+        connection.readClosed = true
+        connection.closeAfterFlush = true
+        connection.session?.goodbye(reason: "shutdown")
     }
 
     /// Whether some connection got output after this turn's flush (from `Session.outputDrained`).

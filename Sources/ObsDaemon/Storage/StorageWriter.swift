@@ -8,6 +8,8 @@
 // 3. The loop takes the outcome and releases the answers that waited for the batch.
 // The mailbox is a Mutex, held only to move a job or an outcome in or out; the database is behind
 // a Mutex of its own that only the writer takes while the thread runs (load before, close after).
+// While idle, the writer checks once a second that the database and its WAL are still the files it
+// opened (StateStorage.checkFiles).
 import CLinux
 import Glibc
 import ObsCore
@@ -45,6 +47,8 @@ final class StorageWriter: Sendable {
     /// A test hook (OBSD_TEST_WRITE_DELAY, read by debug builds only): seconds the writer waits
     /// before writing each batch, so that tests can catch a batch in flight.
     private let delay: Double
+    /// Seconds of idleness after which the writer checks the database's files.
+    static let fileCheckInterval = 1.0
 
     init(_ storage: sending any StateStorage, delay: Double = 0) throws(SystemError) {
         self.storage = Mutex(storage)
@@ -125,6 +129,12 @@ final class StorageWriter: Sendable {
 
     private func serve() {
         while true {
+            // Idle for a second: a look at the database's files (deleted or replaced under obsd).
+            var descriptor = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, Int32(Self.fileCheckInterval * 1000)) == 0 {
+                storage.withLock { $0?.checkFiles() }
+                continue
+            }
             var count: UInt64 = 0
             if read(wake, &count, 8) < 0 {
                 if errno == EINTR { continue }

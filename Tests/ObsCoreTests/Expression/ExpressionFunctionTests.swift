@@ -1,7 +1,7 @@
 import XCTest
 @testable import ObsCore
 
-/// Every built-in function of expressions.md, with its normal results and its errors.
+/// Every built-in function of docs/expressions.md, with its normal results and its errors.
 final class ExpressionFunctionTests: XCTestCase {
     func test_math_functions() {
         assertEvaluations([

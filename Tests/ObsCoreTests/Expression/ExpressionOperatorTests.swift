@@ -1,7 +1,7 @@
 import XCTest
 @testable import ObsCore
 
-/// Operators, precedence, truthiness and short-circuit evaluation (expressions.md, Semantics).
+/// Operators, precedence, truthiness and short-circuit evaluation (docs/expressions.md, Semantics).
 final class ExpressionOperatorTests: XCTestCase {
     func test_arithmetic_integersStayIntegral() {
         assertEvaluations([

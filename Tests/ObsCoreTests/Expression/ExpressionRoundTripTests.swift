@@ -1,5 +1,6 @@
 import XCTest
 @testable import ObsCore
+import TestSupport
 
 /// Random syntax trees covering every node kind, operator and function, from a seed so every
 /// failure reproduces.

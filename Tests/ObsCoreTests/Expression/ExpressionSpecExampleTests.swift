@@ -1,7 +1,7 @@
 import XCTest
 @testable import ObsCore
 
-/// Every expression written in the spec (expressions.md, cli.md, protocol.md) works as written.
+/// Every expression the product's contract and docs write (docs/expressions.md, docs/cli.md, docs/protocol.md) works as written.
 final class ExpressionSpecExampleTests: XCTestCase {
     private let now = 1_700_000_000.0
 

@@ -1,7 +1,7 @@
 import XCTest
 @testable import ObsCore
 
-/// Literals, key references, member and index access, and `value` (expressions.md, Syntax).
+/// Literals, key references, member and index access, and `value` (docs/expressions.md, Syntax).
 final class ExpressionSyntaxTests: XCTestCase {
     func test_literals_evaluateToTheirValues() {
         assertEvaluations([

@@ -144,7 +144,7 @@ final class SQLiteStorageTests: XCTestCase {
         XCTAssertThrowsError(try SQLiteStorage(path: databasePath)) { error in
             XCTAssertTrue("\(error)".contains(self.databasePath), "\(error)")
         }
-        XCTAssertThrowsError(try SQLiteStorage.check(path: databasePath))
+        XCTAssertThrowsError(try SQLiteStorage(path: databasePath, mode: .check))
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: databasePath)), garbage)
         XCTAssertFalse(FileManager.default.fileExists(atPath: databasePath + "-wal"))
     }
@@ -160,7 +160,7 @@ final class SQLiteStorageTests: XCTestCase {
             }
             storage.close()
         }
-        XCTAssertEqual(try SQLiteStorage.check(path: databasePath), [])
+        XCTAssertNoThrow(try SQLiteStorage(path: databasePath, mode: .check))
         var bytes = try Data(contentsOf: URL(fileURLWithPath: databasePath))
         XCTAssertGreaterThan(bytes.count, 16 * 4096)
         // Scribble over the middle of a few b-tree pages (not page 1, which holds the header).
@@ -168,8 +168,7 @@ final class SQLiteStorageTests: XCTestCase {
             for offset in 0..<64 { bytes[page * 4096 + 8 + offset] = 0xA5 }
         }
         try bytes.write(to: URL(fileURLWithPath: databasePath))
-        let problems = (try? SQLiteStorage.check(path: databasePath)) ?? ["unreadable"]
-        XCTAssertFalse(problems.isEmpty)
+        XCTAssertThrowsError(try SQLiteStorage(path: databasePath, mode: .check).load())
         XCTAssertThrowsError(try SQLiteStorage(path: databasePath)) { error in
             XCTAssertTrue("\(error)".contains(self.databasePath), "\(error)")
         }

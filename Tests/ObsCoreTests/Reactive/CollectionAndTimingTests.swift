@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import XCTest
 @testable import ObsCore
+import TestSupport
 
 final class ObservableArrayTests: XCTestCase {
     func test_observeDiff_reportsInsertions() {

@@ -3,7 +3,7 @@ import ObsCore
 import Synchronization
 import XCTest
 
-/// The example of spec/library.md, line by line, in Swift 6 mode (a Mutex where the example
+/// The example of the library's contract (docs/library.md), line by line, in Swift 6 mode (a Mutex where the example
 /// captures a `var`), each comment checked.
 final class LibraryExampleTests: XCTestCase {
     func test_libraryExample_behavesAsItsCommentsSay() async throws {

@@ -1,5 +1,6 @@
 import XCTest
 @testable import ObsCore
+import TestSupport
 
 /// Seeded random graphs with dynamic dependencies and random batches of writes, checked after every
 /// batch against a model that recomputes everything from scratch.

@@ -90,6 +90,42 @@ final class PropagationTests: XCTestCase {
         XCTAssertEqual(seen.entries, ["b2", "a2", "a3"])
     }
 
+    /// A node read again and again in one run, between other reads, is one dependency: linked
+    /// once, whatever was read in between (here `inner`, brought up to date inside the run, which
+    /// reads `b` itself), and every one of them is followed.
+    /// ```
+    ///   a   b
+    ///   |\ /|
+    ///   | inner = b * 10
+    ///    \ |
+    ///    outer = a + inner + a + b + a + inner
+    /// ```
+    func test_repeatedReads_areOneDependencyEach() {
+        let a = Observable(1), b = Observable(2)
+        let inner = Computed { b.value * 10 }
+        let outer = Computed { a.value + inner.value + a.value + b.value + a.value + inner.value }
+        let seen = Log<Int>()
+        let token = outer.observe(initial: true) { seen.append($0.newValue) }
+        defer { token.cancel() }
+        func dependencies() -> [ObjectIdentifier] {
+            engine.enter()
+            defer { engine.exit() }
+            var found: [ObjectIdentifier] = []
+            outer.forEachDependency { found.append(ObjectIdentifier($0)) }
+            return found
+        }
+        let expected = [ObjectIdentifier(a), ObjectIdentifier(inner), ObjectIdentifier(b)]
+        XCTAssertEqual(dependencies(), expected)
+        b.value = 3          // inner recomputes inside outer's run
+        XCTAssertEqual(dependencies(), expected)
+        a.value = 2
+        XCTAssertEqual(dependencies(), expected)
+        XCTAssertEqual(seen.entries, [45, 66, 69])
+        var aSubscribers = 0
+        a.forEachSubscriber { _ in aSubscribers += 1 }
+        XCTAssertEqual(aSubscribers, 1, "a is linked to outer once")
+    }
+
     /// ```
     ///   flag   expensive (computed, unobserved)
     ///      \   /
@@ -186,26 +222,34 @@ final class PropagationTests: XCTestCase {
     }
 
     /// The marking walk prefetches a subscriber and marks it some steps later, through a small ring
-    /// (Propagation.swift). That must not change what it queues or in which order: breadth first,
-    /// each list in subscription order, here with lists far longer than the ring.
+    /// (Propagation.swift), in a graph large enough (here made so by 30,000 other links). That must
+    /// not change what it queues or in which order: breadth first, each list in subscription
+    /// order, here with lists far longer than the ring.
     /// ```
-    ///   s -> 100 observers (0...99), then c
-    ///   c -> 50 observers (100...149), then d
-    ///   d -> 50 observers (150...199)
+    ///   s -> 300 observers (0...299), then c
+    ///   c -> 50 observers (300...349), then d
+    ///   d -> 50 observers (350...399)
     /// ```
     func test_marking_queuesWatchersBreadthFirstInSubscriptionOrder() {
+        let ballast = Observable(0)
+        let fillers = (0..<30_000).map { _ in Computed { ballast.value } }
+        for filler in fillers { _ = filler.value }
+        engine.enter()
+        XCTAssertGreaterThanOrEqual(engine.links.pageCount, Engine.prefetchingPages, "a graph the walk prefetches in")
+        engine.exit()
+        defer { withExtendedLifetime(fillers) {} }
         let s = Observable(0)
         let c = Computed { s.value + 1 }
         let d = Computed { c.value + 1 }
         let order = Log<Int>()
         var tokens: [ObservationToken] = []
-        for id in 0..<100 { tokens.append(s.observe { _ in order.append(id) }) }
-        for id in 100..<150 { tokens.append(c.observe { _ in order.append(id) }) }
-        for id in 150..<200 { tokens.append(d.observe { _ in order.append(id) }) }
+        for id in 0..<300 { tokens.append(s.observe { _ in order.append(id) }) }
+        for id in 300..<350 { tokens.append(c.observe { _ in order.append(id) }) }
+        for id in 350..<400 { tokens.append(d.observe { _ in order.append(id) }) }
         s.value = 1
-        XCTAssertEqual(order.entries, Array(0..<200))
+        XCTAssertEqual(order.entries, Array(0..<400))
         batch { s.value = 2 }
-        XCTAssertEqual(order.entries, Array(0..<200) + Array(0..<200))
+        XCTAssertEqual(order.entries, Array(0..<400) + Array(0..<400))
         tokens.removeAll()
     }
 

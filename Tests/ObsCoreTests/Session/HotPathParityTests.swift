@@ -1,5 +1,6 @@
 import XCTest
 @testable import ObsCore
+import TestSupport
 
 /// The hot path (RequestScanner.swift, Session+Hot.swift, Store+PlainKeys.swift) answers some
 /// requests from their bytes; everything it answers must be answered exactly as the general path

@@ -113,6 +113,46 @@ final class SessionErrorTests: XCTestCase {
         XCTAssertEqual(client.send("\r\n"), [], "a line of one \\r is blank")
     }
 
+    /// An id comes back exactly as sent, whatever number it is: beyond int64, with a fraction or
+    /// an exponent, or -0; and an error answer carries it too.
+    func test_ids_areEchoedExactlyAsSent() {
+        let client = Harness().connect()
+        for id in ["9223372036854775808", "-9223372036854775809", "123456789012345678901234567890", "1.50", "1e2", "-0", "0.1",
+                   "9223372036854775807", "-9223372036854775808", "0", "\"text\"", "null", "true"] {
+            XCTAssertEqual(client.send(#"{"id":\#(id),"op":"ping"}"#).first?.hasPrefix(#"{"id":\#(id),"ok":true"#), true, id)
+            XCTAssertEqual(client.send(#"{"op":"nope", "x": {"id": 5, "s": "\"id\": 6"}, "id" : \#(id) }"#).first?
+                .hasPrefix(#"{"id":\#(id),"ok":false"#), true, id)
+        }
+        XCTAssertEqual(client.send(#"{"\u0069d":1.0e400000000000000000,"op":"ping"}"#).first?.hasPrefix(#"{"id":null,"ok":false,"error":{"code":"bad_json""#),
+                       true, "a number outside the double range is not JSON")
+        XCTAssertEqual(client.send(#"{"\u0069d":12.5e1,"op":"ping"}"#).first?.hasPrefix(#"{"id":12.5e1,"ok":true"#), true)
+    }
+
+    /// A client that pipelines requests without reading its answers: once the output is over its
+    /// limit, the rest of what it sent waits, unanswered and unparsed, until the output drains;
+    /// then it is answered in order.
+    func test_limit_answersWaitWhileTheOutputIsOverItsLimit() {
+        var configuration = StoreConfiguration()
+        configuration.maxOutputBytes = 1000
+        let client = Harness(configuration: configuration).connect()
+        XCTAssertEqual(client.request(#"{"op":"set","key":"big","value":"\#(String(repeating: "x", count: 600))"}"#)["ok"], true)
+        client.output.accumulates = true
+        let answers = client.send((1...20).map { #"{"id":\#($0),"op":"get","key":"big"}"# + "\n" }.joined())
+        XCTAssertEqual(answers.count, 2, "answers stop once the output is over its limit")
+        XCTAssertTrue(client.session.isOverflowing)
+        XCTAssertTrue(client.session.holdsRequests)
+        var ids = answers.compactMap { (try? JSONValue.parse($0))?.objectValue?["id"] }
+        while client.session.holdsRequests {
+            client.output.pendingBytes = 0
+            client.session.outputDrained()
+            let more = client.output.take()
+            XCTAssertLessThanOrEqual(more.count, 2)
+            ids += more.compactMap { (try? JSONValue.parse($0))?.objectValue?["id"] }
+        }
+        XCTAssertEqual(ids, (1...20).map { .int(Int64($0)) })
+        XCTAssertFalse(client.session.isOverflowing)
+    }
+
     func test_limit_watchesPerConnection() {
         var configuration = StoreConfiguration()
         configuration.maxWatchesPerConnection = 3

@@ -1,5 +1,6 @@
 import ObsCore
 import XCTest
+import TestSupport
 
 /// Seeded random writes with watches in every delivery mode on a fake clock, some behind a busy or
 /// overflowing connection: once everything due has run and the outputs have drained, every watch's

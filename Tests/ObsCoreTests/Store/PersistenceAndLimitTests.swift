@@ -1,4 +1,4 @@
-import ObsCore
+@testable import ObsCore
 import XCTest
 
 /// What the store hands its storage, restarts, and the limits of StoreConfiguration.
@@ -117,12 +117,66 @@ final class PersistenceAndLimitTests: XCTestCase {
         XCTAssertTrue(client.pendingEvents[0].contains("compacted"))
     }
 
+    /// History is bounded in bytes too: large values push the oldest revisions out long before
+    /// the count limit, and a `since` before what is kept gets `compacted` and a snapshot.
+    func test_limit_historyBytes_dropsTheOldestRevisionsFirst() {
+        var configuration = StoreConfiguration()
+        configuration.historyBytes = 13_000
+        let harness = Harness(configuration: configuration)
+        let client = harness.connect()
+        let big = String(repeating: "x", count: 3000)
+        for round in 1...10 { client.request(#"{"op":"set","key":"a","value":"\#(round)\#(big)"}"#) }
+        client.request(#"{"op":"set","key":"small","value":1}"#)
+        // Each overwrite keeps its old and its new value (about 6 KB): two of them fit, and the
+        // small last one.
+        let watcher = harness.connect()
+        let kept = watcher.send(#"{"id":1,"op":"watch","keys":["**"],"since":8}"#)
+        XCTAssertFalse(kept.contains { $0.contains("compacted") }, "\(kept)")
+        XCTAssertEqual(kept.filter { $0.contains(#""event":"change""#) }.count, 3)
+        let compacted = watcher.send(#"{"id":2,"op":"watch","keys":["**"],"since":7}"#)
+        XCTAssertTrue(compacted[1].hasPrefix(#"{"event":"compacted","watch":2,"compact_rev":8}"#), "\(compacted)")
+        XCTAssertEqual(compacted.filter { $0.contains(#""event":"initial""#) }.count, 2, "then a snapshot")
+    }
+
+    /// A key set again and again with a long TTL, and watches made and removed with a long
+    /// progress_ms: the timer heaps keep only a bounded number of stale entries.
+    func test_timerHeaps_stayBounded_underRepeatedChanges() {
+        let harness = Harness()
+        let client = harness.connect()
+        for round in 0..<20_000 {
+            // Each set moves the deadline: a new entry, and the previous one stale.
+            harness.clock.advance(0.001)
+            client.request(#"{"op":"set","key":"a","value":\#(round),"ttl_ms":31536000000}"#)
+        }
+        XCTAssertLessThanOrEqual(harness.store.expiries.count, 2048, "one live entry, and stale ones up to the compaction point")
+        for round in 1...20_000 {
+            client.request(#"{"op":"watch","keys":["a"],"initial":false,"progress_ms":3600000}"#)
+            client.request(#"{"op":"unwatch","watch":\#(round)}"#)
+        }
+        XCTAssertLessThanOrEqual(harness.store.watches.timers.count, 2048)
+    }
+
+    /// Ephemeral keys set and deleted under ever new names: the session forgets the names of keys
+    /// it no longer owns, and still removes the ones it owns when it closes.
+    func test_ephemeralKeyNames_stayBounded_underChurn() {
+        let harness = Harness()
+        let client = harness.connect()
+        for round in 0..<10_000 {
+            client.request(#"{"op":"set","key":"e\#(round)","value":1,"ephemeral":true}"#)
+            if round % 10 != 0 { client.request(#"{"op":"delete","key":"e\#(round)"}"#) }
+        }
+        XCTAssertLessThanOrEqual(client.session.ephemeralKeys.count, 3 * 1000, "the 1,000 kept, and names not yet forgotten")
+        client.session.close()
+        XCTAssertEqual(harness.connect().request(#"{"op":"list"}"#)["keys"], .array([]))
+    }
+
     func test_defaults() {
         let configuration = StoreConfiguration()
         XCTAssertEqual(configuration.maxValueBytes, 1 << 20)
         XCTAssertEqual(configuration.maxExpressionBytes, 64 << 10)
         XCTAssertEqual(configuration.maxWatchesPerConnection, 1024)
         XCTAssertEqual(configuration.historyRevisions, 10_000)
+        XCTAssertEqual(configuration.historyBytes, 64 << 20)
         XCTAssertEqual(configuration.maxOutputBytes, 8 << 20)
         XCTAssertEqual(configuration.maxJSONDepth, 128)
         XCTAssertEqual(configuration.maxLineBytes, 1 << 20)
@@ -132,6 +186,13 @@ final class PersistenceAndLimitTests: XCTestCase {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../docs/protocol.md")
         let text = try String(contentsOf: url.standardized, encoding: .utf8)
         XCTAssertTrue(text.contains(Session.operationTableMarkdown), "docs/protocol.md must contain:\n\(Session.operationTableMarkdown)")
+    }
+
+    func test_docsProtocolListsEveryErrorCodeAndEvent() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../docs/protocol.md")
+        let text = try String(contentsOf: url.standardized, encoding: .utf8)
+        for code in ObsError.Code.all { XCTAssertTrue(text.contains("| `\(code.rawValue)` |"), "error code \(code) is not in the table") }
+        for event in EventName.allCases { XCTAssertTrue(text.contains("| `\(event.rawValue)` |"), "event \(event) is not in the table") }
     }
 }
 

@@ -1,5 +1,6 @@
 import ObsCore
 import XCTest
+import TestSupport
 
 /// Seeded random operations applied to the store (through a session) and to a naive model: after
 /// every step the values, the revision and every watcher's events agree, with exactly one event per

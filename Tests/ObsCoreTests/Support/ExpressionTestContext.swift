@@ -44,7 +44,7 @@ final class TestContext: ExpressionContext {
             .map { (key: $0, value: keys[$0]!) }
     }
 
-    /// `*` is one segment, `**` zero or more: the watch pattern grammar of model.md, naively.
+    /// `*` is one segment, `**` zero or more: the watch pattern grammar, naively.
     static func matches(_ pattern: ArraySlice<String>, _ key: ArraySlice<String>) -> Bool {
         guard let head = pattern.first else { return key.isEmpty }
         if head == "**" {

@@ -1,5 +1,6 @@
 import XCTest
 import ObsCore
+import TestSupport
 
 /// Seeded property tests: random values (unicode and control characters, nesting, edge numbers)
 /// survive encode -> decode, and the encoding is canonical.

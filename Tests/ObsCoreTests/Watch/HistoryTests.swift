@@ -1,5 +1,6 @@
 import XCTest
 @testable import ObsCore
+import TestSupport
 
 /// The history's ring of encoded events against a plain list of what was appended: whatever the
 /// sizes of the transactions, and however often the ring wraps, grows and shrinks, `since` gets
@@ -7,7 +8,7 @@ import XCTest
 final class HistoryTests: XCTestCase {
     /// The records of one transaction: `count` change events of keys `k.N` with values of `size`
     /// bytes.
-    private func events(rev: UInt64, count: Int, size: Int) -> ByteBuffer {
+    func events(rev: UInt64, count: Int, size: Int) -> ByteBuffer {
         var buffer = ByteBuffer()
         for index in 0..<count {
             var key = "k.\(index)"
@@ -20,7 +21,7 @@ final class HistoryTests: XCTestCase {
     }
 
     /// What the history gives for `since`, as (revision, bodies) per transaction.
-    private func replay(_ history: borrowing History, after rev: UInt64) -> [(UInt64, [String])]? {
+    func replay(_ history: borrowing History, after rev: UInt64) -> [(UInt64, [String])]? {
         var result: [(UInt64, [String])] = []
         let kept = history.forEachTransaction(after: rev) { rev, records in
             result.append((rev, records.map { String(decoding: $0.body, as: UTF8.self) }))
@@ -34,6 +35,7 @@ final class HistoryTests: XCTestCase {
             var history = History(capacity: capacity, maxBytes: maxBytes, start: 0)
             // The model: every transaction appended, with its byte size and bodies.
             var model: [(rev: UInt64, bytes: Int, bodies: [String])] = []
+            var largest = 0
             for rev in UInt64(1)...3000 {
                 // Mostly small transactions, now and then a burst that makes the ring grow.
                 let count = generator.below(10) == 0 ? generator.below(40) : generator.below(3)
@@ -41,16 +43,19 @@ final class HistoryTests: XCTestCase {
                 let buffer = events(rev: rev, count: count, size: size)
                 history.append(rev: rev, events: buffer.bytes)
                 model.append((rev, buffer.count, EventRecords(buffer.bytes).map { String(decoding: $0.body, as: UTF8.self) }))
-                // The model's bounds: the newest transactions within both limits.
-                var kept = 0, bytes = 0
+                // The model's bounds: the newest transactions within both limits, all of them
+                // (the ring, kept within its own bound, still never has to drop more).
+                var kept = 0, keptBytes = 0
                 for entry in model.reversed() {
-                    guard kept < capacity, bytes + entry.bytes <= maxBytes else { break }
+                    guard kept < capacity, keptBytes + entry.bytes <= maxBytes else { break }
                     kept += 1
-                    bytes += entry.bytes
+                    keptBytes += entry.bytes
                 }
                 let expected = model.suffix(kept)
                 XCTAssertEqual(history.count, kept, "capacity \(capacity), rev \(rev)")
-                XCTAssertEqual(history.bytes, bytes)
+                XCTAssertEqual(history.bytes, keptBytes)
+                largest = max(largest, buffer.count)
+                if maxBytes < .max { XCTAssertLessThanOrEqual(history.ringCapacity, maxBytes + 2 * largest, "the ring stays within its bound") }
                 XCTAssertEqual(history.start, kept == model.count ? 0 : model[model.count - kept - 1].rev)
                 // The oldest transaction kept is the one a block placed over live ones would
                 // damage first: checked every time, everything now and then.
@@ -96,5 +101,23 @@ final class HistoryTests: XCTestCase {
         XCTAssertEqual(history.start, 2)
         XCTAssertNil(replay(history, after: 1))
         XCTAssertEqual(replay(history, after: 2)?.count, 0)
+    }
+}
+
+extension HistoryTests {
+    /// A key overwritten with values near half the byte bound: each block is about half of it,
+    /// and the ring, kept within the bound, must still hold the newest intact.
+    func test_blocksNearHalfTheBound_keepTheNewestIntact() {
+        var history = History(capacity: 10_000, maxBytes: 13_000, start: 0)
+        var model: [(rev: UInt64, bodies: [String])] = []
+        for rev in UInt64(1)...30 {
+            let buffer = events(rev: rev, count: 1, size: rev == 1 ? 3000 : 6100)
+            history.append(rev: rev, events: buffer.bytes)
+            model.append((rev, EventRecords(buffer.bytes).map { String(decoding: $0.body, as: UTF8.self) }))
+            let kept = model.suffix(history.count)
+            let replayed = replay(history, after: kept.first!.rev - 1)
+            XCTAssertEqual(replayed?.map(\.1), kept.map(\.bodies), "rev \(rev)")
+            XCTAssertGreaterThanOrEqual(history.count, 1)
+        }
     }
 }

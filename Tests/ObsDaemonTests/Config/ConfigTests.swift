@@ -83,6 +83,17 @@ final class ConfigFileTests: XCTestCase {
             output_buffer_bytes = 16MiB
             client_timeout = 250ms
             history = 500
+            history_bytes = 32M
+            cluster = etcd
+            etcd_endpoints = https://e1:2379,https://e2:2379
+            etcd_prefix = /fleet/
+            etcd_cacert = /etc/obsd/ca.pem
+            etcd_cert = /etc/obsd/c.pem
+            etcd_key = /etc/obsd/k.pem
+            etcd_user = obsd
+            etcd_password = pw
+            etcd_timeout = 2s
+            ephemeral_ttl = 30s
             """)
         var expected = Settings(socket: "/run/x/obsd.sock", stateDirectory: "/var/lib/x")
         expected.socketMode = 0o660
@@ -100,8 +111,19 @@ final class ConfigFileTests: XCTestCase {
         expected.limits.outputBufferBytes = 16 << 20
         expected.limits.clientTimeout = 0.25
         expected.limits.history = 500
+        expected.limits.historyBytes = 32 << 20
+        expected.cluster = .etcd
+        expected.etcd.endpoints = ["https://e1:2379", "https://e2:2379"]
+        expected.etcd.prefix = "/fleet/"
+        expected.etcd.caFile = "/etc/obsd/ca.pem"
+        expected.etcd.certFile = "/etc/obsd/c.pem"
+        expected.etcd.keyFile = "/etc/obsd/k.pem"
+        expected.etcd.user = "obsd"
+        expected.etcd.password = "pw"
+        expected.etcd.timeout = 2
+        expected.etcd.ephemeralTTL = 30
         XCTAssertEqual(result, expected)
-        XCTAssertEqual(ConfigFile.specs.count, 17, "a new setting needs a line in this test and in obsd.conf.example")
+        XCTAssertEqual(ConfigFile.specs.count, 28, "a new setting needs a line in this test and in obsd.conf.example")
     }
 
     func test_defaults_matchModelLimits() {
@@ -115,6 +137,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(limits.outputBufferBytes, 8_388_608)
         XCTAssertEqual(limits.clientTimeout, 60)
         XCTAssertEqual(limits.history, 10_000)
+        XCTAssertEqual(limits.historyBytes, 67_108_864)
     }
 
     func test_commentsBlankLinesSpacesAndCRLF_areAccepted() throws {
@@ -301,7 +324,8 @@ final class ShippedConfigTests: XCTestCase {
             guard setting.dropFirst(name.count).hasPrefix(" = "),
                   name.allSatisfy({ $0 == "_" || ($0.isASCII && $0.isLowercase) }) else { continue }
             named.insert(name)
-            if !["socket", "state_dir", "socket_group", "allow", "definitions"].contains(name) {
+            if !["socket", "state_dir", "socket_group", "allow", "definitions", "etcd_endpoints", "etcd_cacert", "etcd_cert", "etcd_key",
+                  "etcd_user", "etcd_password"].contains(name) {
                 uncommented.append(setting)
             }
         }
@@ -309,6 +333,49 @@ final class ShippedConfigTests: XCTestCase {
         var settings = Settings(socket: "/s", stateDirectory: "/d")
         try ConfigFile.apply(uncommented.joined(separator: "\n"), path: "/etc/obsd/obsd.conf", to: &settings)
         XCTAssertEqual(settings, Settings(socket: "/s", stateDirectory: "/d"))
+    }
+}
+
+final class ClusterConfigTests: XCTestCase {
+    private let environment = DaemonEnvironment(variables: ["OBSD_ETCD_PASSWORD": "from-env", "HOME": "/home/u"], uid: 1000)
+
+    private func resolve(_ arguments: [String], file: String? = nil) throws(ConfigError) -> Settings {
+        let options: CommandLineOptions
+        do {
+            options = try CommandLineOptions.parse(arguments)
+        } catch {
+            throw ConfigError(error.message)
+        }
+        return try Configuration.resolve(options, environment: environment) { _ throws(ConfigError) in file }
+    }
+
+    func test_clusterSettings_fromTheFileAndTheCommandLine_flagsWin() throws {
+        let settings = try resolve(["--etcd-prefix", "/fleet/"], file: """
+            cluster = etcd
+            etcd_endpoints = https://a:2379, https://b:2379
+            etcd_prefix = /obsd/
+            etcd_cert = client.pem
+            etcd_key = client-key.pem
+            etcd_user = obsd
+            etcd_timeout = 2s
+            ephemeral_ttl = 3s
+            """)
+        XCTAssertEqual(settings.cluster, .etcd)
+        XCTAssertEqual(settings.etcd.endpoints, ["https://a:2379", "https://b:2379"])
+        XCTAssertEqual(settings.etcd.prefix, "/fleet/")
+        XCTAssertEqual(settings.etcd.certFile, "/home/u/.config/obsd/client.pem", "relative to the file")
+        XCTAssertEqual(settings.etcd.password, "from-env", "the environment keeps the password out of files and process lists")
+        XCTAssertEqual(settings.etcd.timeout, 2)
+        XCTAssertEqual(settings.etcd.ephemeralTTL, 3)
+    }
+
+    func test_clusterSettings_thatCannotWork_areRefused() {
+        XCTAssertThrowsError(try resolve(["--cluster", "etcd"])) { XCTAssertTrue("\($0)".contains("etcd_endpoints"), "\($0)") }
+        XCTAssertThrowsError(try resolve(["--cluster", "etcd", "--etcd-endpoints", "https://a:2379", "--etcd-cert", "c.pem"]))
+        XCTAssertThrowsError(try resolve(["--cluster", "raft"]))
+        XCTAssertThrowsError(try resolve(["--etcd-endpoints", "a:2379"]))
+        XCTAssertThrowsError(try resolve([], file: "ephemeral_ttl = 1s"))
+        XCTAssertEqual(try resolve([]).cluster, ClusterMode.none)
     }
 }
 
@@ -323,6 +390,7 @@ final class StoreConfigurationMappingTests: XCTestCase {
         settings.limits.maxWatches = 15
         settings.limits.outputBufferBytes = 16
         settings.limits.history = 17
+        settings.limits.historyBytes = 18
         let configuration = storeConfiguration(settings)
         XCTAssertEqual(configuration.maxLineBytes, 11)
         XCTAssertEqual(configuration.maxJSONDepth, 12)
@@ -331,6 +399,7 @@ final class StoreConfigurationMappingTests: XCTestCase {
         XCTAssertEqual(configuration.maxWatchesPerConnection, 15)
         XCTAssertEqual(configuration.maxOutputBytes, 16)
         XCTAssertEqual(configuration.historyRevisions, 17)
+        XCTAssertEqual(configuration.historyBytes, 18)
         XCTAssertEqual(configuration.durability, "strict")
         XCTAssertEqual(configuration.serverVersion, obsdVersion)
     }

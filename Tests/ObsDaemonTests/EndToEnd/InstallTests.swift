@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import TestSupport
 import XCTest
+@testable import ObsDaemon
 
 final class InstallTests: XCTestCase {
     private var repository: String {
@@ -150,7 +151,7 @@ final class InstallTests: XCTestCase {
         let example = try String(contentsOfFile: repository + "/config/obsd.conf.example", encoding: .utf8)
         let settings = example.split(separator: "\n").filter { $0.hasPrefix("# ") && $0.contains(" = ") && !$0.contains("`") }
             .map { String($0.dropFirst(2).prefix { $0 != " " }) }
-        XCTAssertEqual(settings.count, 17)
+        XCTAssertEqual(settings.count, ConfigFile.specs.count)
         for setting in settings { XCTAssertTrue(conf.contains("\n       \(setting)\n") || conf.contains("\n       \(setting) "), setting) }
     }
 

@@ -136,6 +136,50 @@ final class LifecycleTests: XCTestCase {
         XCTAssertTrue(check.output.contains(database), check.output)
     }
 
+    /// `--check` loads the database as start-up does: a database obsd would refuse to start on is
+    /// never "ok", and every row that cannot be loaded is listed with its key.
+    func test_check_runsTheStartUpLoad_andListsEveryDamagedRowWithItsKey() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess(sandbox)
+        XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
+        let client = try Client(sandbox.socket)
+        for index in 0..<50 {
+            client.send(#"{"op":"set","key":"k\#(index)","value":"value-\#(index)-xxxxxxxxxxxxxxxx"}"# + "\n")
+            XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+        }
+        obsd.signal(SIGTERM)
+        XCTAssertEqual(obsd.waitForExit(), 0)
+        let database = sandbox.state + "/obsd.db"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: database))
+        for (from, to) in [("value-17-", "value-71-"), ("value-42-", "valuE-42-")] {
+            let range = try XCTUnwrap(bytes.range(of: Data(from.utf8)))
+            bytes.replaceSubrange(range, with: Data(to.utf8))
+        }
+        try bytes.write(to: URL(fileURLWithPath: database))
+
+        let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
+        XCTAssertEqual(check.waitForExit(), 1, check.output)
+        XCTAssertTrue(check.output.contains("database: \(database) cannot be loaded; 2 problems:"), check.output)
+        XCTAssertTrue(check.output.contains(#"  key "k17": damaged"#), check.output)
+        XCTAssertTrue(check.output.contains(#"  key "k42": damaged"#), check.output)
+        let start = try ObsdProcess(sandbox)
+        XCTAssertEqual(start.waitForExit(), 1, start.log)
+        XCTAssertTrue(start.log.contains(#"key "k17": damaged"#) && start.log.contains(database), start.log)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: database)), bytes, "nothing is changed")
+    }
+
+    func test_anEmptyDatabaseFile_isRefusedAtStart_notTakenForAFreshStore() throws {
+        let sandbox = try Sandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.state, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: sandbox.state + "/obsd.db", contents: Data())
+        let obsd = try ObsdProcess(sandbox)
+        XCTAssertEqual(obsd.waitForExit(), 1, obsd.log)
+        XCTAssertTrue(obsd.log.contains("\(sandbox.state)/obsd.db exists but holds no obsd schema (0 bytes)"), obsd.log)
+        let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
+        XCTAssertEqual(check.waitForExit(), 1, check.output)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: sandbox.state + "/obsd.db")), Data())
+    }
+
     func test_check_passesOnAHealthyDatabase() throws {
         let sandbox = try Sandbox()
         let obsd = try ObsdProcess(sandbox)

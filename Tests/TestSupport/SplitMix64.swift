@@ -1,11 +1,11 @@
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence on every platform, so
 /// every seeded property test reproduces.
-struct SplitMix64: RandomNumberGenerator {
+public struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -14,7 +14,7 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     /// A number in 0..<bound.
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 
-    mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
+    public mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
 }

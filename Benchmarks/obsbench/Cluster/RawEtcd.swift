@@ -1,0 +1,95 @@
+// The raw etcd column: EtcdClient's puts and watches with nothing of obsd around them. The writer
+// and the watcher are two clients, as two hosts would be, each on its own member (the writer's
+// first endpoint is member 1, the watcher's member 2), driven as the daemon's loop drives one:
+// poll(2) on the completion FD, then takeCompletions().
+import EtcdClient
+import Foundation
+import Glibc
+
+final class RawEtcd {
+    let writer: EtcdClient
+    let watcher: EtcdClient
+    private let prefix: [UInt8]
+    private let watch: EtcdRequestID
+    /// The values the watcher has seen and not yet been asked about.
+    private var seen: Set<String> = []
+
+    init(endpoints: [String], prefix: String) throws(BenchError) {
+        self.prefix = Array(prefix.utf8)
+        do {
+            writer = try EtcdClient(EtcdConfiguration(endpoints: endpoints))
+            watcher = try EtcdClient(EtcdConfiguration(endpoints: Array(endpoints.dropFirst()) + endpoints.prefix(1)))
+        } catch {
+            throw BenchError("cannot start the etcd clients: \(error)")
+        }
+        watch = watcher.watch(.prefix(self.prefix))
+        var created = false
+        let deadline = benchNow() + 30
+        while !created {
+            guard benchNow() < deadline else { throw BenchError("the watch was not created within 30 s") }
+            for case .watch(_, let update) in Self.wait(watcher) {
+                if case .created = update { created = true }
+                if case .failed(let error) = update { throw BenchError("the watch failed: \(error)") }
+            }
+        }
+    }
+
+    deinit {
+        writer.close()
+        watcher.close()
+    }
+
+    /// Sends a put of value `index` to the key `latency` (acknowledgements are drained later).
+    func write(_ index: Int) {
+        _ = writer.submit(.put(PutRequest(key: prefix + Array("latency".utf8), value: Array(String(index).utf8))))
+    }
+
+    /// Blocks until the watcher has seen value `index`.
+    func awaitSeen(_ index: Int) throws(BenchError) {
+        let wanted = String(index)
+        let deadline = benchNow() + 30
+        while !seen.contains(wanted) {
+            guard benchNow() < deadline else { throw BenchError("put \(index) not seen by the watch within 30 s") }
+            for completion in Self.wait(watcher) {
+                switch completion {
+                case .watch(_, .events(_, let events)):
+                    for event in events { seen.insert(String(decoding: event.kv.value, as: UTF8.self)) }
+                case .watch(_, .failed(let error)): throw BenchError("the watch failed: \(error)")
+                default: break
+                }
+            }
+        }
+        seen.remove(wanted)
+        try checkAcknowledgements(writer.takeCompletions())
+    }
+
+    /// Sends a put to one of 1,000 keys, without waiting.
+    func send(_ index: Int) {
+        _ = writer.submit(.put(PutRequest(key: prefix + Array("load/\(index % 1000)".utf8), value: Array("x".utf8))))
+    }
+
+    /// Blocks until at least one put is acknowledged; how many were.
+    func awaitAcknowledged() throws(BenchError) -> Int {
+        while true {
+            let completions = Self.wait(writer)
+            try checkAcknowledgements(completions)
+            if !completions.isEmpty { return completions.count }
+        }
+    }
+
+    /// Drops what the watcher has queued (the load rows' events), so that it does not hold back.
+    func drainWatcher() {
+        _ = watcher.takeCompletions()
+        seen.removeAll()
+    }
+
+    private func checkAcknowledgements(_ completions: [EtcdCompletion]) throws(BenchError) {
+        for case .response(_, .failure(let error)) in completions { throw BenchError("a put failed: \(error)") }
+    }
+
+    private static func wait(_ client: EtcdClient) -> [EtcdCompletion] {
+        var descriptor = pollfd(fd: client.completionFD, events: Int16(POLLIN), revents: 0)
+        _ = poll(&descriptor, 1, 1000)
+        return client.takeCompletions()
+    }
+}

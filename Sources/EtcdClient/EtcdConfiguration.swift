@@ -1,0 +1,49 @@
+/// Where etcd is and how to talk to it. Every limit has its default here.
+public struct EtcdConfiguration: Sendable, Hashable {
+    /// The members' client URLs, `http://host:port` or `https://host:port`, tried in turn.
+    public var endpoints: [String]
+    /// The CA that signed the members' certificates (PEM); nil: the system's CAs.
+    public var caFile: String?
+    /// The client certificate and its key (PEM), for members started with --client-cert-auth.
+    public var certFile: String?
+    public var keyFile: String?
+    /// etcd's user and password, when etcd runs with authentication enabled.
+    public var user: String?
+    public var password: String?
+    /// How long a request may take, across every endpoint it is tried on.
+    public var requestTimeout: Duration = .seconds(5)
+    /// How long connecting to one endpoint may take before the next is tried.
+    public var connectTimeout: Duration = .seconds(1)
+    /// The largest answer, or message of a watch, accepted; a larger one is an error.
+    public var maxResponseBytes = 64 << 20
+    /// The most bytes of completions held for the loop: past it, watches stop reading (etcd holds
+    /// their events) until the loop takes completions.
+    public var maxQueuedBytes = 64 << 20
+    /// Seconds between TCP keepalive probes on idle connections, so that a watch to a host that
+    /// vanished from the network is cut rather than silent.
+    public var keepAliveSeconds = 5
+
+    public init(endpoints: [String]) {
+        self.endpoints = endpoints
+    }
+
+    /// Checks what can be checked without a connection.
+    public func validate() throws(EtcdError) {
+        guard !endpoints.isEmpty else { throw .invalidConfiguration("no endpoint") }
+        for endpoint in endpoints where !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
+            throw .invalidConfiguration("endpoint \(endpoint) is not an http:// or https:// URL")
+        }
+        guard (certFile == nil) == (keyFile == nil) else {
+            throw .invalidConfiguration("a client certificate needs its key, and a key its certificate")
+        }
+        guard (user == nil) == (password == nil) else {
+            throw .invalidConfiguration("a user needs a password, and a password a user")
+        }
+        guard requestTimeout > .zero, connectTimeout > .zero else {
+            throw .invalidConfiguration("timeouts must be positive")
+        }
+        guard maxResponseBytes > 0, maxQueuedBytes > 0 else {
+            throw .invalidConfiguration("byte bounds must be positive")
+        }
+    }
+}

@@ -1,0 +1,38 @@
+/// Why a request failed or a watch ended. A transaction whose compares fail is not an error: it
+/// answers with `succeeded == false`.
+public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No endpoint answered within the timeout, or etcd could not serve the request (no leader,
+    /// no quorum: "etcdserver: request timed out", "etcdserver: no leader"). The message names the
+    /// endpoints tried. A write that failed this way after it was sent may still be committed.
+    case unavailable(String)
+    /// etcd refused the user, the password or the token, or the user lacks the permission.
+    case authenticationFailed(String)
+    /// The TLS handshake failed: a certificate was refused on either side, or a file is unreadable.
+    case tlsFailed(String)
+    /// The revision asked for is older than etcd keeps (it has been compacted).
+    case compacted(String)
+    /// An answer that is not what etcd's gateway sends.
+    case malformedResponse(String)
+    /// An answer (or one message of a watch) larger than the configured bound.
+    case responseTooLarge(limit: Int)
+    /// etcd refused the request: its gRPC status code and message.
+    case etcd(code: Int, message: String)
+    /// The configuration cannot work (no endpoint, an endpoint that is not http:// or https://...).
+    case invalidConfiguration(String)
+    /// The client was closed before the request was answered.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .unavailable(let message): "etcd unavailable: \(message)"
+        case .authenticationFailed(let message): "etcd authentication failed: \(message)"
+        case .tlsFailed(let message): "TLS to etcd failed: \(message)"
+        case .compacted(let message): "revision compacted: \(message)"
+        case .malformedResponse(let message): "malformed answer from etcd: \(message)"
+        case .responseTooLarge(let limit): "an answer from etcd is larger than \(limit) bytes"
+        case .etcd(let code, let message): "etcd refused the request (code \(code)): \(message)"
+        case .invalidConfiguration(let message): "invalid etcd configuration: \(message)"
+        case .closed: "the etcd client is closed"
+        }
+    }
+}

@@ -1,0 +1,66 @@
+// Watches: every change to a key or a range, from a revision on, in revision order.
+
+/// What to watch.
+public struct WatchRequest: Sendable, Hashable {
+    public var key: [UInt8]
+    public var rangeEnd: [UInt8]?
+    /// The first revision to report; 0 for changes after the watch is created.
+    public var startRevision: Int64
+    /// Each event also carries the key as it was before.
+    public var prevKV: Bool
+    /// etcd sends `.progress` now and then while nothing changes (the member's notify interval).
+    public var progressNotify: Bool
+
+    public init(key: [UInt8], rangeEnd: [UInt8]? = nil, startRevision: Int64 = 0, prevKV: Bool = false,
+                progressNotify: Bool = false) {
+        self.key = key
+        self.rangeEnd = rangeEnd
+        self.startRevision = startRevision
+        self.prevKV = prevKV
+        self.progressNotify = progressNotify
+    }
+
+    /// Every key that starts with `prefix`, from `startRevision` on.
+    public static func prefix(_ prefix: [UInt8], startRevision: Int64 = 0, prevKV: Bool = false) -> WatchRequest {
+        WatchRequest(key: prefix, rangeEnd: prefixRangeEnd(prefix), startRevision: startRevision, prevKV: prevKV)
+    }
+}
+
+/// One change: the key after it (a delete carries the key and its mod revision only).
+public struct WatchEvent: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case put
+        case delete
+    }
+
+    public var kind: Kind
+    public var kv: KeyValue
+    /// The key before the change, when the watch asked for it and the key existed.
+    public var prevKV: KeyValue?
+
+    /// The revision of the change.
+    public var revision: Int64 { kv.modRevision }
+
+    public init(kind: Kind, kv: KeyValue, prevKV: KeyValue? = nil) {
+        self.kind = kind
+        self.kv = kv
+        self.prevKV = prevKV
+    }
+}
+
+/// What a watch reports. `compacted` and `failed` end it: no update follows either.
+public enum WatchUpdate: Sendable, Hashable {
+    /// The watch is in place; `revision` is the store's revision then.
+    case created(revision: Int64)
+    /// Changes, in revision order; one message may hold several revisions (each event's
+    /// `revision`). `revision` is the header's: the store's revision when etcd sent them.
+    case events(revision: Int64, [WatchEvent])
+    /// Nothing changed in the range up to `revision` (asked for with `progressNotify`).
+    case progress(revision: Int64)
+    /// The start revision is older than etcd keeps: read the range anew, and watch from after
+    /// that read. `compactRevision` is the oldest revision etcd still has.
+    case compacted(compactRevision: Int64)
+    /// The watch was cut (the member died or lost its leader, or it was refused): watch again
+    /// from one past the last revision seen.
+    case failed(EtcdError)
+}

@@ -1,0 +1,76 @@
+// etcd's refusals as the gateway sends them, and what each means to the client.
+//
+// A unary call answers `{"error": "...", "message": "...", "code": N}` (N a gRPC status code) with
+// an HTTP error status; a stream (watch, keepalive) ends with
+// `{"error": {"grpc_code": N, "http_code": ..., "message": "..."}}`; a watch etcd refuses after
+// creating it says `"canceled": true` with a `cancel_reason` ("rpc error: code = ... desc = ...").
+
+/// A refusal from etcd: its gRPC status code and message.
+struct GatewayFailure: Sendable, Hashable {
+    var code: Int
+    var message: String
+
+    /// gRPC status codes etcd uses.
+    enum Code {
+        static let invalidArgument = 3
+        static let deadlineExceeded = 4
+        static let permissionDenied = 7
+        static let outOfRange = 11
+        static let unavailable = 14
+        static let unauthenticated = 16
+    }
+
+    /// The refusal in `object`, nil when it is an answer.
+    init?(_ object: GatewayObject) {
+        if case .object(let error)? = object.fields["error"] {
+            let stream = GatewayObject(error)
+            code = Int((try? stream.int64("grpc_code")) ?? 0)
+            message = (try? stream.string("message")) ?? "etcd ended the stream"
+        } else if object.has("code"), !object.has("header") {
+            code = Int((try? object.int64("code")) ?? 0)
+            message = (try? object.string("message")) ?? (try? object.string("error")) ?? "no message"
+        } else {
+            return nil
+        }
+    }
+
+    init(code: Int, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// A watch's `cancel_reason`: "rpc error: code = Unauthenticated desc = etcdserver: invalid auth token".
+    init(cancelReason reason: String) {
+        let names = ["InvalidArgument": Code.invalidArgument, "DeadlineExceeded": Code.deadlineExceeded,
+                     "PermissionDenied": Code.permissionDenied, "OutOfRange": Code.outOfRange,
+                     "Unavailable": Code.unavailable, "Unauthenticated": Code.unauthenticated]
+        var code = 0
+        var message = reason
+        if let codeRange = reason.range(of: "code = "), let descRange = reason.range(of: " desc = ") {
+            code = names[String(reason[codeRange.upperBound..<descRange.lowerBound])] ?? 0
+            message = String(reason[descRange.upperBound...])
+        }
+        self.init(code: code, message: message)
+    }
+
+    /// The member has no leader: it proposed nothing, so another member may be asked.
+    var isNoLeader: Bool { message.contains("etcdserver: no leader") }
+
+    /// The token expired or the member does not know it: authenticate again.
+    var isInvalidToken: Bool { message.contains("invalid auth token") }
+
+    var error: EtcdError {
+        switch code {
+        case Code.unavailable, Code.deadlineExceeded:
+            return .unavailable(message)
+        case Code.unauthenticated, Code.permissionDenied:
+            return .authenticationFailed(message)
+        case Code.invalidArgument where message.contains("authentication failed") || message.contains("user name is empty"):
+            return .authenticationFailed(message)
+        case Code.outOfRange where message.contains("compacted"):
+            return .compacted(message)
+        default:
+            return .etcd(code: code, message: message)
+        }
+    }
+}

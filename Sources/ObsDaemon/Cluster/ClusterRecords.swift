@@ -1,0 +1,128 @@
+// How obsd's state is laid out under its etcd prefix, and how one record reads and writes. Every
+// record is one etcd key whose value is a canonical JSON object, so that etcdctl shows it readably:
+//
+//   PREFIX k/NAME      a value key: {"value":V} with "expires_at" (wall-clock seconds) for a TTL and
+//                      "owner" ("HOST/SESSION") for an ephemeral key, which is also put with the
+//                      owning host's lease
+//   PREFIX d/NAME      a computed key's definition: {"expr":"..."}
+//   PREFIX b/TARGET    a binding, under its target: {"from":...,"to":...} with "map", "two_way", "unmap"
+//   PREFIX m/bindings  bumped by every transaction that changes a binding (its mod revision is what
+//                      writes compare, so none is decided without the bindings its host had)
+//   PREFIX m/reason    put in a transaction whose deletes no client asked for: "ttl" or "ephemeral"
+//   PREFIX m/publish   a channel message: {"channel":...,"payload":...}
+//
+// A record obsd cannot read (written by something else under the prefix) is skipped and counted,
+// never applied.
+import EtcdClient
+import ObsCore
+
+struct ClusterRecords {
+    let prefix: [UInt8]
+    /// Names this host's incarnation in ephemeral keys' owners: a host that restarts is another
+    /// host (its old keys go with its old lease).
+    let host: String
+
+    enum Kind: UInt8 {
+        case value = 0x6B  // "k"
+        case definition = 0x64  // "d"
+        case binding = 0x62  // "b"
+        case meta = 0x6D  // "m"
+    }
+
+    /// The etcd key of a record.
+    func key(_ kind: Kind, _ name: String) -> [UInt8] {
+        prefix + [kind.rawValue, UInt8(ascii: "/")] + Array(name.utf8)
+    }
+
+    var bindingsEpoch: [UInt8] { key(.meta, "bindings") }
+    var reasonKey: [UInt8] { key(.meta, "reason") }
+    var publishKey: [UInt8] { key(.meta, "publish") }
+
+    /// The kind and name of an etcd key under the prefix, if it is one of obsd's.
+    func parse(_ key: [UInt8]) -> (Kind, String)? {
+        guard key.count > prefix.count + 2, key.starts(with: prefix), key[prefix.count + 1] == UInt8(ascii: "/"),
+              let kind = Kind(rawValue: key[prefix.count]),
+              let name = String(validating: key[(prefix.count + 2)...], as: UTF8.self) else { return nil }
+        return (kind, name)
+    }
+
+    // MARK: Encoding
+
+    func value(_ key: StoredKey, session: UInt64?) -> [UInt8] {
+        var object: [String: JSONValue] = ["value": key.value]
+        if let expiresAt = key.expiresAt { object["expires_at"] = .double(expiresAt) }
+        if let session { object["owner"] = .string("\(host)/\(session)") }
+        return Array(JSONValue.object(object).encoded.utf8)
+    }
+
+    func definition(_ definition: StoredDefinition) -> [UInt8] {
+        Array(JSONValue.object(["expr": .string(definition.expr)]).encoded.utf8)
+    }
+
+    func binding(_ binding: StoredBinding) -> [UInt8] {
+        var object: [String: JSONValue] = ["from": .string(binding.from), "to": .string(binding.to), "two_way": .bool(binding.twoWay)]
+        if let map = binding.map { object["map"] = .string(map) }
+        if let unmap = binding.unmap { object["unmap"] = .string(unmap) }
+        return Array(JSONValue.object(object).encoded.utf8)
+    }
+
+    func publish(channel: String, payload: JSONValue) -> [UInt8] {
+        Array(JSONValue.object(["channel": .string(channel), "payload": payload]).encoded.utf8)
+    }
+
+    // MARK: Decoding
+
+    /// Why a record cannot be read.
+    struct Unreadable: Error {
+        var message: String
+    }
+
+    private func object(_ bytes: [UInt8]) throws(Unreadable) -> [String: JSONValue] {
+        let parsed: JSONValue
+        do {
+            parsed = try JSONValue.parse(bytes)
+        } catch {
+            throw Unreadable(message: "not JSON (\(error))")
+        }
+        guard case .object(let object) = parsed else { throw Unreadable(message: "not a JSON object") }
+        return object
+    }
+
+    /// A value key as this host applies it: its revisions are etcd's; an ephemeral key set through
+    /// this incarnation keeps its session as owner, another host's is `StoredKey.remoteOwner`.
+    func storedKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredKey {
+        let object = try object(kv.value)
+        guard let value = object["value"] else { throw Unreadable(message: "no \"value\"") }
+        var key = StoredKey(key: name, value: value, rev: UInt64(kv.modRevision), createdRev: UInt64(kv.createRevision),
+                            version: UInt64(kv.version), expiresAt: object["expires_at"]?.doubleValue)
+        if let owner = object["owner"]?.stringValue {
+            let parts = owner.split(separator: "/")
+            if parts.count == 2, parts[0] == host, let session = UInt64(parts[1]) {
+                key.owner = session
+            } else {
+                key.owner = StoredKey.remoteOwner
+            }
+        }
+        return key
+    }
+
+    func storedDefinition(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredDefinition {
+        guard let expr = try object(kv.value)["expr"]?.stringValue else { throw Unreadable(message: "no string \"expr\"") }
+        return StoredDefinition(key: name, expr: expr, createdRev: UInt64(kv.createRevision))
+    }
+
+    func storedBinding(_ target: String, _ kv: KeyValue) throws(Unreadable) -> StoredBinding {
+        let object = try object(kv.value)
+        guard let from = object["from"]?.stringValue, let to = object["to"]?.stringValue, to == target else {
+            throw Unreadable(message: "no string \"from\" and \"to\" naming its target")
+        }
+        return StoredBinding(from: from, to: to, map: object["map"]?.stringValue, twoWay: object["two_way"]?.boolValue ?? false,
+                             unmap: object["unmap"]?.stringValue)
+    }
+
+    func published(_ kv: KeyValue) throws(Unreadable) -> (channel: String, payload: JSONValue) {
+        let object = try object(kv.value)
+        guard let channel = object["channel"]?.stringValue else { throw Unreadable(message: "no string \"channel\"") }
+        return (channel, object["payload"] ?? .null)
+    }
+}

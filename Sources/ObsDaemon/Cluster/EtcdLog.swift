@@ -1,0 +1,504 @@
+// Cluster mode: the store's shared log on etcd (the design and its reasons are in
+// docs/architecture.md, "Cluster mode").
+//
+// - A proposal becomes one etcd transaction: compares on the mod revision of every record it
+//   depends on (as this host applied them) and of the bindings epoch when it writes values, then
+//   its puts and deletes. etcd's revision is the transaction's revision.
+// - Every host watches the prefix from the revision after the one it applied and applies each
+//   revision's events as one store transaction (`Store.apply`), so every host's computeds, watches
+//   and history see the same sequence. An answer waits until its host applied its revision.
+// - A proposal whose compares fail was made from a view that is behind: it is run again once this
+//   host has applied a newer revision.
+// - Ephemeral keys are put with this host's lease, kept alive from here: when the host dies, etcd
+//   deletes them. TTL keys carry their deadline; every host's timer proposes the delete, compared
+//   on the key's revision, so the first wins and it expires once.
+// - Nothing here blocks the loop, but start-up (the first read of the prefix and the lease) and
+//   `--check`, which run before it.
+import EtcdClient
+import Glibc
+import ObsCore
+
+final class EtcdLog: SharedLog {
+    let client: EtcdClient
+    let records: ClusterRecords
+    private let log: Logger
+    private let timeout: Double
+    private let leaseTTL: Int64
+    private unowned(unsafe) var store: Store!
+
+    // What this host applied.
+    /// The revision of every record (etcd key) under the prefix, as applied here.
+    private var modRevisions: [[UInt8]: Int64] = [:]
+    /// Value keys that are ephemeral (put with a lease): deleting them without a reason is their
+    /// host's lease running out.
+    private var ephemeralKeys: Set<String> = []
+    /// The newest revision etcd reported.
+    private var etcdRevision: Int64 = 0
+    /// Records under the prefix that could not be read, and the last one's key.
+    private var skipped = 0
+    private var lastSkipped: String?
+
+    // Under way.
+    private enum Pending {
+        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void)
+        case publish(done: (Result<Int, ObsError>) -> Void)
+        case leaseGrant
+        case keepAlive
+        case resync
+    }
+    private var pending: [EtcdRequestID: Pending] = [:]
+    /// Decisions and answers waiting until this host has applied a revision, by that revision.
+    private var waiting: [(rev: UInt64, deadline: Double, run: () -> Void, late: () -> Void)] = []
+    /// Local watch counts of this host's own publishes, by revision, for their answers.
+    private var published: [UInt64: Int] = [:]
+
+    private var watch: EtcdRequestID?
+    private var watchRetryAt: Double?
+    private var lease: Int64 = 0
+    private var nextKeepAlive: Double?
+    private var lastFailure: String?
+    private var watchLive = false
+
+    /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
+    /// start-up, before the loop runs): the log, and the state to restore the store from.
+    static func start(_ settings: ClusterSettings, log: Logger) throws(DaemonError) -> (EtcdLog, StoredState) {
+        let client: EtcdClient
+        do {
+            client = try EtcdClient(settings.etcdConfiguration)
+        } catch {
+            throw DaemonError("cluster: \(error)")
+        }
+        for endpoint in settings.endpoints where endpoint.hasPrefix("http://") {
+            log.warn("cluster: \(endpoint) is plain http: anyone on the network path can read and change the state (use https:// with etcd_cacert, etcd_cert and etcd_key)")
+        }
+        // This incarnation's name in its ephemeral keys' owners: random, so a restarted host is new.
+        let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: String(UInt64.random(in: 1...UInt64.max), radix: 16))
+        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log)
+        let state: StoredState
+        do {
+            guard case .range(let range) = try client.waitForAnswer(client.submit(.range(.prefix(records.prefix)))) else {
+                throw EtcdError.malformedResponse("a range answered with another kind")
+            }
+            state = etcdLog.state(of: range)
+            guard case .leaseGrant(let grant) = try client.waitForAnswer(client.submit(.leaseGrant(ttl: settings.ephemeralTTL))) else {
+                throw EtcdError.malformedResponse("a lease grant answered with another kind")
+            }
+            etcdLog.lease = grant.id
+        } catch {
+            client.close()
+            throw DaemonError("cluster: cannot read \(settings.prefix) from etcd (\(settings.endpoints.joined(separator: ", "))): \(error)")
+        }
+        etcdLog.nextKeepAlive = monotonicSeconds() + Double(settings.ephemeralTTL) / 3
+        log.info("cluster: \(state.keys.count) keys, \(state.definitions.count) definitions and \(state.bindings.count) bindings under \(settings.prefix) at revision \(state.rev); lease \(etcdLog.lease)")
+        return (etcdLog, state)
+    }
+
+    /// `obsd --check` in cluster mode: reaches etcd, reads every record under the prefix and
+    /// reports each one obsd could not read, with its key. The lines to print, and whether all is well.
+    static func check(_ settings: ClusterSettings) -> (lines: [String], ok: Bool) {
+        let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: "check")
+        let client: EtcdClient
+        do {
+            let status = try EtcdClient.check(settings.etcdConfiguration, prefix: records.prefix)
+            client = try EtcdClient(settings.etcdConfiguration)
+            defer { client.close() }
+            guard case .range(let range) = try client.waitForAnswer(client.submit(.range(.prefix(records.prefix)))) else {
+                return (["cluster: etcd answered a range with something else"], false)
+            }
+            var problems: [String] = []
+            for kv in range.kvs {
+                let key = String(decoding: kv.key, as: UTF8.self)
+                guard let (kind, name) = records.parse(kv.key) else {
+                    problems.append("  \(key): not a record of obsd's")
+                    continue
+                }
+                do throws(ClusterRecords.Unreadable) {
+                    switch kind {
+                    case .value: _ = try records.storedKey(name, kv)
+                    case .definition: _ = try records.storedDefinition(name, kv)
+                    case .binding: _ = try records.storedBinding(name, kv)
+                    case .meta: break
+                    }
+                } catch {
+                    problems.append("  \(key): \(error.message)")
+                }
+            }
+            let head = "cluster: ok (etcd \(status.status.version) at \(status.endpoint), revision \(range.header.revision), \(range.kvs.count) records under \(settings.prefix))"
+            if problems.isEmpty { return ([head], true) }
+            return (["cluster: \(problems.count) records under \(settings.prefix) cannot be read (they are skipped):"] + problems, false)
+        } catch {
+            return (["cluster: cannot reach etcd (\(settings.endpoints.joined(separator: ", "))): \(error)"], false)
+        }
+    }
+
+    private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger) {
+        self.client = client
+        self.records = records
+        self.log = log
+        timeout = settings.timeout
+        leaseTTL = settings.ephemeralTTL
+    }
+
+    /// Starts applying: the store holds the state `start` returned; watch from the next revision.
+    func attach(_ store: Store) {
+        self.store = store
+        store.sharedLog = self
+        startWatch()
+    }
+
+    /// The eventfd the loop watches.
+    var completionFD: Int32 { client.completionFD }
+
+    /// Shutdown: ends the lease (this host's ephemeral keys go at once, for every host), waiting a
+    /// moment for the answer, and closes the client.
+    func close() {
+        if lease != 0, let answer = try? client.waitForAnswer(client.submit(.leaseRevoke(id: lease), timeout: .seconds(1))),
+           case .leaseRevoke = answer {
+            log.info("cluster: lease \(lease) revoked")
+        }
+        client.close()
+    }
+
+    // MARK: SharedLog
+
+    func propose(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void) {
+        let id = client.submit(.txn(transaction(for: proposal)), timeout: .milliseconds(Int64(timeout * 1000)))
+        pending[id] = .proposal(proposal, seen: store.rev, decided: decided)
+    }
+
+    func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
+        let put = PutRequest(key: records.publishKey, value: records.publish(channel: channel, payload: payload))
+        pending[client.submit(.put(put), timeout: .milliseconds(Int64(timeout * 1000)))] = .publish(done: done)
+    }
+
+    var stats: [(String, JSONValue)] {
+        let applied = store.rev
+        return [
+            ("state", .string(state)), ("endpoints", .array(client.configuration.endpoints.map { .string($0) })),
+            ("endpoint", .string(client.currentEndpoint)), ("prefix", .string(String(decoding: records.prefix, as: UTF8.self))),
+            ("applied_rev", .int(Int64(applied))), ("etcd_rev", .int(max(etcdRevision, Int64(applied)))),
+            ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
+        ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? []) + (lastFailure.map { [("last_failure", .string($0))] } ?? [])
+    }
+
+    /// `connected`: watching and deciding; `degraded`: the watch is being set up again (reads are
+    /// as of `applied_rev`); `unavailable`: etcd does not answer (writes fail).
+    private var state: String {
+        if lastFailure != nil { return "unavailable" }
+        return watchLive ? "connected" : "degraded"
+    }
+
+    /// The transaction a proposal becomes.
+    private func transaction(for proposal: Proposal) -> Txn {
+        let changes = proposal.changes
+        var txn = Txn()
+        for name in proposal.depends {
+            for kind in [ClusterRecords.Kind.value, .definition] {
+                let key = records.key(kind, name)
+                txn.compares.append(Compare(key: key, .equal, .modRevision(modRevisions[key] ?? 0)))
+                txn.failure.append(.range(RangeRequest(key: key)))
+            }
+        }
+        if !changes.putKeys.isEmpty || !changes.deletedKeys.isEmpty {
+            let epoch = records.bindingsEpoch
+            txn.compares.append(Compare(key: epoch, .equal, .modRevision(modRevisions[epoch] ?? 0)))
+            txn.failure.append(.range(RangeRequest(key: epoch)))
+        }
+        for target in changes.deletedBindings { txn.success.append(.deleteRange(DeleteRangeRequest(key: records.key(.binding, target)))) }
+        for name in changes.deletedDefinitions { txn.success.append(.deleteRange(DeleteRangeRequest(key: records.key(.definition, name)))) }
+        for name in changes.deletedKeys { txn.success.append(.deleteRange(DeleteRangeRequest(key: records.key(.value, name)))) }
+        for definition in changes.putDefinitions {
+            txn.success.append(.put(PutRequest(key: records.key(.definition, definition.key), value: records.definition(definition))))
+        }
+        for key in changes.putKeys {
+            txn.success.append(.put(PutRequest(key: records.key(.value, key.key), value: records.value(key, session: key.owner),
+                                               lease: key.owner == nil ? 0 : lease)))
+        }
+        for binding in changes.putBindings {
+            txn.success.append(.put(PutRequest(key: records.key(.binding, binding.to), value: records.binding(binding))))
+        }
+        if !changes.putBindings.isEmpty || !changes.deletedBindings.isEmpty {
+            txn.success.append(.put(PutRequest(key: records.bindingsEpoch, value: Array("{}".utf8))))
+        }
+        // Deletes no client asked for say why; a client's delete of an ephemeral key says it was
+        // none, so that other hosts do not take it for the key's lease running out.
+        if let reason = changes.reason {
+            txn.success.append(.put(PutRequest(key: records.reasonKey, value: Array(JSONValue.string(reason).encoded.utf8))))
+        } else if changes.deletedKeys.contains(where: ephemeralKeys.contains) {
+            txn.success.append(.put(PutRequest(key: records.reasonKey, value: Array("null".utf8))))
+        }
+        return txn
+    }
+
+    // MARK: Completions
+
+    /// Takes what etcd answered: decisions, applied revisions, lease renewals.
+    func processCompletions(now: Double) {
+        for completion in client.takeCompletions() {
+            switch completion {
+            case .watch(let id, let update):
+                guard id == watch else { continue }
+                apply(update, now: now)
+            case .response(let id, let result):
+                guard let request = pending.removeValue(forKey: id) else { continue }
+                answered(request, result, now: now)
+            }
+        }
+        fireWaiting(now: now)
+    }
+
+    private func answered(_ request: Pending, _ result: Result<EtcdResponse, EtcdError>, now: Double) {
+        if case .success(let response) = result {
+            etcdRevision = max(etcdRevision, response.header.revision)
+            lastFailure = nil
+        }
+        switch (request, result) {
+        case (.proposal(let proposal, let seen, let decided), .success(.txn(let response))):
+            let rev = UInt64(response.header.revision)
+            if response.succeeded {
+                if proposal.changes.isEmpty {
+                    decided(.committed(rev: store.rev))
+                } else {
+                    afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
+                                  late: { decided(.failed(self.notApplied(rev))) })
+                }
+            } else {
+                // What changed first: the newest revision among the records compared (a deleted one
+                // shows none), and anyway one past what this host had when it proposed.
+                var changedAt = seen + 1
+                for case .range(let range) in response.responses {
+                    for kv in range.kvs { changedAt = max(changedAt, UInt64(kv.modRevision)) }
+                }
+                afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
+                              late: { decided(.failed(self.notApplied(changedAt))) })
+            }
+        case (.proposal(_, _, let decided), .failure(let error)):
+            decided(.failed(failure(error)))
+        case (.publish(let done), .success(let response)):
+            let rev = UInt64(response.header.revision)
+            afterApplying(rev, now: now, run: { done(.success(self.published.removeValue(forKey: rev) ?? 0)) },
+                          late: { done(.failure(self.notApplied(rev))) })
+        case (.publish(let done), .failure(let error)):
+            done(.failure(failure(error)))
+        case (.leaseGrant, .success(.leaseGrant(let grant))):
+            lease = grant.id
+            log.info("cluster: new lease \(lease)")
+        case (.keepAlive, .success(.leaseKeepAlive(let renewal))) where renewal.ttl == 0:
+            // The lease ran out (etcd was out of reach longer than its TTL): this host's ephemeral
+            // keys are gone for every host. Take a new one for the keys set from now on.
+            log.warn("cluster: lease \(lease) expired; this host's ephemeral keys were removed")
+            pending[client.submit(.leaseGrant(ttl: leaseTTL))] = .leaseGrant
+        case (.resync, .success(.range(let range))):
+            resync(range)
+        case (.resync, .failure(let error)), (.leaseGrant, .failure(let error)), (.keepAlive, .failure(let error)):
+            _ = failure(error)
+            if case .resync = request { watchRetryAt = now + 1 }
+        default:
+            break
+        }
+    }
+
+    /// An etcd failure as a client sees it; logged once per outage.
+    private func failure(_ error: EtcdError) -> ObsError {
+        let message = "\(error)"
+        if lastFailure == nil { log.warn("cluster: \(message)") }
+        lastFailure = message
+        switch error {
+        case .unavailable:
+            return ObsError(.unavailable, "\(message) (a write etcd received before that may still be committed)")
+        case .closed:
+            return ObsError(.unavailable, message)
+        default:
+            return ObsError(.internal, message)
+        }
+    }
+
+    private func notApplied(_ rev: UInt64) -> ObsError {
+        ObsError(.unavailable, "etcd committed revision \(rev), but this host has not applied it within \(timeout) s (its watch of etcd is behind or cut)")
+    }
+
+    private func afterApplying(_ rev: UInt64, now: Double, run: @escaping () -> Void, late: @escaping () -> Void) {
+        if store.rev >= rev { return run() }
+        waiting.append((rev, now + timeout, run, late))
+    }
+
+    private func fireWaiting(now: Double) {
+        guard !waiting.isEmpty else { return }
+        let applied = store.rev
+        let due = waiting.filter { $0.rev <= applied || $0.deadline <= now }
+        waiting.removeAll { $0.rev <= applied || $0.deadline <= now }
+        for entry in due {
+            if entry.rev <= applied { entry.run() } else { entry.late() }
+        }
+    }
+
+    // MARK: The watch
+
+    private func startWatch() {
+        watchRetryAt = nil
+        watch = client.watch(.prefix(records.prefix, startRevision: Int64(store.rev) + 1))
+    }
+
+    private func apply(_ update: WatchUpdate, now: Double) {
+        switch update {
+        case .created(let revision):
+            watchLive = true
+            etcdRevision = max(etcdRevision, revision)
+        case .events(let revision, let events):
+            etcdRevision = max(etcdRevision, revision)
+            var start = 0
+            while start < events.count {
+                let rev = events[start].revision
+                var end = start
+                while end < events.count, events[end].revision == rev { end += 1 }
+                applyRevision(UInt64(rev), events[start..<end])
+                start = end
+            }
+        case .progress(let revision):
+            etcdRevision = max(etcdRevision, revision)
+        case .compacted(let compactRevision):
+            watchLive = false
+            watch = nil
+            log.warn("cluster: etcd compacted its history to revision \(compactRevision) past this host's \(store.rev); reading everything again")
+            pending[client.submit(.range(.prefix(records.prefix)))] = .resync
+        case .failed(let error):
+            watchLive = false
+            watch = nil
+            _ = failure(error)
+            watchRetryAt = now + 1
+        }
+    }
+
+    /// One etcd revision's events, applied as one store transaction.
+    private func applyRevision(_ rev: UInt64, _ events: ArraySlice<WatchEvent>) {
+        guard rev > store.rev else { return }
+        var transaction = StoredTransaction(rev: rev)
+        var publishes: [(String, JSONValue)] = []
+        var leaseExpired = false
+        var reasonGiven = false
+        for event in events {
+            guard let (kind, name) = records.parse(event.kv.key) else {
+                skip(event.kv.key, "not a record of obsd's")
+                continue
+            }
+            if event.kind == .delete { modRevisions[event.kv.key] = nil } else { modRevisions[event.kv.key] = event.kv.modRevision }
+            do throws(ClusterRecords.Unreadable) {
+                switch (kind, event.kind) {
+                case (.value, .put):
+                    let key = try records.storedKey(name, event.kv)
+                    if key.owner != nil { ephemeralKeys.insert(name) } else { ephemeralKeys.remove(name) }
+                    transaction.putKeys.append(key)
+                case (.value, .delete):
+                    if ephemeralKeys.remove(name) != nil { leaseExpired = true }
+                    transaction.deletedKeys.append(name)
+                case (.definition, .put):
+                    transaction.putDefinitions.append(try records.storedDefinition(name, event.kv))
+                case (.definition, .delete):
+                    transaction.deletedDefinitions.append(name)
+                case (.binding, .put):
+                    transaction.putBindings.append(try records.storedBinding(name, event.kv))
+                case (.binding, .delete):
+                    transaction.deletedBindings.append(name)
+                case (.meta, .put) where name == "reason":
+                    reasonGiven = true
+                    transaction.reason = (try? JSONValue.parse(event.kv.value))?.stringValue
+                case (.meta, .put) where name == "publish":
+                    publishes.append(try records.published(event.kv))
+                case (.meta, _):
+                    break
+                }
+            } catch {
+                skip(event.kv.key, error.message)
+            }
+        }
+        // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
+        if !reasonGiven, leaseExpired { transaction.reason = "ephemeral" }
+        store.apply(transaction)
+        for (channel, payload) in publishes { published[rev] = store.deliverPublished(channel: channel, payload: payload) }
+    }
+
+    private func skip(_ key: [UInt8], _ why: String) {
+        skipped += 1
+        let name = String(decoding: key, as: UTF8.self)
+        if lastSkipped != name { log.warn("cluster: skipped \(name): \(why)") }
+        lastSkipped = name
+    }
+
+    /// After etcd compacted what this host had not applied: everything under the prefix as of now
+    /// becomes the store's state in one transaction, every watch gets `compacted` and a snapshot,
+    /// and the watch starts again after it.
+    private func resync(_ range: RangeResponse) {
+        modRevisions.removeAll()
+        ephemeralKeys.removeAll()
+        store.applySnapshot(state(of: range))
+        startWatch()
+    }
+
+    /// The state a range of the whole prefix holds; the records it reads are noted as applied.
+    private func state(of range: RangeResponse) -> StoredState {
+        var state = StoredState(rev: UInt64(range.header.revision))
+        etcdRevision = max(etcdRevision, range.header.revision)
+        for kv in range.kvs {
+            guard let (kind, name) = records.parse(kv.key) else {
+                skip(kv.key, "not a record of obsd's")
+                continue
+            }
+            modRevisions[kv.key] = kv.modRevision
+            do throws(ClusterRecords.Unreadable) {
+                switch kind {
+                case .value:
+                    let key = try records.storedKey(name, kv)
+                    if key.owner != nil { ephemeralKeys.insert(name) }
+                    state.keys.append(key)
+                case .definition: state.definitions.append(try records.storedDefinition(name, kv))
+                case .binding: state.bindings.append(try records.storedBinding(name, kv))
+                case .meta: break
+                }
+            } catch {
+                skip(kv.key, error.message)
+            }
+        }
+        return state
+    }
+
+    /// Waits a moment for etcd's answers and takes them: for start-up (the definitions file), when
+    /// nothing else runs yet.
+    func settle() {
+        var descriptor = pollfd(fd: completionFD, events: Int16(POLLIN), revents: 0)
+        _ = poll(&descriptor, 1, 100)
+        let now = monotonicSeconds()
+        processCompletions(now: now)
+        tick(now: now)
+    }
+
+    // MARK: Timers
+
+    /// Monotonic seconds of the next thing to do: a lease renewal, a watch to set up again, an
+    /// answer that waited too long.
+    var nextDeadline: Double? {
+        [nextKeepAlive, watchRetryAt, waiting.map(\.deadline).min()].compactMap { $0 }.min()
+    }
+
+    func tick(now: Double) {
+        if let due = nextKeepAlive, due <= now {
+            nextKeepAlive = now + Double(leaseTTL) / 3
+            pending[client.submit(.leaseKeepAlive(id: lease), timeout: .seconds(Double(leaseTTL) / 3))] = .keepAlive
+        }
+        if let due = watchRetryAt, due <= now, watch == nil { startWatch() }
+        fireWaiting(now: now)
+    }
+}
+
+extension EtcdClient {
+    /// Waits for the answer to `id` (the request's own timeout bounds the wait): for start-up and
+    /// shutdown, never while the loop runs.
+    func waitForAnswer(_ id: EtcdRequestID) throws(EtcdError) -> EtcdResponse {
+        while true {
+            var descriptor = pollfd(fd: completionFD, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, -1)
+            for case .response(id, let result) in takeCompletions() {
+                return try result.get()
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+// Members dying under the client, each test with a cluster of its own: one member down is nothing
+// but a failover; two down (no quorum) is `unavailable` within the timeout, the loop thread never
+// waiting for it; and watches cut by either are reported, to be resumed from their last revision.
+import EtcdClient
+import TestSupport
+import XCTest
+
+final class EtcdFailoverTests: XCTestCase {
+    /// The member the client talks to is killed (a follower: a leader's death has a window of its
+    /// own, see the next test), and the client goes on with the others.
+    func test_oneMemberKilled_requestsAndWatchesGoOnThroughAnotherEndpoint() throws {
+        let cluster = try startEtcdCluster()
+        try cluster.moveLeader(to: 1)
+        let driver = try ClientDriver(cluster)
+        let prefix = uniquePrefix()
+        let watch = driver.client.watch(.prefix(bytes(prefix)))
+        XCTAssertTrue(driver.created(watch))
+        XCTAssertEqual(driver.client.currentEndpoint, cluster.endpoints[0])
+        let seen = try driver.put(prefix + "k", "before").header.revision
+        driver.watchUpdates(watch) { $0.events.count == 1 }
+
+        cluster.kill(0)
+        // The watch was served by the member killed: it is cut, and says so.
+        guard case .failed(.unavailable)? = driver.watchUpdates(watch, until: { $0.end != nil }).end else {
+            return XCTFail("the watch was not reported cut: \(driver.updates[watch] ?? [])")
+        }
+        var revisions: [Int64] = []
+        for index in 0..<20 { revisions.append(try driver.put(prefix + "k", "after \(index)").header.revision) }
+        XCTAssertNotEqual(driver.client.currentEndpoint, cluster.endpoints[0])
+        XCTAssertTrue(cluster.endpoints.contains(driver.client.currentEndpoint))
+
+        // Watching again from the revision after the last one seen misses nothing.
+        let resumed = driver.client.watch(.prefix(bytes(prefix), startRevision: seen + 1))
+        let events = driver.watchUpdates(resumed) { $0.events.count >= revisions.count }.events
+        XCTAssertEqual(events.map(\.revision), revisions)
+
+        try cluster.restart(0)
+        XCTAssertEqual(try driver.range(RangeRequest(key: bytes(prefix + "k"))).kvs.map { text($0.value) }, ["after 19"])
+    }
+
+    /// The leader is killed. A write sent to a follower before it notices is forwarded to the
+    /// dead leader and lost by etcd: it fails `unavailable` at its deadline (it cannot be known
+    /// not to be applied). Writes sent once the followers know there is no leader are refused
+    /// "no leader" at once, which the client retries until a new leader is elected.
+    func test_leaderKilled_onlyWritesBeforeTheElectionFail() throws {
+        let cluster = try startEtcdCluster()
+        try cluster.moveLeader(to: 0)
+        let driver = try ClientDriver(cluster) { $0.requestTimeout = .seconds(3) }
+        let prefix = uniquePrefix()
+        cluster.kill(0)
+        var outcomes: [Bool] = []
+        for index in 0..<20 {
+            switch driver.perform(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("\(index)"))), timeout: 30) {
+            case .success?: outcomes.append(true)
+            case .failure(.unavailable)?: outcomes.append(false)
+            case let other: return XCTFail("unexpected \(String(describing: other))")
+            }
+        }
+        XCTAssertEqual(outcomes, outcomes.sorted { !$0 && $1 }, "a write failed after one succeeded: \(outcomes)")
+        XCTAssertGreaterThanOrEqual(outcomes.filter { $0 }.count, 15)
+        XCTAssertNotNil(try cluster.leader())
+    }
+
+    func test_quorumLost_requestsFailUnavailableWithinTheTimeout_withoutBlockingTheCaller() throws {
+        let cluster = try startEtcdCluster()
+        let timeout = 2.0
+        let driver = try ClientDriver(cluster) { $0.requestTimeout = .seconds(timeout) }
+        let prefix = uniquePrefix()
+        let watch = driver.client.watch(.prefix(bytes(prefix)))
+        XCTAssertTrue(driver.created(watch))
+        let last = try driver.put(prefix + "k", "before").header.revision
+
+        cluster.kill(1)
+        cluster.kill(2)
+        // Twenty writes submitted in a row: a client that waited for etcd would take the timeout
+        // for each; this one only queues them.
+        let submitted = Date()
+        let ids = (0..<20).map { driver.client.submit(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("lost \($0)")))) }
+        XCTAssertLessThan(Date().timeIntervalSince(submitted), timeout / 2, "submit waited for etcd")
+        for id in ids {
+            guard case .failure(.unavailable(let message))? = driver.result(id, timeout: timeout + 10) else {
+                return XCTFail("expected unavailable, got \(String(describing: driver.responses[id]))")
+            }
+            XCTAssertTrue(message.contains("127.0.0.1"), "the message names the endpoints: \(message)")
+        }
+        // Within the timeout (plus scheduling slack on a loaded machine).
+        XCTAssertLessThan(Date().timeIntervalSince(submitted), timeout + 5)
+
+        // The surviving member ends the watch once it has no leader ("require leader").
+        guard case .failed(.unavailable)? = driver.watchUpdates(watch, until: { $0.end != nil }).end else {
+            return XCTFail("the watch was not reported cut: \(driver.updates[watch] ?? [])")
+        }
+
+        // A write with time to spare waits out the outage: refused "no leader" by the member
+        // left, and by nobody at the others, it is tried again round after round until the
+        // quorum is back.
+        let patient = driver.client.submit(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("after"))),
+                                           timeout: .seconds(60))
+        try cluster.restart([1, 2])
+        guard case .success(let response)? = driver.result(patient, timeout: 70) else {
+            return XCTFail("the write did not wait for the quorum: \(String(describing: driver.responses[patient]))")
+        }
+        let after = response.header.revision
+        let resumed = driver.client.watch(.prefix(bytes(prefix), startRevision: last + 1))
+        let events = driver.watchUpdates(resumed) { $0.events.count >= 1 }.events
+        // None of the refused writes was applied behind the client's back.
+        XCTAssertEqual(events.map(\.revision), [after])
+        XCTAssertEqual(events.map { text($0.kv.value) }, ["after"])
+    }
+}

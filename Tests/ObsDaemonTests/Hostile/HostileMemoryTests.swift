@@ -1,0 +1,84 @@
+// Memory one client can make obsd hold: a watcher that never reads, a client that pipelines
+// requests for large values without reading the answers, and history under large values. Each
+// is bounded in bytes, whatever the client does; the figures are obsd's resident memory.
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+final class HostileMemoryTests: XCTestCase {
+    /// A watcher of every key that reads nothing while others write: its output stops at the
+    /// limit (overflow), others are served, and after client_timeout it is disconnected.
+    func test_aSlowConsumer_isBounded_andDisconnected() throws {
+        let sandbox = try Sandbox()
+        try sandbox.write("client_timeout = 2s\n", to: sandbox.config)
+        let obsd = try ObsdProcess.started(sandbox, ["--memory", "--config", sandbox.config])
+        let slow = try Client(sandbox.socket)
+        slow.send(#"{"op":"watch","keys":["**"]}"# + "\n")
+        let before = obsd.residentKiB
+        let writer = try Client(sandbox.socket)
+        let value = String(repeating: "v", count: 1000)
+        let writes = Hostile.pick(quick: 30_000, long: 300_000)
+        for chunk in stride(from: 0, to: writes, by: 500) {
+            writer.send((chunk..<chunk + 500).map { #"{"op":"set","key":"k\#($0 % 1000)","value":"\#($0)\#(value)"}"# + "\n" }.joined())
+            for _ in 0..<500 { XCTAssertEqual(json(writer.readLine())["ok"] as? Bool, true) }
+        }
+        let grown = obsd.residentKiB - before
+        XCTAssertLessThan(grown, 64 * 1024, "resident memory grew by \(grown) KiB for one slow consumer")
+        XCTAssertTrue(waitFor("the slow consumer to be disconnected") { obsd.log.contains("read nothing for 2.0s") }, obsd.log)
+        Hostile.report("slow consumer", "\(writes) events of 1 KB for a watcher that reads nothing: obsd grew \(grown / 1024) MiB (output limit 8 MiB), disconnected after client_timeout")
+    }
+
+    /// Two thousand `get`s of a 100 KB value pipelined in one go, nothing read: answers stop at
+    /// the output limit and the rest wait unparsed; read afterwards, every one arrives, in order.
+    func test_aClientPipeliningLargeAnswersWithoutReading_isBounded() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess.started(sandbox, ["--memory"])
+        let client = try Client(sandbox.socket, timeout: 60)
+        XCTAssertEqual(client.request(#"{"op":"set","key":"big","value":"\#(String(repeating: "x", count: 100_000))"}"#)?["ok"] as? Bool, true)
+        let before = obsd.residentKiB
+        let count = Hostile.pick(quick: 2000, long: 20000)
+        // Sent by a thread of its own: once obsd stops reading, the socket's buffer fills and the
+        // send waits for the reading below.
+        let sending = DispatchGroup()
+        DispatchQueue.global().async(group: sending) {
+            client.send((0..<count).map { #"{"id":\#($0),"op":"get","key":"big"}"# + "\n" }.joined())
+        }
+        // Let obsd take in all it will before it stops reading.
+        waitFor("obsd to stop reading") {
+            let a = obsd.residentKiB
+            usleep(200_000)
+            return obsd.residentKiB == a
+        }
+        let grown = obsd.residentKiB - before
+        XCTAssertLessThan(grown, 48 * 1024, "resident memory grew by \(grown) KiB")
+        var inOrder = 0
+        for id in 0..<count where json(client.readLine())["id"] as? Int == id { inOrder += 1 }
+        XCTAssertEqual(sending.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(inOrder, count)
+        Hostile.report("pipelined answers nobody reads", "\(count) gets of a 100 KB value (\(count / 10) MB of answers): obsd grew \(grown / 1024) MiB; then \(inOrder) of \(count) answers read, in order")
+    }
+
+    /// One key overwritten with 1 MiB values: history holds at most history_bytes of them, and a
+    /// `since` before what it holds gets `compacted`.
+    func test_historyUnderLargeValues_isBoundedInBytes() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess.started(sandbox, ["--memory"])
+        let client = try Client(sandbox.socket, timeout: 60)
+        let before = obsd.residentKiB
+        let writes = Hostile.pick(quick: 150, long: 1000)
+        let value = String(repeating: "y", count: 1_000_000)
+        for index in 0..<writes {
+            XCTAssertEqual(client.request(#"{"op":"set","key":"big","value":"\#(index)\#(value)"}"#)?["ok"] as? Bool, true)
+        }
+        let grown = obsd.residentKiB - before
+        // 64 MiB of history (old and new values counted), the current value, buffers.
+        XCTAssertLessThan(grown, 128 * 1024, "resident memory grew by \(grown) KiB")
+        let watcher = try Client(sandbox.socket, timeout: 60)
+        watcher.send(#"{"op":"watch","keys":["big"],"since":1}"# + "\n")
+        XCTAssertEqual(json(watcher.readLine())["ok"] as? Bool, true)
+        let first = json(watcher.readLine())
+        XCTAssertEqual(first["event"] as? String, "compacted")
+        Hostile.report("history under 1 MiB values", "\(writes) overwrites: obsd grew \(grown / 1024) MiB (history_bytes 64 MiB; without it \(writes) MiB and more); since 1 gets compacted at \(first["compact_rev"] ?? "?")")
+    }
+}
