@@ -159,7 +159,10 @@ public final class Daemon {
             #endif
             do throws(SystemError) {
                 let writer = try StorageWriter(database, delay: delay)
-                let storage = try GroupCommitStorage(writer: writer, strict: settings.durability == .strict,
+                // strict: a thread of its own, which waits for each fsync while the loop serves;
+                // normal has no wait, and writes on the loop thread.
+                let strict = settings.durability == .strict
+                let storage = try GroupCommitStorage(writer: writer, strict: strict, inline: !strict,
                                                      retryInterval: Self.writeRetryInterval)
                 return (storage, lock)
             } catch {

@@ -37,7 +37,7 @@ struct RowChecksum {
         mix(value ? 5 : 6)
     }
 
-    private mutating func add(bytes: UnsafeRawBufferPointer, tag: UInt64) {
+    mutating func add(bytes: UnsafeRawBufferPointer, tag: UInt64) {
         mix(tag)
         mix(UInt64(bytes.count))
         var offset = 0
@@ -85,6 +85,14 @@ extension RowChecksum {
         sum.add(binding.map)
         sum.add(binding.twoWay)
         sum.add(binding.unmap)
+        return sum.value
+    }
+
+    /// A `log` row: its revision and its records.
+    static func logRow(_ rev: UInt64, _ data: UnsafeRawBufferPointer) -> Int64 {
+        var sum = RowChecksum()
+        sum.add(rev)
+        sum.add(bytes: data, tag: 7)
         return sum.value
     }
 

@@ -64,6 +64,9 @@ extension SQLiteStorage {
             }
             state.bindings.append(binding)
         }
+        let counter = state.rev
+        replayLog(onto: &state, problems: &problems, failures: &unreadable)
+        state.rev = max(state.rev, counter)
         problems += unreadable
         // A revision above the counter means the counter went back: new writes would reuse it.
         for key in state.keys where max(key.rev, key.createdRev) > state.rev {

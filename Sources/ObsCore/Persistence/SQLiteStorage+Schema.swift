@@ -21,7 +21,12 @@ extension SQLiteStorage {
         CREATE TABLE bindings (
             target TEXT PRIMARY KEY, source TEXT NOT NULL, map TEXT, two_way INTEGER NOT NULL,
             unmap TEXT, checksum INTEGER NOT NULL);
+        \(logTable)
         """
+
+    /// Commits not yet checkpointed into the tables above, as CommitLog records (one row per group
+    /// of commits: SQLiteStorage+Log.swift).
+    static let logTable = "CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY, rev INTEGER NOT NULL, data BLOB NOT NULL, checksum INTEGER NOT NULL);"
 
     /// Makes a new database at `path`: built as `path.new`, synced, then linked to `path` (which
     /// fails rather than replace a file that appeared meanwhile) and the directory synced. A crash
@@ -99,7 +104,22 @@ extension SQLiteStorage {
             rows.putDefinitions = state.definitions
             rows.putBindings = state.bindings
             try writeRows(rows)
-            try execute("UPDATE schema_version SET version = \(Self.schemaVersion)")
+            try execute("UPDATE schema_version SET version = 2")
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+extension SQLiteStorage {
+    /// Version 2 to 3: the log table (empty).
+    func migrateFromVersion2() throws(ObsError) {
+        try execute("BEGIN IMMEDIATE")
+        do throws(ObsError) {
+            try execute(Self.logTable)
+            try execute("UPDATE schema_version SET version = 3")
             try execute("COMMIT")
         } catch {
             try? execute("ROLLBACK")

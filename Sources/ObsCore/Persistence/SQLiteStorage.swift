@@ -33,7 +33,8 @@ import Darwin
 public final class SQLiteStorage: StateStorage {
     /// The schema this code reads and writes, kept in the `schema_version` table. Version 2 added
     /// the rows' checksums; a version-1 file is migrated when opened for writing.
-    public static let schemaVersion: Int64 = 2
+    /// Version 3 added the log of commits not yet checkpointed (SQLiteStorage+Log.swift).
+    public static let schemaVersion: Int64 = 3
 
     /// How a database is opened.
     public enum Mode: Sendable {
@@ -49,6 +50,10 @@ public final class SQLiteStorage: StateStorage {
     private var statements: [String: OpaquePointer] = [:]
     /// Whether the rows carry checksums (false only for a version-1 file opened for a check).
     var checksummed = true
+    /// Whether the file has the log table (false only for an older file opened for a check).
+    var hasLog = true
+    /// The bytes of the log's rows: commits not yet checkpointed into the tables.
+    public internal(set) var logBytes = 0
     /// The files as opened, to notice one deleted or replaced (SQLiteStorage+Files.swift).
     var files: [WatchedFile] = []
     /// Set once a watched file was found deleted or replaced: every later commit throws it.
@@ -89,9 +94,12 @@ public final class SQLiteStorage: StateStorage {
                 try execute("PRAGMA journal_mode=WAL")
                 try execute("PRAGMA synchronous=NORMAL")
                 if version == 1 { try migrateFromVersion1() }
+                if version <= 2 { try migrateFromVersion2() }
+                logBytes = try storedLogBytes()
                 watchFiles()
             } else {
                 checksummed = version >= 2
+                hasLog = version >= 3
             }
         } catch {
             close()

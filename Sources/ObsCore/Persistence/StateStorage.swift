@@ -115,11 +115,43 @@ public protocol StateStorage: AnyObject {
     /// How far the durable state trails the commits at monotonic time `now`: the revisions
     /// committed but not yet written, and how long the oldest of them has waited (`stats`).
     func writeLag(now: Double) -> (revisions: UInt64, seconds: Double)
+    /// Commits the transaction that puts one key, given as its name and its value's canonical
+    /// encoding (the store's hot path: a storage that keeps bytes need decode nothing).
+    func commitKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
+                   version: UInt64) throws(ObsError)
+    /// Writes a group of committed transactions, given as CommitLog records (the last at `rev`),
+    /// atomically as a whole.
+    func commitLog(_ records: UnsafeRawBufferPointer, rev: UInt64) throws(ObsError)
+    /// Folds what `commitLog` wrote into the storage's tables (SQLiteStorage: its log into its rows).
+    func checkpoint() throws(ObsError)
+    /// The bytes `commitLog` wrote that no checkpoint has folded yet.
+    var logBytes: Int { get }
 }
 
 extension StateStorage {
     public var keepsCommits: Bool { true }
     public func checkFiles() {}
+    public var logBytes: Int { 0 }
+    public func checkpoint() throws(ObsError) {}
+
+    public func commitKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
+                          version: UInt64) throws(ObsError) {
+        var transaction = StoredTransaction(rev: rev)
+        transaction.putKeys = [StoredKey(key: String(decoding: name, as: UTF8.self), value: (try? JSONValue.parse(value)) ?? .null,
+                                         rev: rev, createdRev: createdRev, version: version)]
+        try commit(transaction)
+    }
+
+    /// A storage without a log commits the records' changes as one transaction.
+    public func commitLog(_ records: UnsafeRawBufferPointer, rev: UInt64) throws(ObsError) {
+        var replay = CommitLog.Replay()
+        do throws(CommitLog.Damage) {
+            try CommitLog.replay(records, onto: &replay)
+        } catch {
+            throw ObsError(.internal, "commit records do not read (at byte \(error.offset))")
+        }
+        try commit(replay.transaction)
+    }
     /// A storage that writes as it commits never trails.
     public func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) { (0, 0) }
 }

@@ -55,12 +55,9 @@ extension Store {
         let newRev = rev + 1
         let existing = write.existing
         if keepsCommits {
-            var stored = StoredTransaction(rev: newRev)
-            stored.putKeys = [StoredKey(key: String(decoding: write.name, as: UTF8.self), value: (try? JSONValue.parse(write.value)) ?? .null,
-                                        rev: newRev, createdRev: existing?.record.createdRev ?? newRev,
-                                        version: (existing?.record.version ?? 0) + 1)]
             do {
-                try storage.commit(stored)
+                try storage.commitKey(name: write.name, value: write.value, rev: newRev, createdRev: existing?.record.createdRev ?? newRev,
+                                      version: (existing?.record.version ?? 0) + 1)
             } catch {
                 throw ObsError(.internal, "storage: \(error.message)")
             }

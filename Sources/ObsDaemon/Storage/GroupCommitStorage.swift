@@ -1,11 +1,18 @@
 // The daemon's storage, as the store sees it, and the pipelined group commit behind it.
 //
-// The store commits on the loop thread; nothing is written there. Each commit is merged into the
-// open batch. At the end of a loop turn the open batch goes to the writer thread (StorageWriter),
-// which writes it as one database transaction (and fsyncs it, in strict mode), unless the writer
-// is still busy with the previous batch: then the open batch keeps growing over the next turns
-// and goes as soon as the writer is free. So there are at most two batches: one in flight and one
-// open, and they reach the disk in commit order.
+// The store commits on the loop thread; nothing is written there. Each commit is appended to the
+// open batch as CommitLog records (a copy of its changes' names and values: no merging, no row).
+// At the end of a loop turn the open batch goes to the writer thread (StorageWriter), which writes
+// it as one row of the database's log, in one database transaction (and fsyncs it, in strict
+// mode), unless the writer is still busy with the previous batch: then the open batch keeps
+// growing over the next turns and goes as soon as the writer is free. So there are at most two
+// batches: one in flight and one open, and they reach the disk in commit order. The two batches'
+// buffers are used in turn, so that a batch costs no allocation once they have grown.
+//
+// In `normal` mode obsd writes on the loop thread instead (`inline`): with nothing to wait for (no
+// fsync), handing a batch to another thread only added two wake-ups a batch (measured: writing a
+// log row costs tens of microseconds, the hand-off as much, on the same core); the batch is
+// written at the end of the turn, before the turn's lines are flushed.
 //
 // Batches are numbered. A line a connection queues while a change is unwritten carries the number
 // of the newest batch holding one (`unwritten`), and is sent only once that batch is written
@@ -27,9 +34,11 @@ final class GroupCommitStorage: StateStorage {
     private let retryInterval: Double
 
     /// What was committed since the last hand-off to the writer.
-    private var open: PendingTransaction?
+    private var open: CommitBatch?
     /// The batch the writer has.
-    private var inFlight: (batch: UInt64, merged: PendingTransaction)?
+    private var inFlight: (batch: UInt64, merged: CommitBatch)?
+    /// A written batch's buffer, for the next open batch.
+    private var spare: CommitBatch?
     /// For `stats`: the newest revision committed, the newest written, and since when (monotonic
     /// seconds) the oldest unwritten commit of the open batch and of the batch in flight wait.
     private var committedRev: UInt64 = 0
@@ -53,16 +62,17 @@ final class GroupCommitStorage: StateStorage {
         retryInterval = 0
     }
 
-    /// `normal` or `strict` mode: starts the writer thread, which owns `writer`'s database.
-    init(writer: StorageWriter, strict: Bool, retryInterval: Double) throws(SystemError) {
+    /// `normal` or `strict` mode: starts the writer thread, which owns `writer`'s database; or,
+    /// `inline`, writes each batch on the caller's thread at the end of its turn.
+    init(writer: StorageWriter, strict: Bool, inline: Bool = false, retryInterval: Double) throws(SystemError) {
         self.writer = writer
         self.strict = strict
         self.retryInterval = retryInterval
-        thread = try writer.start()
+        thread = inline ? nil : try writer.start()
     }
 
-    /// The writer's eventfd, readable when a batch is finished; nil in memory mode.
-    var completionFD: Int32? { writer?.done }
+    /// The writer's eventfd, readable when a batch is finished; nil in memory mode and inline.
+    var completionFD: Int32? { thread == nil ? nil : writer?.done }
 
     /// The newest batch holding a change not yet written; `written` when there is none.
     var unwritten: UInt64 {
@@ -83,12 +93,28 @@ final class GroupCommitStorage: StateStorage {
 
     func commit(_ transaction: StoredTransaction) throws(ObsError) {
         guard writer != nil else { return }
-        if open == nil {
-            open = PendingTransaction()
-            openSince = monotonicSeconds()
-        }
-        open!.merge(transaction)
+        let batch = openBatch()
+        CommitLog.append(transaction, to: &batch.records)
+        batch.rev = transaction.rev
         committedRev = transaction.rev
+    }
+
+    func commitKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
+                   version: UInt64) throws(ObsError) {
+        guard writer != nil else { return }
+        let batch = openBatch()
+        CommitLog.appendKey(name: name, value: value, rev: rev, createdRev: createdRev, version: version, to: &batch.records)
+        batch.rev = rev
+        committedRev = rev
+    }
+
+    private func openBatch() -> CommitBatch {
+        if let open { return open }
+        let batch = spare ?? CommitBatch()
+        spare = nil
+        open = batch
+        openSince = monotonicSeconds()
+        return batch
     }
 
     func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) {
@@ -103,17 +129,31 @@ final class GroupCommitStorage: StateStorage {
     func sync() throws(ObsError) {}
 
     /// End of a loop turn: the open batch goes to the writer if the writer is free (and no failed
-    /// write is waiting for its retry time).
-    func endTurn(now: Double) {
-        guard let writer, !broken, inFlight == nil, let merged = open else { return }
+    /// write is waiting for its retry time); inline, it is written now (and what the writer thread
+    /// does when idle is done here, once a turn finds nothing written for a while).
+    func endTurn(now: Double) throws(GroupCommitFailure) {
+        guard let writer, !broken, inFlight == nil else { return }
+        guard let merged = open else {
+            if thread == nil, now >= idleCheckAt {
+                writer.idle()
+                idleCheckAt = now + StorageWriter.fileCheckInterval
+            }
+            return
+        }
         if let retryAt, now < retryAt { return }
         inFlight = (nextBatch, merged)
         inFlightSince = openSince
         open = nil
         openSince = nil
         nextBatch += 1
-        writer.submit(WriteJob(transaction: merged.transaction, sync: strict))
+        let job = WriteJob(batch: merged, sync: strict)
+        guard thread == nil else { return writer.submit(job) }
+        idleCheckAt = now + StorageWriter.fileCheckInterval
+        try finish(writer.writeNow(job), now: now)
     }
+
+    /// Inline: when the writer's idle duties are next due (the writer thread's once a second).
+    private var idleCheckAt = 0.0
 
     /// The writer's eventfd was readable: takes the outcome of the batch in flight, if it is ready.
     func takeOutcome(now: Double) throws(GroupCommitFailure) {
@@ -130,11 +170,18 @@ final class GroupCommitStorage: StateStorage {
             writtenRev = batch.merged.rev
             inFlightSince = nil
             retryAt = nil
+            batch.merged.records.removeAll(keepingCapacityUpTo: 1 << 20)
+            spare = batch.merged
         case .writeFailed(let error):
             // Written again in front of what was committed since, as one batch: the lines waiting
             // for either wait for the open batch's number, which is the larger.
-            var merged = batch.merged
-            if let open { merged.merge(open.transaction) }
+            let merged = batch.merged
+            if let open {
+                merged.records.append(open.records.bytes)
+                merged.rev = open.rev
+                open.records.removeAll(keepingCapacityUpTo: 1 << 20)
+                spare = open
+            }
             open = merged
             openSince = inFlightSince
             inFlightSince = nil
@@ -149,12 +196,12 @@ final class GroupCommitStorage: StateStorage {
     /// Shutdown: waits for the batch in flight, writes what is left, and stops the writer thread
     /// (closing the database). Stops at the first failure.
     func close() throws(GroupCommitFailure) {
-        guard let writer, let thread else { return }
+        guard let writer else { return }
         defer { writer.stop(thread) }
         while !broken, inFlight != nil || open != nil {
             retryAt = nil
-            endTurn(now: 0)
-            try finish(writer.waitForOutcome(), now: 0)
+            try endTurn(now: 0)
+            if thread != nil { try finish(writer.waitForOutcome(), now: 0) }
         }
     }
 }
@@ -174,35 +221,9 @@ enum GroupCommitFailure: Error {
     }
 }
 
-/// Transactions merged in commit order: for every key, definition and binding only the last put or
-/// delete counts, which is what applying them one after the other leaves.
-struct PendingTransaction {
-    private(set) var rev: UInt64 = 0
-    private var keys: [String: StoredKey?] = [:]
-    private var definitions: [String: StoredDefinition?] = [:]
-    private var bindings: [String: StoredBinding?] = [:]
-
-    mutating func merge(_ transaction: StoredTransaction) {
-        rev = transaction.rev
-        for key in transaction.deletedKeys { keys[key] = .some(nil) }
-        for key in transaction.putKeys { keys[key.key] = key }
-        for key in transaction.deletedDefinitions { definitions[key] = .some(nil) }
-        for definition in transaction.putDefinitions { definitions[definition.key] = definition }
-        for target in transaction.deletedBindings { bindings[target] = .some(nil) }
-        for binding in transaction.putBindings { bindings[binding.to] = binding }
-    }
-
-    var transaction: StoredTransaction {
-        var merged = StoredTransaction(rev: rev)
-        for (name, key) in keys {
-            if let key { merged.putKeys.append(key) } else { merged.deletedKeys.append(name) }
-        }
-        for (name, definition) in definitions {
-            if let definition { merged.putDefinitions.append(definition) } else { merged.deletedDefinitions.append(name) }
-        }
-        for (target, binding) in bindings {
-            if let binding { merged.putBindings.append(binding) } else { merged.deletedBindings.append(target) }
-        }
-        return merged
-    }
+/// A group of commits on its way to the database: CommitLog records, the last at `rev`. Handed to
+/// the writer thread whole, and back once written (the loop does not touch it meanwhile).
+final class CommitBatch: @unchecked Sendable {
+    var records = ByteBuffer()
+    var rev: UInt64 = 0
 }

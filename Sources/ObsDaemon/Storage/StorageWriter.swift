@@ -17,7 +17,7 @@ import Synchronization
 
 /// One batch for the writer: written as one database transaction, then fsynced when `sync`.
 struct WriteJob: Sendable {
-    var transaction: StoredTransaction
+    var batch: CommitBatch
     var sync: Bool
 }
 
@@ -47,8 +47,11 @@ final class StorageWriter: Sendable {
     /// A test hook (OBSD_TEST_WRITE_DELAY, read by debug builds only): seconds the writer waits
     /// before writing each batch, so that tests can catch a batch in flight.
     private let delay: Double
-    /// Seconds of idleness after which the writer checks the database's files.
+    /// Seconds of idleness after which the writer checks the database's files, and checkpoints
+    /// its log.
     static let fileCheckInterval = 1.0
+    /// The log's size at which the writer checkpoints after a batch (SQLiteStorage+Log.swift).
+    static let checkpointBytes = 64 << 20
 
     init(_ storage: sending any StateStorage, delay: Double = 0) throws(SystemError) {
         self.storage = Mutex(storage)
@@ -117,12 +120,18 @@ final class StorageWriter: Sendable {
         }
     }
 
-    /// Loop thread: ends the writer thread (after its last batch) and closes the database.
-    func stop(_ thread: pthread_t) {
-        mailbox.withLock { $0.stopping = true }
-        signal(wake)
-        pthread_join(thread, nil)
-        storage.withLock { $0 = nil }
+    /// Loop thread: ends the writer thread (after its last batch), checkpoints the log (so that
+    /// a stopped daemon's database holds everything in its tables) and closes the database.
+    func stop(_ thread: pthread_t?) {
+        if let thread {
+            mailbox.withLock { $0.stopping = true }
+            signal(wake)
+            pthread_join(thread, nil)
+        }
+        storage.withLock { storage in
+            try? storage?.checkpoint()
+            storage = nil
+        }
     }
 
     // MARK: - The writer thread
@@ -132,7 +141,7 @@ final class StorageWriter: Sendable {
             // Idle for a second: a look at the database's files (deleted or replaced under obsd).
             var descriptor = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
             if poll(&descriptor, 1, Int32(Self.fileCheckInterval * 1000)) == 0 {
-                storage.withLock { $0?.checkFiles() }
+                idle()
                 continue
             }
             var count: UInt64 = 0
@@ -155,21 +164,40 @@ final class StorageWriter: Sendable {
         }
     }
 
+    /// What the writer does once it has been idle a second: a look at the database's files
+    /// (deleted or replaced under obsd), and a checkpoint of the log. The thread's, or (no thread)
+    /// the loop's.
+    func idle() {
+        storage.withLock { storage in
+            storage?.checkFiles()
+            // A failed checkpoint leaves the log as it was: tried again later.
+            if let storage, storage.logBytes > 0 { try? storage.checkpoint() }
+        }
+    }
+
+    /// A batch written on the caller's thread (no writer thread: `normal` mode).
+    func writeNow(_ job: WriteJob) -> WriteOutcome {
+        write(job)
+    }
+
     private func write(_ job: WriteJob) -> WriteOutcome {
         if delay > 0 { usleep(UInt32(min(delay, 60) * 1_000_000)) }
         return storage.withLock { storage -> WriteOutcome in
             guard let storage else { return .writeFailed(ObsError(.internal, "the database is closed")) }
             do throws(ObsError) {
-                try storage.commit(job.transaction)
+                try storage.commitLog(job.batch.records.bytes, rev: job.batch.rev)
             } catch {
                 return .writeFailed(error)
             }
-            guard job.sync else { return .written }
-            do throws(ObsError) {
-                try storage.sync()
-            } catch {
-                return .syncFailed(error)
+            if job.sync {
+                do throws(ObsError) {
+                    try storage.sync()
+                } catch {
+                    return .syncFailed(error)
+                }
             }
+            // A failed checkpoint leaves the log as it was (the batch is written): tried again later.
+            if storage.logBytes >= Self.checkpointBytes { try? storage.checkpoint() }
             return .written
         }
     }

@@ -51,7 +51,7 @@ final class WriteGate {
     func endTurn(now: Double, writerFinished: Bool) throws(GroupCommitFailure) {
         do throws(GroupCommitFailure) {
             if writerFinished { try storage.takeOutcome(now: now) }
-            storage.endTurn(now: now)
+            try storage.endTurn(now: now)
             releaseWritten()
             if store.writeRefusal != nil, !storage.isFailing {
                 store.writeRefusal = nil

@@ -5,18 +5,31 @@
 import CSQLite
 import Foundation
 import Glibc
+import ObsCore
 import TestSupport
 import XCTest
 
 final class WriterThreadTests: XCTestCase {
     /// The value stored in the database file for `key`, read with a connection of our own (it sees
-    /// every committed transaction, fsynced or not).
+    /// every committed transaction, fsynced or not): in the log, where a batch is written, or else
+    /// in the keys table, where a checkpoint moves it.
     private func storedValue(_ sandbox: Sandbox, _ key: String) -> String? {
         var db: OpaquePointer?
         defer { sqlite3_close_v2(db) }
         guard sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return nil }
         sqlite3_busy_timeout(db, 5000)
+        // One read transaction for both tables, so that a checkpoint cannot move the key between them.
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        var logged = CommitLog.Replay()
         var statement: OpaquePointer?
+        if sqlite3_prepare_v2(db, "SELECT data FROM log ORDER BY id", -1, &statement, nil) == SQLITE_OK {
+            while sqlite3_step(statement) == SQLITE_ROW {
+                let data = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 0), count: Int(sqlite3_column_bytes(statement, 0)))
+                try? CommitLog.replay(data, onto: &logged)
+            }
+        }
+        sqlite3_finalize(statement)
+        if let value = logged.state.keys.first(where: { $0.key == key })?.value { return value.encoded }
         defer { sqlite3_finalize(statement) }
         guard sqlite3_prepare_v2(db, "SELECT value FROM keys WHERE key = ?1", -1, &statement, nil) == SQLITE_OK else { return nil }
         sqlite3_bind_text(statement, 1, key, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
@@ -103,8 +116,21 @@ final class WriterThreadTests: XCTestCase {
         XCTAssertEqual(answers, 51, "every write received before SIGTERM is answered")
         XCTAssertTrue(sawGoodbye)
         XCTAssertEqual(obsd.waitForExit(), 0, obsd.log)
+        XCTAssertEqual(logRows(sandbox), 0, "a clean stop folds the log into the tables")
         XCTAssertEqual(storedValue(sandbox, "first"), "1")
         for index in 0..<50 { XCTAssertEqual(storedValue(sandbox, "k.\(index)"), "\(index)") }
+    }
+
+    /// The rows of the database's log (commits not yet checkpointed into the tables).
+    private func logRows(_ sandbox: Sandbox) -> Int? {
+        var db: OpaquePointer?
+        defer { sqlite3_close_v2(db) }
+        guard sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return nil }
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_prepare_v2(db, "SELECT count(*) FROM log", -1, &statement, nil) == SQLITE_OK,
+              sqlite3_step(statement) == SQLITE_ROW else { return nil }
+        return Int(sqlite3_column_int64(statement, 0))
     }
 
     func test_normal_sigtermWithABatchInFlight_writesAndAnswersItBeforeExiting() throws {

@@ -78,7 +78,7 @@ final class ConnectionOutputTests: XCTestCase {
         try commit(1)
         connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("read1\n".utf8)))
-        storage.endTurn(now: 0)
+        try storage.endTurn(now: 0)
         try commit(2)
         connection.write(EncodedLine(body: Array("ack2\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("after\n".utf8)))
@@ -93,7 +93,7 @@ final class ConnectionOutputTests: XCTestCase {
         guard case .held = connection.flush() else { return XCTFail("expected ack2 to be held") }
         XCTAssertEqual(readAll(pair[1]), "ack1\nread1\n")
 
-        storage.endTurn(now: 0)
+        try storage.endTurn(now: 0)
         try waitForWriter()
         XCTAssertEqual(storage.written, 2)
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }

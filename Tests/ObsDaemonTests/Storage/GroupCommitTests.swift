@@ -36,7 +36,7 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(storage.unwritten, 1)
         XCTAssertEqual(storage.written, 0)
 
-        storage.endTurn(now: 0)
+        try storage.endTurn(now: 0)
         try waitForWriter(storage)
         XCTAssertEqual(storage.written, 1)
         let state = try writer.load()
@@ -55,20 +55,20 @@ final class GroupCommitTests: XCTestCase {
         var first = StoredTransaction(rev: 1)
         first.putKeys = [key("a", 1, rev: 1)]
         try storage.commit(first)
-        storage.endTurn(now: 0)
+        try storage.endTurn(now: 0)
         XCTAssertEqual(storage.unwritten, 1)
         for rev in UInt64(2)...4 {
             var next = StoredTransaction(rev: rev)
             next.putKeys = [key("a", Int(rev), rev: rev)]
             try storage.commit(next)
             // The writer is busy (or its outcome not yet taken): nothing new is handed over.
-            storage.endTurn(now: 0)
+            try storage.endTurn(now: 0)
             XCTAssertEqual(storage.unwritten, 2)
         }
         try waitForWriter(storage)
         XCTAssertEqual(storage.written, 1)
         XCTAssertEqual(try writer.load().rev, 1)
-        storage.endTurn(now: 0)
+        try storage.endTurn(now: 0)
         try waitForWriter(storage)
         XCTAssertEqual(storage.written, 2)
         XCTAssertEqual(storage.unwritten, 2, "nothing left unwritten")
@@ -83,11 +83,31 @@ final class GroupCommitTests: XCTestCase {
         var first = StoredTransaction(rev: 1)
         first.putKeys = [key("a", 1, rev: 1)]
         try storage.commit(first)
-        storage.endTurn(now: 0)
+        try storage.endTurn(now: 0)
         var second = StoredTransaction(rev: 2)
         second.putKeys = [key("b", 2, rev: 2)]
         try storage.commit(second)
         try storage.close()
         XCTAssertEqual(storage.written, 2)
+    }
+
+    /// Inline (normal mode): no thread; the turn's batch is written when the turn ends, so the
+    /// lines of the turn never wait past it.
+    func test_inline_writesTheTurnsBatchWhenTheTurnEnds() throws {
+        let writer = try StorageWriter(MemoryStorage())
+        let storage = try GroupCommitStorage(writer: writer, strict: false, inline: true, retryInterval: 1)
+        XCTAssertNil(storage.completionFD)
+        for rev in UInt64(1)...3 {
+            var transaction = StoredTransaction(rev: rev)
+            transaction.putKeys = [key("a", Int(rev), rev: rev)]
+            try storage.commit(transaction)
+            XCTAssertEqual(storage.unwritten, rev)
+            XCTAssertEqual(try writer.load().rev, rev - 1, "nothing written before the turn ends")
+            try storage.endTurn(now: 0)
+            XCTAssertEqual(storage.written, rev)
+            XCTAssertEqual(storage.unwritten, rev, "nothing left unwritten")
+            XCTAssertEqual(try writer.load().keys, [key("a", Int(rev), rev: rev)])
+        }
+        try storage.close()
     }
 }

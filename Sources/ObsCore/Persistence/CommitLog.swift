@@ -1,0 +1,213 @@
+/// Committed transactions as records of bytes: what the daemon's storage appends to the database's
+/// log (SQLiteStorage+Log.swift) for a group of commits, instead of writing every changed row.
+/// Appending a change is a copy of its name and its value's encoding, on the loop thread; the rows
+/// are written later, once per key however often it changed, by a checkpoint.
+///
+/// A record is a kind (one byte), the length of its body (four bytes) and the body; numbers are
+/// little endian. A transaction is a `transaction` record followed by its changes:
+///
+///     1 transaction        u64 rev
+///     2 put key            u64 rev, u64 created_rev, u64 version, u8 flags (1: expires),
+///                          [f64 expires_at], u16 name length, name, value (the rest: canonical JSON)
+///     3 delete key         name
+///     4 put definition     u64 created_rev, u16 name length, name, expression (the rest)
+///     5 delete definition  name
+///     6 put binding        u8 flags (1: two-way, 2: map, 4: unmap), u16 from length, u16 to length,
+///                          u32 map length, from, to, map, unmap (the rest)
+///     7 delete binding     target
+///
+/// Replaying records in order leaves what committing the transactions in order left: for every key,
+/// definition and binding, the last put or delete counts.
+public enum CommitLog {
+    private enum Kind: UInt8 {
+        case transaction = 1, putKey, deleteKey, putDefinition, deleteDefinition, putBinding, deleteBinding
+    }
+
+    /// A log that does not read as records.
+    public struct Damage: Error {
+        public var offset: Int
+    }
+
+    /// Appends the records of `transaction`.
+    public static func append(_ transaction: StoredTransaction, to buffer: inout ByteBuffer) {
+        record(.transaction, to: &buffer) { $0.appendNumber(transaction.rev) }
+        for name in transaction.deletedKeys { record(.deleteKey, to: &buffer) { $0.appendText(name) } }
+        for key in transaction.putKeys {
+            record(.putKey, to: &buffer) { body in
+                body.appendNumber(key.rev)
+                body.appendNumber(key.createdRev)
+                body.appendNumber(key.version)
+                body.append(key.expiresAt == nil ? 0 : 1)
+                if let expiresAt = key.expiresAt { body.appendNumber(expiresAt.bitPattern) }
+                body.appendNumber(UInt16(key.key.utf8.count))
+                body.appendText(key.key)
+                key.value.encode(into: &body)
+            }
+        }
+        for name in transaction.deletedDefinitions { record(.deleteDefinition, to: &buffer) { $0.appendText(name) } }
+        for definition in transaction.putDefinitions {
+            record(.putDefinition, to: &buffer) { body in
+                body.appendNumber(definition.createdRev)
+                body.appendNumber(UInt16(definition.key.utf8.count))
+                body.appendText(definition.key)
+                body.appendText(definition.expr)
+            }
+        }
+        for target in transaction.deletedBindings { record(.deleteBinding, to: &buffer) { $0.appendText(target) } }
+        for binding in transaction.putBindings {
+            record(.putBinding, to: &buffer) { body in
+                body.append((binding.twoWay ? 1 : 0) | (binding.map != nil ? 2 : 0) | (binding.unmap != nil ? 4 : 0))
+                body.appendNumber(UInt16(binding.from.utf8.count))
+                body.appendNumber(UInt16(binding.to.utf8.count))
+                body.appendNumber(UInt32(binding.map?.utf8.count ?? 0))
+                body.appendText(binding.from)
+                body.appendText(binding.to)
+                body.appendText(binding.map ?? "")
+                body.appendText(binding.unmap ?? "")
+            }
+        }
+    }
+
+    /// Appends the records of a transaction that puts one key, from its name and its value's
+    /// encoding (the hot path's: nothing decoded, nothing allocated).
+    public static func appendKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
+                          version: UInt64, to buffer: inout ByteBuffer) {
+        record(.transaction, to: &buffer) { $0.appendNumber(rev) }
+        record(.putKey, to: &buffer) { body in
+            body.appendNumber(rev)
+            body.appendNumber(createdRev)
+            body.appendNumber(version)
+            body.append(0)
+            body.appendNumber(UInt16(name.count))
+            body.append(name)
+            body.append(value)
+        }
+    }
+
+    /// Replays `records` onto `state`: the state committing them in order leaves. Throws where a
+    /// record does not read (a damaged log).
+    public static func replay(_ records: UnsafeRawBufferPointer, onto state: inout Replay) throws(Damage) {
+        var offset = 0
+        while offset < records.count {
+            guard records.count - offset >= 5, let kind = Kind(rawValue: records[offset]) else { throw Damage(offset: offset) }
+            let length = Int(records.loadUnaligned(fromByteOffset: offset + 1, as: UInt32.self).littleEndian)
+            guard records.count - offset - 5 >= length else { throw Damage(offset: offset) }
+            var body = Reader(bytes: UnsafeRawBufferPointer(rebasing: records[offset + 5..<offset + 5 + length]))
+            guard (try? body.apply(kind, to: &state)) != nil else { throw Damage(offset: offset) }
+            offset += 5 + length
+        }
+    }
+
+    /// The rows replayed so far by name: each put (a row) or deleted (nil) by the last record that
+    /// names it, on top of a stored state (load) or of nothing (a checkpoint, which writes what
+    /// changed).
+    public struct Replay {
+        var rev: UInt64
+        var keys: [String: StoredKey?] = [:]
+        var definitions: [String: StoredDefinition?] = [:]
+        var bindings: [String: StoredBinding?] = [:]
+
+        public init(_ state: StoredState = StoredState()) {
+            rev = state.rev
+            for key in state.keys { keys[key.key] = key }
+            for definition in state.definitions { definitions[definition.key] = definition }
+            for binding in state.bindings { bindings[binding.to] = binding }
+        }
+
+        /// The state, each list sorted by name (as a storage loads it).
+        public var state: StoredState {
+            StoredState(rev: rev, keys: keys.values.compactMap { $0 }.sorted { $0.key < $1.key },
+                        definitions: definitions.values.compactMap { $0 }.sorted { $0.key < $1.key },
+                        bindings: bindings.values.compactMap { $0 }.sorted { $0.to < $1.to })
+        }
+
+        /// What changed, as one transaction: the rows to write and to delete.
+        public var transaction: StoredTransaction {
+            var transaction = StoredTransaction(rev: rev)
+            for (name, key) in keys {
+                if let key { transaction.putKeys.append(key) } else { transaction.deletedKeys.append(name) }
+            }
+            for (name, definition) in definitions {
+                if let definition { transaction.putDefinitions.append(definition) } else { transaction.deletedDefinitions.append(name) }
+            }
+            for (target, binding) in bindings {
+                if let binding { transaction.putBindings.append(binding) } else { transaction.deletedBindings.append(target) }
+            }
+            return transaction
+        }
+    }
+
+    private static func record(_ kind: Kind, to buffer: inout ByteBuffer, _ body: (inout ByteBuffer) -> Void) {
+        buffer.append(kind.rawValue)
+        let lengthAt = buffer.count
+        buffer.appendNumber(UInt32(0))
+        body(&buffer)
+        let length = UInt32(buffer.count - lengthAt - 4)
+        buffer.base!.storeBytes(of: length.littleEndian, toByteOffset: lengthAt, as: UInt32.self)
+    }
+
+    /// A record's body, read from its start.
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var position = 0
+
+        struct Short: Error {}
+
+        mutating func number<T: FixedWidthInteger>(_ type: T.Type) throws(Short) -> T {
+            guard bytes.count - position >= MemoryLayout<T>.size else { throw Short() }
+            defer { position += MemoryLayout<T>.size }
+            return T(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: T.self))
+        }
+
+        mutating func text(_ count: Int) throws(Short) -> String {
+            guard count >= 0, bytes.count - position >= count else { throw Short() }
+            defer { position += count }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[position..<position + count]), as: UTF8.self)
+        }
+
+        mutating func rest() -> String { (try? text(bytes.count - position)) ?? "" }
+
+        mutating func apply(_ kind: Kind, to state: inout Replay) throws(Short) {
+            switch kind {
+            case .transaction:
+                state.rev = try number(UInt64.self)
+            case .putKey:
+                let rev = try number(UInt64.self), createdRev = try number(UInt64.self), version = try number(UInt64.self)
+                let expires = try number(UInt8.self) & 1 != 0
+                let expiresAt = expires ? Double(bitPattern: try number(UInt64.self)) : nil
+                let name = try text(Int(try number(UInt16.self)))
+                guard let value = try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: bytes[position...])) else { throw Short() }
+                state.keys[name] = .some(StoredKey(key: name, value: value, rev: rev, createdRev: createdRev, version: version,
+                                                   expiresAt: expiresAt))
+            case .deleteKey:
+                state.keys[rest()] = .some(nil)
+            case .putDefinition:
+                let createdRev = try number(UInt64.self)
+                let name = try text(Int(try number(UInt16.self)))
+                state.definitions[name] = .some(StoredDefinition(key: name, expr: rest(), createdRev: createdRev))
+            case .deleteDefinition:
+                state.definitions[rest()] = .some(nil)
+            case .putBinding:
+                let flags = try number(UInt8.self)
+                let fromLength = Int(try number(UInt16.self)), toLength = Int(try number(UInt16.self))
+                let mapLength = Int(try number(UInt32.self))
+                let from = try text(fromLength), to = try text(toLength), map = try text(mapLength), unmap = rest()
+                state.bindings[to] = .some(StoredBinding(from: from, to: to, map: flags & 2 != 0 ? map : nil, twoWay: flags & 1 != 0,
+                                                         unmap: flags & 4 != 0 ? unmap : nil))
+            case .deleteBinding:
+                state.bindings[rest()] = .some(nil)
+            }
+        }
+    }
+}
+
+extension ByteBuffer {
+    fileprivate mutating func appendNumber<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { append($0) }
+    }
+
+    fileprivate mutating func appendText(_ text: String) {
+        var text = text
+        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+    }
+}
