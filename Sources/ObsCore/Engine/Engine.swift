@@ -48,13 +48,17 @@ final class Engine: @unchecked Sendable {
     /// The memory of the graph's links.
     @exclusivity(unchecked) var links = LinkPages()
 
-    /// Observers with a change to deliver, in commit order.
+    /// Changes to deliver, in commit order, with their values (DeliveryQueue.swift).
     /// Each entry holds a retain on its observer, given back once delivered.
-    @exclusivity(unchecked) var deliveryQueue = PointerStack<Unmanaged<DeliveringObserver>>()
+    @exclusivity(unchecked) var deliveryQueue = DeliveryQueue()
+    /// The memory of delivery queues, kept for reuse.
+    @exclusivity(unchecked) var deliverySegments = DeliverySegments()
+    /// Entries in `deliveryQueue`.
+    @exclusivity(unchecked) var deliveryCount = 0
     /// The thread delivering changes now (0: none).
     @exclusivity(unchecked) var deliveringThread: UInt = 0
     /// The batch being delivered: touched by the delivering thread alone.
-    @exclusivity(unchecked) var delivering = PointerStack<Unmanaged<DeliveringObserver>>()
+    @exclusivity(unchecked) var delivering = DeliveryQueue()
     /// Handlers on the delivering thread's stack: touched by that thread alone.
     @exclusivity(unchecked) var handlerDepth = 0
     /// Writes deferred until after the current transaction, one group per transaction, FIFO.
@@ -191,20 +195,19 @@ final class Engine: @unchecked Sendable {
         while true {
             if !deliveryQueue.isEmpty {
                 swap(&deliveryQueue, &delivering)
+                let ahead = deliveryCount > Engine.prefetchThreshold ? 16 : 0
+                deliveryCount = 0
                 lock.unlock()
                 handlerDepth += 1
-                let count = delivering.count
-                let ahead = count > Engine.prefetchThreshold ? count : 0
-                for index in 0..<count {
-                    if index + 16 < ahead { delivering[index + 16].prefetch() }
-                    if index + 8 < ahead { delivering[index + 8]._withUnsafeGuaranteedRef { $0.prefetchDelivery() } }
-                    let observer = delivering[index]
-                    observer._withUnsafeGuaranteedRef { $0.deliverNext() }
-                    observer.release()
+                // A long batch is delivered with each observer requested 16 entries ahead (a short
+                // one is in the caches already).
+                delivering.drain(lookahead: ahead, { $0.prefetch() }) { header, entry in
+                    header.observer._withUnsafeGuaranteedRef { $0.deliver(header.kind, entry: entry) }
+                    header.observer.release()
                 }
                 handlerDepth -= 1
-                delivering.removeAll()
                 lock.lock()
+                delivering.recycle(into: &deliverySegments)
                 continue
             }
             if deferredHead < deferredWrites.count {
@@ -231,15 +234,16 @@ final class Engine: @unchecked Sendable {
 /// An observer whose changes the engine delivers after the transaction. (A class, not a protocol:
 /// queues of a concrete element type cost no runtime type lookups.)
 class DeliveringObserver: ReactiveNode, @unchecked Sendable {
-    /// Delivers the oldest undelivered change, taking the lock only to dequeue it.
-    func deliverNext() {}
+    /// Delivers the change queued in `entry` (moving its payload out), or drops it if the observer
+    /// was cancelled. Called on the delivering thread, without the lock.
+    func deliver(_ kind: DeliveryKind, entry: UnsafeMutableRawPointer) {}
 
-    /// Prefetches what `deliverNext` will read beyond the observer itself.
-    func prefetchDelivery() {}
-
-    /// Queues one delivery; called inside the engine.
+    /// Queues a delivery and returns where its payload goes; called inside the engine.
     @inline(__always)
-    final func queueDelivery() {
-        engine.deliveryQueue.append(Unmanaged.passRetained(self))
+    final func queueDelivery(_ kind: DeliveryKind, bytes: Int, alignment: Int) -> UnsafeMutableRawPointer {
+        withEngine { engine in
+            engine.deliveryCount += 1
+            return engine.deliveryQueue.append(self, kind, bytes: bytes, alignment: alignment, pool: &engine.deliverySegments)
+        }
     }
 }
