@@ -11,7 +11,7 @@ enum DeliveryKind: UInt32 {
 }
 
 /// Changes waiting to be delivered, in commit order, with their values: each entry names its
-/// observer (holding a retain on it) and the kind of delivery, and carries the payload (the old
+/// observer (without a retain: Engine.retireAfterDelivery) and the kind of delivery, and carries the payload (the old
 /// and new values, or the error), which the observer's typed code moves in under the engine lock
 /// and moves out on the delivering thread. So a change costs no allocation, no ring of its own in
 /// the observer, and no taking of the lock to fetch it: the delivering thread takes a whole batch
@@ -53,7 +53,7 @@ struct DeliveryQueue {
         return UnsafeMutableRawPointer(bitPattern: (start + mask) & ~mask)!
     }
 
-    /// Appends an entry for `observer` (retaining it) and returns where its payload of `bytes`
+    /// Appends an entry for `observer` and returns where its payload of `bytes`
     /// bytes and `alignment` goes: the caller initialises it at once.
     @inline(__always)
     mutating func append(_ observer: DeliveringObserver, _ kind: DeliveryKind, bytes: Int, alignment: Int,
@@ -68,7 +68,7 @@ struct DeliveryQueue {
         let entry = UnsafeMutableRawPointer(segment!) + segment!.pointee.used
         segment!.pointee.used += room
         entry.initializeMemory(as: EntryHeader.self, repeating: EntryHeader(
-            observer: Unmanaged.passRetained(observer), kind: kind, size: UInt32(room)), count: 1)
+            observer: Unmanaged.passUnretained(observer), kind: kind, size: UInt32(room)), count: 1)
         return Self.payload(of: entry, alignment: alignment)
     }
 

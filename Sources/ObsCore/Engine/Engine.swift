@@ -49,8 +49,18 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var links = LinkPages()
 
     /// Changes to deliver, in commit order, with their values (DeliveryQueue.swift).
-    /// Each entry holds a retain on its observer, given back once delivered.
     @exclusivity(unchecked) var deliveryQueue = DeliveryQueue()
+    /// The number of the batch `deliveryQueue` fills (it goes up by one with each batch taken for
+    /// delivery), and the last batch delivered whole. An entry does not retain its observer: an
+    /// observer cancelled while a batch it has entries in is undelivered (`queuedBatch` above
+    /// `deliveredBatch`) is kept alive in `retired` until that batch is delivered.
+    @exclusivity(unchecked) var deliveryBatch: UInt64 = 1
+    @exclusivity(unchecked) var deliveredBatch: UInt64 = 0
+    @exclusivity(unchecked) var retired = PointerStack<Unmanaged<DeliveringObserver>>()
+    /// Retired observers whose entries are all delivered, released by the delivering thread (and
+    /// touched by it alone, before it stops delivering) once it has let go of the lock: releasing
+    /// one may run any code.
+    @exclusivity(unchecked) var releasable = PointerStack<Unmanaged<DeliveringObserver>>()
     /// The memory of delivery queues, kept for reuse.
     @exclusivity(unchecked) var deliverySegments = DeliverySegments()
     /// Entries in `deliveryQueue`.
@@ -195,19 +205,23 @@ final class Engine: @unchecked Sendable {
         while true {
             if !deliveryQueue.isEmpty {
                 swap(&deliveryQueue, &delivering)
+                let batch = deliveryBatch
+                deliveryBatch &+= 1
                 let ahead = deliveryCount > Engine.prefetchThreshold ? 16 : 0
                 deliveryCount = 0
                 lock.unlock()
+                releaseDelivered()
                 handlerDepth += 1
                 // A long batch is delivered with each observer requested 16 entries ahead (a short
                 // one is in the caches already).
                 delivering.drain(lookahead: ahead, { $0.prefetch() }) { header, entry in
                     header.observer._withUnsafeGuaranteedRef { $0.deliver(header.kind, entry: entry) }
-                    header.observer.release()
                 }
                 handlerDepth -= 1
                 lock.lock()
                 delivering.recycle(into: &deliverySegments)
+                deliveredBatch = batch
+                if !retired.isEmpty { collectDelivered() }
                 continue
             }
             if deferredHead < deferredWrites.count {
@@ -224,9 +238,47 @@ final class Engine: @unchecked Sendable {
                 depth = 0
                 continue
             }
+            if !releasable.isEmpty {
+                // Released while this thread is still the one delivering (`releasable` is its
+                // alone), then the queues are looked at again.
+                lock.unlock()
+                releaseDelivered()
+                lock.lock()
+                continue
+            }
             deliveringThread = 0
             lock.unlock()
             return
+        }
+    }
+
+    /// Keeps a cancelled observer alive until the entries it has in the delivery queues are
+    /// delivered (or dropped: it is cancelled). Called inside the engine.
+    func retireAfterDelivery(_ observer: DeliveringObserver) {
+        if observer.queuedBatch > deliveredBatch {
+            retired.append(Unmanaged.passRetained(observer))
+        }
+    }
+
+    /// Moves the retired observers whose batches are all delivered to `releasable`. Called by the
+    /// delivering thread, under the lock.
+    private func collectDelivered() {
+        var index = 0
+        while index < retired.count {
+            let observer = retired[index]
+            if observer._withUnsafeGuaranteedRef({ $0.queuedBatch }) <= deliveredBatch {
+                releasable.append(observer)
+                retired.swapRemove(at: index)
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    /// Releases what `collectDelivered` found, without the lock.
+    private func releaseDelivered() {
+        while let observer = releasable.popLast() {
+            observer.release()
         }
     }
 }
@@ -234,6 +286,9 @@ final class Engine: @unchecked Sendable {
 /// An observer whose changes the engine delivers after the transaction. (A class, not a protocol:
 /// queues of a concrete element type cost no runtime type lookups.)
 class DeliveringObserver: ReactiveNode, @unchecked Sendable {
+    /// The last delivery batch this observer queued an entry in (under the lock).
+    @exclusivity(unchecked) final var queuedBatch: UInt64 = 0
+
     /// Delivers the change queued in `entry` (moving its payload out), or drops it if the observer
     /// was cancelled. Called on the delivering thread, without the lock.
     func deliver(_ kind: DeliveryKind, entry: UnsafeMutableRawPointer) {}
@@ -243,6 +298,7 @@ class DeliveringObserver: ReactiveNode, @unchecked Sendable {
     final func queueDelivery(_ kind: DeliveryKind, bytes: Int, alignment: Int) -> UnsafeMutableRawPointer {
         withEngine { engine in
             engine.deliveryCount += 1
+            queuedBatch = engine.deliveryBatch
             return engine.deliveryQueue.append(self, kind, bytes: bytes, alignment: alignment, pool: &engine.deliverySegments)
         }
     }

@@ -186,7 +186,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     override func cancelSubscription() {
         cancelled.store(true, ordering: .releasing)
-        dispose()
+        dispose { $0.retireAfterDelivery(self) }
     }
 }
 
