@@ -58,11 +58,15 @@ func runClusterBenchmark() {
         print("- \(version); data in \(cluster.directory) (\(options.tmpfs ? "tmpfs" : "disk"))")
         print("- cores: \(ProcessInfo.processInfo.activeProcessorCount); latency: \(options.samples) writes one at a time; "
             + "throughput: \(options.seconds) s per row")
+        print("- load average at the start: \(loadAverages())")
         print()
         let raw = try measureRawEtcd(cluster, options)
         let obsd = try measureObsd(cluster, obsdPath: options.obsdPath, samples: options.samples, seconds: options.seconds,
                                    inFlight: options.inFlight)
         printClusterTable([raw, obsd], inFlight: options.inFlight)
+        print()
+        printCPUPerWrite([raw, obsd], inFlight: options.inFlight)
+        print("- load average at the end: \(loadAverages())")
         print()
     } catch {
         FileHandle.standardError.write(Data("obsbench cluster: \(error)\n".utf8))
@@ -76,10 +80,11 @@ private func measureRawEtcd(_ cluster: EtcdCluster, _ options: ClusterOptions) t
     column.latencies = try measureLatency(samples: options.samples,
                                           write: { (index: Int) throws(BenchError) in raw.write(index) },
                                           awaitSeen: { (index: Int) throws(BenchError) in try raw.awaitSeen(index) })
+    let parts = CPUParts(parts: [("etcd", cluster.members.compactMap(\.processIdentifier)), ("obsbench", [getpid()])])
     for depth in options.inFlight {
-        column.throughput[depth] = try measureThroughput(
-            seconds: options.seconds, inFlight: depth, send: { (index: Int) throws(BenchError) in raw.send(index) },
-            awaitAcknowledged: { () throws(BenchError) -> Int in try raw.awaitAcknowledged() })
+        try measureThroughput(into: &column, seconds: options.seconds, inFlight: depth, parts: parts,
+                              send: { (index: Int) throws(BenchError) in raw.send(index) },
+                              awaitAcknowledged: { () throws(BenchError) -> Int in try raw.awaitAcknowledged() })
         raw.drainWatcher()
     }
     return column

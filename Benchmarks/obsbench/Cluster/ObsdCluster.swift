@@ -51,10 +51,8 @@ final class ObsdClusterHosts {
 
     func socket(_ host: Int) -> String { directory + "/h\(host).sock" }
 
-    /// CPU seconds the writer's host (A) and the watcher's (B) have used.
-    var cpuSeconds: (writer: Double, watcher: Double) {
-        (processCPUSeconds(processes[0].processIdentifier), processCPUSeconds(processes[1].processIdentifier))
-    }
+    /// The writer's host (A) and the watcher's (B).
+    var processIdentifiers: (writer: Int32, watcher: Int32) { (processes[0].processIdentifier, processes[1].processIdentifier) }
 
     func stop() {
         for process in processes where process.isRunning {
@@ -124,8 +122,7 @@ final class ObsdLine {
     }
 }
 
-/// A write on host A seen by a watcher on host B; writes in flight on A. Also prints the CPU each
-/// host spent per write in the throughput rows.
+/// A write on host A seen by a watcher on host B; writes in flight on A.
 func measureObsd(_ cluster: EtcdCluster, obsdPath: String, samples: Int, seconds: Double, inFlight: [Int]) throws(BenchError) -> ClusterColumn {
     let hosts = try ObsdClusterHosts(cluster, obsdPath: obsdPath, prefix: "/bench/obsd/")
     defer { hosts.stop() }
@@ -151,14 +148,15 @@ func measureObsd(_ cluster: EtcdCluster, obsdPath: String, samples: Int, seconds
         while !(try watcher.readLine()).contains(wanted) {}
     })
     if unacknowledged { _ = try writer.readLine() }
+    let hostPIDs = hosts.processIdentifiers
+    let parts = CPUParts(parts: [("etcd", cluster.members.compactMap(\.processIdentifier)), ("obsd host A", [hostPIDs.writer]),
+                                 ("obsd host B", [hostPIDs.watcher]), ("obsbench", [getpid()])])
     for depth in inFlight {
         var connections: [ObsdLine] = []
         for _ in 0..<depth { connections.append(try ObsdLine(path: hosts.socket(0))) }
         var free = Array(connections.indices)
         var busy: Set<Int> = []
-        let cpuBefore = hosts.cpuSeconds
-        let start = benchNow()
-        column.throughput[depth] = try measureThroughput(seconds: seconds, inFlight: depth, send: { (index: Int) throws(BenchError) in
+        try measureThroughput(into: &column, seconds: seconds, inFlight: depth, parts: parts, send: { (index: Int) throws(BenchError) in
             let connection = free.removeLast()
             busy.insert(connection)
             connections[connection].send(#"{"op":"set","key":"bench.load.\#(index % 1000)","value":\#(index)}"#)
@@ -180,10 +178,6 @@ func measureObsd(_ cluster: EtcdCluster, obsdPath: String, samples: Int, seconds
             }
             return acknowledged
         })
-        let writes = (column.throughput[depth] ?? 0) * (benchNow() - start)
-        let cpuAfter = hosts.cpuSeconds
-        print(String(format: "- obsd CPU per write, %d in flight: host A %.0f µs, host B %.0f µs", depth,
-                     (cpuAfter.writer - cpuBefore.writer) / writes * 1e6, (cpuAfter.watcher - cpuBefore.watcher) / writes * 1e6))
     }
     return column
 }
