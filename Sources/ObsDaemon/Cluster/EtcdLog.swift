@@ -146,7 +146,7 @@ final class EtcdLog: SharedLog {
         startWatch()
     }
 
-    /// The eventfd the loop watches.
+    /// The descriptor the loop watches: the etcd client's epoll set.
     var completionFD: Int32 { client.completionFD }
 
     /// Shutdown: ends the lease (this host's ephemeral keys go at once, for every host), waiting a
