@@ -49,7 +49,7 @@ public final class EtcdClient {
     }
 
     /// Does the I/O that is ready and returns the completions since the last call, in the order
-    /// they happened: at most about `maxQueuedBytes` of them (watches that would hand over more
+    /// they happened: at most about `maxBytesPerTake` of them (watches that would hand over more
     /// wait for the next call, and `completionFD` stays readable meanwhile).
     public func takeCompletions() -> [EtcdCompletion] { driver.takeCompletions() }
 

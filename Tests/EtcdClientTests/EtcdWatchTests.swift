@@ -123,7 +123,7 @@ final class EtcdWatchTests: SharedClusterTestCase {
     func test_boundedCompletions_holdTheWatchBack_losingNothing() throws {
         let prefix = uniquePrefix()
         let bound = 4096
-        let slow = try ClientDriver(cluster) { $0.maxQueuedBytes = bound }
+        let slow = try ClientDriver(cluster) { $0.maxBytesPerTake = bound }
         let watch = slow.client.watch(.prefix(bytes(prefix)))
         XCTAssertTrue(slow.created(watch))
         let value = String(repeating: "v", count: 512)

@@ -1,4 +1,4 @@
-// What a completion holds, estimated: `maxQueuedBytes` bounds the completions one
+// What a completion holds, estimated: `maxBytesPerTake` bounds the completions one
 // `takeCompletions` returns.
 
 extension EtcdCompletion {

@@ -258,7 +258,7 @@ final class Driver {
     /// Whether a watch may hand over more in this round: false (and the watch pauses until the
     /// next `takeCompletions`) once the round's completions reach the bound.
     func roomForWatches() -> Bool {
-        guard completionBytes >= configuration.maxQueuedBytes else { return true }
+        guard completionBytes >= configuration.maxBytesPerTake else { return true }
         watchesPaused = true
         return false
     }
