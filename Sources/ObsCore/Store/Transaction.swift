@@ -53,6 +53,11 @@ final class Transaction {
     var depends: [String] = []
     /// Keys whose revisions the shared log gave (applied, not computed at commit).
     var replicatedMetadata: Set<ObjectIdentifier> = []
+    /// Applying a transaction the shared log committed without comparing the bindings its
+    /// proposer had applied, which changed since (`Store.apply(_:bindingsUnseen:)`): the binding
+    /// effects it set off wrote nothing where it was proposed, and are noted here to run again.
+    var bindingsUnseen = false
+    var missedBindings: [BindingEffect] = []
 
     init(serial: UInt64, reason: String?, replicated: Bool = false, recordsDependencies: Bool = false) {
         self.serial = serial
