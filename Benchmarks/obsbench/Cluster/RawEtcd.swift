@@ -7,15 +7,20 @@ import EtcdClient
 import Foundation
 import Glibc
 
-final class RawEtcd {
+final class RawEtcd: MeasuredSystem {
+    let name = "raw etcd"
     let writer: EtcdClient
     let watcher: EtcdClient
     private let prefix: [UInt8]
     private let watch: EtcdRequestID
+    private let parts: CPUParts
     /// The values the watcher has seen and not yet been asked about.
     private var seen: Set<String> = []
+    /// The next latency sample's value.
+    private var nextValue = 0
 
-    init(endpoints: [String], prefix: String) throws(BenchError) {
+    init(endpoints: [String], prefix: String, parts: CPUParts) throws(BenchError) {
+        self.parts = parts
         self.prefix = Array(prefix.utf8)
         do {
             writer = try EtcdClient(EtcdConfiguration(endpoints: endpoints))
@@ -40,13 +45,27 @@ final class RawEtcd {
         watcher.close()
     }
 
+    func latencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double] {
+        defer { nextValue += warmUp + samples }
+        return try measureLatency(samples: samples, warmUp: warmUp, first: nextValue,
+                                  write: { (value: Int) throws(BenchError) in write(value) },
+                                  awaitSeen: { (value: Int) throws(BenchError) in try awaitSeen(value) })
+    }
+
+    func throughput(seconds: Double, inFlight: Int) throws(BenchError) -> ThroughputRow {
+        defer { drainWatcher() }
+        return try measureThroughput(seconds: seconds, inFlight: inFlight, parts: parts,
+                                     send: { (index: Int) throws(BenchError) in send(index) },
+                                     awaitAcknowledged: { () throws(BenchError) -> Int in try awaitAcknowledged() })
+    }
+
     /// Sends a put of value `index` to the key `latency` (acknowledgements are drained later).
-    func write(_ index: Int) {
+    private func write(_ index: Int) {
         _ = writer.submit(.put(PutRequest(key: prefix + Array("latency".utf8), value: Array(String(index).utf8))))
     }
 
     /// Blocks until the watcher has seen value `index`.
-    func awaitSeen(_ index: Int) throws(BenchError) {
+    private func awaitSeen(_ index: Int) throws(BenchError) {
         let wanted = String(index)
         let deadline = benchNow() + 30
         while !seen.contains(wanted) {
@@ -66,12 +85,12 @@ final class RawEtcd {
     }
 
     /// Sends a put to one of 1,000 keys, without waiting.
-    func send(_ index: Int) {
+    private func send(_ index: Int) {
         _ = writer.submit(.put(PutRequest(key: prefix + Array("load/\(index % 1000)".utf8), value: Array("x".utf8))))
     }
 
     /// Blocks until at least one put is acknowledged; how many were.
-    func awaitAcknowledged() throws(BenchError) -> Int {
+    private func awaitAcknowledged() throws(BenchError) -> Int {
         while true {
             let (written, watched) = wait()
             try checkAcknowledgements(written)
@@ -81,7 +100,7 @@ final class RawEtcd {
     }
 
     /// Forgets the values seen in a load row.
-    func drainWatcher() {
+    private func drainWatcher() {
         _ = watcher.takeCompletions()
         seen.removeAll()
     }
