@@ -1,8 +1,9 @@
-// Linux interfaces that Swift's Glibc module leaves out: epoll, signalfd, eventfd, and a few GNU
-// extensions.
+// Linux interfaces that Swift's Glibc module leaves out: epoll, signalfd, eventfd, timerfd, and a
+// few GNU extensions.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 
 // struct ucred needs _GNU_SOURCE, which Swift's Glibc module is not built with; this is the same
 // layout (socket(7), SO_PEERCRED).
