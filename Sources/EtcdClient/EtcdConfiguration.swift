@@ -16,9 +16,11 @@ public struct EtcdConfiguration: Sendable, Hashable {
     public var connectTimeout: Duration = .seconds(1)
     /// The largest answer, or message of a watch, accepted; a larger one is an error.
     public var maxResponseBytes = 64 << 20
-    /// The most bytes of completions held for the loop: past it, watches stop reading (etcd holds
-    /// their events) until the loop takes completions.
-    public var maxQueuedBytes = 64 << 20
+    /// The most bytes of completions one `takeCompletions` returns (beyond what one read of a
+    /// socket completes): watches that would hand over more wait for the next call (etcd and TCP
+    /// hold their events meanwhile), so that one call's work stays short and the loop serves its
+    /// other clients between calls.
+    public var maxBytesPerTake = 1 << 20
     /// Seconds between TCP keepalive probes on idle connections, so that a watch to a host that
     /// vanished from the network is cut rather than silent.
     public var keepAliveSeconds = 5
@@ -42,7 +44,7 @@ public struct EtcdConfiguration: Sendable, Hashable {
         guard requestTimeout > .zero, connectTimeout > .zero else {
             throw .invalidConfiguration("timeouts must be positive")
         }
-        guard maxResponseBytes > 0, maxQueuedBytes > 0 else {
+        guard maxResponseBytes > 0, maxBytesPerTake > 0 else {
             throw .invalidConfiguration("byte bounds must be positive")
         }
     }

@@ -55,6 +55,8 @@ public final class EtcdCluster {
         }
 
         public var isRunning: Bool { process?.isRunning ?? false }
+        /// The member's process ID while it runs (for benchmarks that read its CPU time).
+        public var processIdentifier: Int32? { isRunning ? process?.processIdentifier : nil }
         public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     }
 

@@ -3,16 +3,17 @@
 // election timeout, data on disk unless --tmpfs), for raw etcd: EtcdClient's put seen by
 // EtcdClient's watch on another member, and puts at 1 and 16 in flight. obsd's own column (a write
 // on host A seen by a watcher on host B) is measured by the same functions (ClusterHarness.swift),
-// against the same cluster, in the same run.
+// against the same cluster, in the same run, each row of each system in turn, round after round.
 //
-// Usage: obsbench cluster [--samples N] [--seconds S] [--tmpfs] [--obsd PATH]
+// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--tmpfs] [--obsd PATH]
 import EtcdClient
 import EtcdTestCluster
 import Foundation
 
 private struct ClusterOptions {
-    var samples = 1000
+    var samples = 1002
     var seconds = 3.0
+    var rounds = 3
     var tmpfs = false
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     let inFlight = [1, 16]
@@ -28,6 +29,7 @@ private struct ClusterOptions {
             switch flag {
             case "--samples": samples = max(10, Int(value) ?? samples)
             case "--seconds": seconds = max(0.5, Double(value) ?? seconds)
+            case "--rounds": rounds = max(1, Int(value) ?? rounds)
             case "--obsd": obsdPath = value
             default: throw BenchError("unknown option \(flag)")
             }
@@ -56,31 +58,24 @@ func runClusterBenchmark() {
         print("## obsbench cluster: a 3-member etcd cluster on loopback")
         print()
         print("- \(version); data in \(cluster.directory) (\(options.tmpfs ? "tmpfs" : "disk"))")
-        print("- cores: \(ProcessInfo.processInfo.activeProcessorCount); latency: \(options.samples) writes one at a time; "
-            + "throughput: \(options.seconds) s per row")
+        print("- cores: \(ProcessInfo.processInfo.activeProcessorCount); \(options.rounds) rounds, each row of raw etcd then "
+            + "of obsd; latency: \(options.samples) writes one at a time in all; throughput: \(options.seconds) s per row "
+            + "and round (the median round's figures)")
+        print("- load average at the start: \(loadAverages())")
         print()
-        let raw = try measureRawEtcd(cluster, options)
-        let obsd = try measureObsd(cluster, obsdPath: options.obsdPath, samples: options.samples, seconds: options.seconds,
-                                   inFlight: options.inFlight)
-        printClusterTable([raw, obsd], inFlight: options.inFlight)
+        let etcdPIDs = cluster.members.compactMap(\.processIdentifier)
+        let raw = try RawEtcd(endpoints: cluster.endpoints, prefix: "/bench/raw/",
+                              parts: CPUParts(parts: [("etcd", etcdPIDs), ("obsbench", [getpid()])]))
+        let obsd = try ObsdSystem(cluster, obsdPath: options.obsdPath)
+        let columns = try measureAlternately([raw, obsd], rounds: options.rounds, samples: options.samples,
+                                             seconds: options.seconds, inFlight: options.inFlight)
+        printClusterTable(columns, inFlight: options.inFlight)
+        print()
+        printCPUPerWrite(columns, inFlight: options.inFlight)
+        print("- load average at the end: \(loadAverages())")
         print()
     } catch {
         FileHandle.standardError.write(Data("obsbench cluster: \(error)\n".utf8))
         check(false, "cluster benchmark: \(error)")
     }
-}
-
-private func measureRawEtcd(_ cluster: EtcdCluster, _ options: ClusterOptions) throws(BenchError) -> ClusterColumn {
-    let raw = try RawEtcd(endpoints: cluster.endpoints, prefix: "/bench/raw/")
-    var column = ClusterColumn(name: "raw etcd")
-    column.latencies = try measureLatency(samples: options.samples,
-                                          write: { (index: Int) throws(BenchError) in raw.write(index) },
-                                          awaitSeen: { (index: Int) throws(BenchError) in try raw.awaitSeen(index) })
-    for depth in options.inFlight {
-        column.throughput[depth] = try measureThroughput(
-            seconds: options.seconds, inFlight: depth, send: { (index: Int) throws(BenchError) in raw.send(index) },
-            awaitAcknowledged: { () throws(BenchError) -> Int in try raw.awaitAcknowledged() })
-        raw.drainWatcher()
-    }
-    return column
 }

@@ -51,10 +51,8 @@ final class ObsdClusterHosts {
 
     func socket(_ host: Int) -> String { directory + "/h\(host).sock" }
 
-    /// CPU seconds the writer's host (A) and the watcher's (B) have used.
-    var cpuSeconds: (writer: Double, watcher: Double) {
-        (processCPUSeconds(processes[0].processIdentifier), processCPUSeconds(processes[1].processIdentifier))
-    }
+    /// The writer's host (A) and the watcher's (B).
+    var processIdentifiers: (writer: Int32, watcher: Int32) { (processes[0].processIdentifier, processes[1].processIdentifier) }
 
     func stop() {
         for process in processes where process.isRunning {
@@ -124,66 +122,78 @@ final class ObsdLine {
     }
 }
 
-/// A write on host A seen by a watcher on host B; writes in flight on A. Also prints the CPU each
-/// host spent per write in the throughput rows.
-func measureObsd(_ cluster: EtcdCluster, obsdPath: String, samples: Int, seconds: Double, inFlight: [Int]) throws(BenchError) -> ClusterColumn {
-    let hosts = try ObsdClusterHosts(cluster, obsdPath: obsdPath, prefix: "/bench/obsd/")
-    defer { hosts.stop() }
-    var column = ClusterColumn(name: "obsd")
-    let writer = try ObsdLine(path: hosts.socket(0))
-    let watcher = try ObsdLine(path: hosts.socket(1))
-    watcher.send(#"{"op":"watch","keys":["bench.latency"],"initial":false}"#)
-    _ = try watcher.readLine()
-    _ = try watcher.readLine()
-    // As for raw etcd, the time is the write's until the watcher saw it: its acknowledgement is
-    // taken just before the next write (it has arrived by then: host A applies the revision as
-    // host B does).
-    var unacknowledged = false
-    column.latencies = try measureLatency(samples: samples, write: { (index: Int) throws(BenchError) in
-        if unacknowledged {
-            let answer = try writer.readLine()
-            guard answer.contains("\"ok\":true") else { throw BenchError("a write failed: \(answer)") }
-        }
-        writer.send(#"{"op":"set","key":"bench.latency","value":\#(index)}"#)
-        unacknowledged = true
-    }, awaitSeen: { (index: Int) throws(BenchError) in
-        let wanted = "\"new\":\(index),"
-        while !(try watcher.readLine()).contains(wanted) {}
-    })
-    if unacknowledged { _ = try writer.readLine() }
-    for depth in inFlight {
-        var connections: [ObsdLine] = []
-        for _ in 0..<depth { connections.append(try ObsdLine(path: hosts.socket(0))) }
-        var free = Array(connections.indices)
+/// obsd's column: a write on host A seen by a watcher on host B; writes in flight on A.
+final class ObsdSystem: MeasuredSystem {
+    let name = "obsd"
+    private let hosts: ObsdClusterHosts
+    private let parts: CPUParts
+    private let writer: ObsdLine
+    private let watcher: ObsdLine
+    /// One connection per write in flight, made on first use.
+    private var connections: [ObsdLine] = []
+    private var nextValue = 0
+
+    init(_ cluster: EtcdCluster, obsdPath: String) throws(BenchError) {
+        hosts = try ObsdClusterHosts(cluster, obsdPath: obsdPath, prefix: "/bench/obsd/")
+        let pids = hosts.processIdentifiers
+        parts = CPUParts(parts: [("etcd", cluster.members.compactMap(\.processIdentifier)), ("obsd host A", [pids.writer]),
+                                 ("obsd host B", [pids.watcher]), ("obsbench", [getpid()])])
+        writer = try ObsdLine(path: hosts.socket(0))
+        watcher = try ObsdLine(path: hosts.socket(1))
+        watcher.send(#"{"op":"watch","keys":["bench.latency"],"initial":false}"#)
+        _ = try watcher.readLine()
+        _ = try watcher.readLine()
+    }
+
+    deinit { hosts.stop() }
+
+    func latencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double] {
+        defer { nextValue += warmUp + samples }
+        // As for raw etcd, the time is the write's until the watcher saw it: its acknowledgement is
+        // taken just before the next write (it has arrived by then: host A applies the revision as
+        // host B does).
+        var unacknowledged = false
+        let latencies = try measureLatency(samples: samples, warmUp: warmUp, first: nextValue, write: { (value: Int) throws(BenchError) in
+            if unacknowledged { try acknowledged(writer.readLine()) }
+            writer.send(#"{"op":"set","key":"bench.latency","value":\#(value)}"#)
+            unacknowledged = true
+        }, awaitSeen: { (value: Int) throws(BenchError) in
+            let wanted = "\"new\":\(value),"
+            while !(try watcher.readLine()).contains(wanted) {}
+        })
+        if unacknowledged { try acknowledged(writer.readLine()) }
+        return latencies
+    }
+
+    func throughput(seconds: Double, inFlight: Int) throws(BenchError) -> ThroughputRow {
+        while connections.count < inFlight { connections.append(try ObsdLine(path: hosts.socket(0))) }
+        var free = Array(0..<inFlight)
         var busy: Set<Int> = []
-        let cpuBefore = hosts.cpuSeconds
-        let start = benchNow()
-        column.throughput[depth] = try measureThroughput(seconds: seconds, inFlight: depth, send: { (index: Int) throws(BenchError) in
+        let connections = self.connections
+        return try measureThroughput(seconds: seconds, inFlight: inFlight, parts: parts, send: { (index: Int) throws(BenchError) in
             let connection = free.removeLast()
             busy.insert(connection)
             connections[connection].send(#"{"op":"set","key":"bench.load.\#(index % 1000)","value":\#(index)}"#)
         }, awaitAcknowledged: { () throws(BenchError) -> Int in
-            var acknowledged = 0
-            while acknowledged == 0 {
+            var count = 0
+            while count == 0 {
                 var pollers = busy.map { pollfd(fd: connections[$0].fd, events: Int16(POLLIN), revents: 0) }
                 _ = poll(&pollers, nfds_t(pollers.count), 1000)
                 for connection in Array(busy) {
                     try connections[connection].fill(wait: 0)
                     while connections[connection].hasLine {
-                        let answer = try connections[connection].readLine(timeout: 0)
-                        guard answer.contains("\"ok\":true") else { throw BenchError("a write failed: \(answer)") }
-                        acknowledged += 1
+                        try acknowledged(connections[connection].readLine(timeout: 0))
+                        count += 1
                         busy.remove(connection)
                         free.append(connection)
                     }
                 }
             }
-            return acknowledged
+            return count
         })
-        let writes = (column.throughput[depth] ?? 0) * (benchNow() - start)
-        let cpuAfter = hosts.cpuSeconds
-        print(String(format: "- obsd CPU per write, %d in flight: host A %.0f µs, host B %.0f µs", depth,
-                     (cpuAfter.writer - cpuBefore.writer) / writes * 1e6, (cpuAfter.watcher - cpuBefore.watcher) / writes * 1e6))
     }
-    return column
+
+    private func acknowledged(_ answer: String) throws(BenchError) {
+        guard answer.contains("\"ok\":true") else { throw BenchError("a write failed: \(answer)") }
+    }
 }

@@ -1,20 +1,26 @@
 // The raw etcd column: EtcdClient's puts and watches with nothing of obsd around them. The writer
 // and the watcher are two clients, as two hosts would be, each on its own member (the writer's
 // first endpoint is member 1, the watcher's member 2), driven as the daemon's loop drives one:
-// poll(2) on the completion FD, then takeCompletions().
+// poll(2) on both clients' descriptors, then takeCompletions() of each. The watcher takes every
+// event in the throughput rows too (and drops them), as obsd's hosts apply every write.
 import EtcdClient
 import Foundation
 import Glibc
 
-final class RawEtcd {
+final class RawEtcd: MeasuredSystem {
+    let name = "raw etcd"
     let writer: EtcdClient
     let watcher: EtcdClient
     private let prefix: [UInt8]
     private let watch: EtcdRequestID
+    private let parts: CPUParts
     /// The values the watcher has seen and not yet been asked about.
     private var seen: Set<String> = []
+    /// The next latency sample's value.
+    private var nextValue = 0
 
-    init(endpoints: [String], prefix: String) throws(BenchError) {
+    init(endpoints: [String], prefix: String, parts: CPUParts) throws(BenchError) {
+        self.parts = parts
         self.prefix = Array(prefix.utf8)
         do {
             writer = try EtcdClient(EtcdConfiguration(endpoints: endpoints))
@@ -27,7 +33,7 @@ final class RawEtcd {
         let deadline = benchNow() + 30
         while !created {
             guard benchNow() < deadline else { throw BenchError("the watch was not created within 30 s") }
-            for case .watch(_, let update) in Self.wait(watcher) {
+            for case .watch(_, let update) in wait().watcher {
                 if case .created = update { created = true }
                 if case .failed(let error) = update { throw BenchError("the watch failed: \(error)") }
             }
@@ -39,18 +45,34 @@ final class RawEtcd {
         watcher.close()
     }
 
+    func latencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double] {
+        defer { nextValue += warmUp + samples }
+        return try measureLatency(samples: samples, warmUp: warmUp, first: nextValue,
+                                  write: { (value: Int) throws(BenchError) in write(value) },
+                                  awaitSeen: { (value: Int) throws(BenchError) in try awaitSeen(value) })
+    }
+
+    func throughput(seconds: Double, inFlight: Int) throws(BenchError) -> ThroughputRow {
+        defer { drainWatcher() }
+        return try measureThroughput(seconds: seconds, inFlight: inFlight, parts: parts,
+                                     send: { (index: Int) throws(BenchError) in send(index) },
+                                     awaitAcknowledged: { () throws(BenchError) -> Int in try awaitAcknowledged() })
+    }
+
     /// Sends a put of value `index` to the key `latency` (acknowledgements are drained later).
-    func write(_ index: Int) {
+    private func write(_ index: Int) {
         _ = writer.submit(.put(PutRequest(key: prefix + Array("latency".utf8), value: Array(String(index).utf8))))
     }
 
     /// Blocks until the watcher has seen value `index`.
-    func awaitSeen(_ index: Int) throws(BenchError) {
+    private func awaitSeen(_ index: Int) throws(BenchError) {
         let wanted = String(index)
         let deadline = benchNow() + 30
         while !seen.contains(wanted) {
             guard benchNow() < deadline else { throw BenchError("put \(index) not seen by the watch within 30 s") }
-            for completion in Self.wait(watcher) {
+            let (written, watched) = wait()
+            try checkAcknowledgements(written)
+            for completion in watched {
                 switch completion {
                 case .watch(_, .events(_, let events)):
                     for event in events { seen.insert(String(decoding: event.kv.value, as: UTF8.self)) }
@@ -60,25 +82,25 @@ final class RawEtcd {
             }
         }
         seen.remove(wanted)
-        try checkAcknowledgements(writer.takeCompletions())
     }
 
     /// Sends a put to one of 1,000 keys, without waiting.
-    func send(_ index: Int) {
+    private func send(_ index: Int) {
         _ = writer.submit(.put(PutRequest(key: prefix + Array("load/\(index % 1000)".utf8), value: Array("x".utf8))))
     }
 
     /// Blocks until at least one put is acknowledged; how many were.
-    func awaitAcknowledged() throws(BenchError) -> Int {
+    private func awaitAcknowledged() throws(BenchError) -> Int {
         while true {
-            let completions = Self.wait(writer)
-            try checkAcknowledgements(completions)
-            if !completions.isEmpty { return completions.count }
+            let (written, watched) = wait()
+            try checkAcknowledgements(written)
+            for case .watch(_, .failed(let error)) in watched { throw BenchError("the watch failed: \(error)") }
+            if !written.isEmpty { return written.count }
         }
     }
 
-    /// Drops what the watcher has queued (the load rows' events), so that it does not hold back.
-    func drainWatcher() {
+    /// Forgets the values seen in a load row.
+    private func drainWatcher() {
         _ = watcher.takeCompletions()
         seen.removeAll()
     }
@@ -87,9 +109,11 @@ final class RawEtcd {
         for case .response(_, .failure(let error)) in completions { throw BenchError("a put failed: \(error)") }
     }
 
-    private static func wait(_ client: EtcdClient) -> [EtcdCompletion] {
-        var descriptor = pollfd(fd: client.completionFD, events: Int16(POLLIN), revents: 0)
-        _ = poll(&descriptor, 1, 1000)
-        return client.takeCompletions()
+    /// Waits up to a second for either client, then takes what each has.
+    private func wait() -> (writer: [EtcdCompletion], watcher: [EtcdCompletion]) {
+        var descriptors = [pollfd(fd: writer.completionFD, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: watcher.completionFD, events: Int16(POLLIN), revents: 0)]
+        _ = poll(&descriptors, 2, 1000)
+        return (writer.takeCompletions(), watcher.takeCompletions())
     }
 }

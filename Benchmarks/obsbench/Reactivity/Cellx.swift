@@ -180,10 +180,11 @@ enum Cellx {
     private static func runGraph(layers: Int, phases: Phases? = nil) -> GraphResult {
         let computedRuns = Counter(), effectRuns = Counter()
         let start = (prop1: Observable(1), prop2: Observable(2), prop3: Observable(3), prop4: Observable(4))
-        var layer = Layer(prop1: .signal(start.prop1), prop2: .signal(start.prop2),
-                          prop3: .signal(start.prop3), prop4: .signal(start.prop4))
-        var tokens: [Any] = []
-        tokens.reserveCapacity(4 * layers)
+        let nodes = NodeOwner()
+        var layer = Layer(prop1: Readable(start.prop1, keptBy: nodes), prop2: Readable(start.prop2, keptBy: nodes),
+                          prop3: Readable(start.prop3, keptBy: nodes), prop4: Readable(start.prop4, keptBy: nodes))
+        var tokens: [Any] = [nodes]
+        tokens.reserveCapacity(4 * layers + 1)
         for _ in 0..<layers {
             let m = layer
             let s = [
@@ -202,8 +203,8 @@ enum Cellx {
                     tokens.append(prop.observe(initial: true) { _ in effectRuns.increment() })
                 }
             }
-            layer = Layer(prop1: .computed(s[0]), prop2: .computed(s[1]),
-                          prop3: .computed(s[2]), prop4: .computed(s[3]))
+            layer = Layer(prop1: Readable(s[0], keptBy: nodes), prop2: Readable(s[1], keptBy: nodes),
+                          prop3: Readable(s[2], keptBy: nodes), prop4: Readable(s[3], keptBy: nodes))
         }
         let end = layer
 

@@ -53,8 +53,9 @@ enum DynamicGraphBench {
             let failuresBefore = failedCheckCount()
             let graph = DynamicGraph(config)
             var times: [Double] = []
-            // The observer must outlive the runs: ARC may release a value after its last use.
-            withExtendedLifetime(graph.effect) {
+            // The observer and the nodes must outlive the runs: ARC may release a value after its
+            // last use.
+            withExtendedLifetime((graph.effect, graph.nodes)) {
                 for _ in 0..<warmUpRuns {
                     _ = graph.run(iterations: config.iterations)
                 }
@@ -87,14 +88,16 @@ extension DynamicGraphBench {
     static func probe(_ prefix: String) -> (Int) -> Void {
         let config = configs.first { $0.name.hasPrefix(prefix) }!
         let graph = DynamicGraph(config)
-        return { i in withExtendedLifetime(graph.effect) { graph.iterate(i) } }
+        return { i in withExtendedLifetime((graph.effect, graph.nodes)) { graph.iterate(i) } }
     }
 }
 
 /// One graph of the dynamic benchmark, built as the suite's `makeGraph` builds it.
 private struct DynamicGraph {
-    let sources: [Observable<Double>]
+    let sources: [Readable<Double>]
     let readLeaves: [Readable<Double>]
+    /// Every node of the graph, kept alive while it runs (`Readable` does not keep them).
+    let nodes: NodeOwner
     /// The suite's counter: runs of the graph's computeds.
     let counter: Counter
     /// Runs of the suite's one effect, which reads every read leaf.
@@ -103,10 +106,11 @@ private struct DynamicGraph {
 
     init(_ config: DynamicGraphBench.Config) {
         let counter = Counter()
-        let sources = (0..<config.width).map { Observable(Double($0)) }
+        let nodes = NodeOwner()
+        let sources = (0..<config.width).map { Readable(Observable(Double($0)), keptBy: nodes) }
         let rows = makeDependentRows(
-            sources: sources.map { .signal($0) }, numRows: config.totalLayers - 1, counter: counter,
-            staticFraction: config.staticFraction, nSources: config.nSources)
+            sources: sources, numRows: config.totalLayers - 1, counter: counter,
+            staticFraction: config.staticFraction, nSources: config.nSources, nodes: nodes)
 
         var rand = PseudoRandom()
         let leaves = rows[rows.count - 1]
@@ -127,6 +131,7 @@ private struct DynamicGraph {
         }
         self.sources = sources
         self.readLeaves = readLeaves
+        self.nodes = nodes
         self.counter = counter
         self.effectRuns = effectRuns
         effect = reader.observe(initial: true) { _ in }
@@ -137,7 +142,8 @@ private struct DynamicGraph {
     func iterate(_ i: Int) {
         batch {
             let sourceDex = i % sources.count
-            sources[sourceDex].value = Double(i + sourceDex)
+            guard case .signal(let source) = sources[sourceDex] else { return }
+            source._withUnsafeGuaranteedRef { $0.value = Double(i + sourceDex) }
         }
         for leaf in readLeaves {
             _ = leaf.value
@@ -163,14 +169,15 @@ private func removeElements<T>(_ source: [T], count: Int, rand: inout PseudoRand
 }
 
 private func makeDependentRows(
-    sources: [Readable<Double>], numRows: Int, counter: Counter, staticFraction: Double, nSources: Int
+    sources: [Readable<Double>], numRows: Int, counter: Counter, staticFraction: Double, nSources: Int,
+    nodes: NodeOwner
 ) -> [[Readable<Double>]] {
     var previousRow = sources
     var random = PseudoRandom()
     var rows: [[Readable<Double>]] = []
     for _ in 0..<numRows {
         let row = makeRow(sources: previousRow, counter: counter, staticFraction: staticFraction,
-                          nSources: nSources, random: &random)
+                          nSources: nSources, nodes: nodes, random: &random)
         rows.append(row)
         previousRow = row
     }
@@ -179,7 +186,7 @@ private func makeDependentRows(
 
 private func makeRow(
     sources: [Readable<Double>], counter: Counter, staticFraction: Double, nSources: Int,
-    random: inout PseudoRandom
+    nodes: NodeOwner, random: inout PseudoRandom
 ) -> [Readable<Double>] {
     sources.indices.map { myDex in
         let mySources = (0..<nSources).map { sourceDex in sources[(myDex + sourceDex) % sources.count] }
@@ -187,19 +194,19 @@ private func makeRow(
         let staticNode = random.next() < staticFraction
         if staticNode {
             // A static node always reads all its sources.
-            return .computed(Computed {
+            return Readable(Computed {
                 counter.increment()
                 var sum = 0.0
                 for source in mySources {
                     sum += source.value
                 }
                 return sum
-            })
+            }, keptBy: nodes)
         }
         // A dynamic node drops one of its sources, chosen by the value of the first.
         let first = mySources[0]
         let tail = Array(mySources.dropFirst())
-        return .computed(Computed {
+        return Readable(Computed {
             counter.increment()
             var sum = first.value
             let shouldDrop = isOdd(sum)
@@ -211,7 +218,7 @@ private func makeRow(
                 sum += tail[i].value
             }
             return sum
-        })
+        }, keptBy: nodes)
     }
 }
 

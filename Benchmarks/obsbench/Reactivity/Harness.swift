@@ -24,17 +24,41 @@ final class Counter: @unchecked Sendable {
 
 /// A node that a computed can read: the suite types its head signal as a `Computed<number>` and
 /// builds chains and rows over both kinds.
-enum Readable<Value: Sendable & Equatable>: Sendable {
-    case signal(Observable<Value>)
-    case computed(Computed<Value>)
+///
+/// It refers to its node unowned, read in place (`Unmanaged`): a JavaScript program's references
+/// cost nothing to hand around, while a Swift enum or array of class references is retained and
+/// released around every element a loop takes out of it (in the dynamic graphs, a quarter of the
+/// instructions: the benchmark's, not the engine's). The graph that made the node keeps it alive
+/// (`NodeOwner`), as the suite's graphs keep theirs for the garbage collector.
+enum Readable<Value: Sendable & Equatable>: @unchecked Sendable {
+    case signal(Unmanaged<Observable<Value>>)
+    case computed(Unmanaged<Computed<Value>>)
+
+    init(_ signal: Observable<Value>, keptBy owner: NodeOwner) {
+        owner.keep(signal)
+        self = .signal(.passUnretained(signal))
+    }
+
+    init(_ computed: Computed<Value>, keptBy owner: NodeOwner) {
+        owner.keep(computed)
+        self = .computed(.passUnretained(computed))
+    }
 
     @inline(__always)
     var value: Value {
         switch self {
-        case .signal(let signal): signal.value
-        case .computed(let computed): computed.value
+        case .signal(let signal): signal._withUnsafeGuaranteedRef { $0.value }
+        case .computed(let computed): computed._withUnsafeGuaranteedRef { $0.value }
         }
     }
+}
+
+/// Keeps the nodes of one benchmark graph alive for as long as the graph is used (`Readable`
+/// does not).
+final class NodeOwner: @unchecked Sendable {
+    private var nodes: [AnyObject] = []
+
+    func keep(_ node: AnyObject) { nodes.append(node) }
 }
 
 /// Wall time of `body` in milliseconds.

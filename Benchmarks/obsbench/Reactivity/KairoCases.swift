@@ -21,16 +21,17 @@ func deepPropagation() -> KairoGraph {
     let len = 50
     let computedRuns = Counter(), callCounter = Counter()
     let head = Observable(0)
-    var current = Readable.signal(head)
+    let nodes = NodeOwner()
+    var current = Readable(head, keptBy: nodes)
     var chain: [Computed<Int>] = []
     for _ in 0..<len {
         let c = current
         let next = Computed { computedRuns.increment(); return c.value + 1 }
         chain.append(next)
-        current = .computed(next)
+        current = Readable(next, keptBy: nodes)
     }
     let end = chain[len - 1]
-    let tokens: [Any] = [end.observe(initial: true) { _ in callCounter.increment() }]
+    let tokens: [Any] = [end.observe(initial: true) { _ in callCounter.increment() }, nodes]
 
     let iter = 50
     return KairoGraph(
@@ -51,13 +52,13 @@ func deepPropagation() -> KairoGraph {
 func broadPropagation() -> KairoGraph {
     let computedRuns = Counter(), callCounter = Counter()
     let head = Observable(0)
-    var last = Readable.signal(head)
+    var last = head as ObservableValue<Int>
     var tokens: [Any] = []
     for i in 0..<50 {
         let current = Computed { computedRuns.increment(); return head.value + i }
         let current2 = Computed { computedRuns.increment(); return current.value + 1 }
         tokens.append(current2.observe(initial: true) { _ in callCounter.increment() })
-        last = .computed(current2)
+        last = current2
     }
     let end = last
 
@@ -109,16 +110,17 @@ func triangle() -> KairoGraph {
     let width = 10
     let computedRuns = Counter(), callCounter = Counter()
     let head = Observable(0)
-    var current = Readable.signal(head)
+    let nodes = NodeOwner()
+    var current = Readable(head, keptBy: nodes)
     var list: [Readable<Int>] = []
     for _ in 0..<width {
         let c = current
         list.append(current)
-        current = .computed(Computed { computedRuns.increment(); return c.value + 1 })
+        current = Readable(Computed { computedRuns.increment(); return c.value + 1 }, keptBy: nodes)
     }
     let summed = list
     let sum = Computed { computedRuns.increment(); return summed.reduce(0) { $0 + $1.value } }
-    let tokens: [Any] = [sum.observe(initial: true) { _ in callCounter.increment() }]
+    let tokens: [Any] = [sum.observe(initial: true) { _ in callCounter.increment() }, nodes]
 
     return KairoGraph(
         iteration: {

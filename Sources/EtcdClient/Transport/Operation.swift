@@ -1,4 +1,4 @@
-// One request, watch or authentication as the client's thread carries it out: the endpoints it
+// One request, watch or authentication as the client carries it out: the endpoints it
 // has tried, the failures it met, its deadline.
 
 final class Operation {

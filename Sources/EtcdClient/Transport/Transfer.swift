@@ -1,10 +1,10 @@
 // One attempt of an operation on one endpoint: a libcurl easy handle, the HTTP request it sends,
 // and what it has received. A unary answer is kept whole (up to the bound) until the transfer
-// ends; a watch's stream is cut into messages as it arrives and handed to the worker.
+// ends; a watch's stream is cut into messages as it arrives and handed to the driver.
 import CCurl
 
 final class Transfer {
-    /// What the worker decided while the transfer was still running (in a libcurl callback, where
+    /// What the driver decided while the transfer was still running (in a libcurl callback, where
     /// it may not remove the handle): carried out once libcurl returns.
     enum Verdict {
         /// The watch has reported its end; nothing more to do.
@@ -19,7 +19,7 @@ final class Transfer {
     let endpointIndex: Int
     let endpoint: String
     let easy: UnsafeMutableRawPointer
-    unowned let worker: Worker
+    unowned let driver: Driver
     private var headers: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private let maxResponseBytes: Int
@@ -31,12 +31,12 @@ final class Transfer {
     var paused = false
     var verdict: Verdict?
 
-    init(_ operation: Operation, endpointIndex: Int, endpoint: String, worker: Worker, token: String?,
+    init(_ operation: Operation, endpointIndex: Int, endpoint: String, driver: Driver, token: String?,
          configuration: EtcdConfiguration) {
         self.operation = operation
         self.endpointIndex = endpointIndex
         self.endpoint = endpoint
-        self.worker = worker
+        self.driver = driver
         maxResponseBytes = configuration.maxResponseBytes
         framer = JSONObjectFramer(maxBytes: configuration.maxResponseBytes)
         errorBuffer.initialize(to: 0)
@@ -69,7 +69,7 @@ final class Transfer {
 
         let left = max(1, operation.deadline.millisecondsLeft)
         obs_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(left, configuration.connectTimeout.milliseconds))
-        // A watch lasts as long as it is wanted: its setup deadline is the worker's to keep.
+        // A watch lasts as long as it is wanted: its setup deadline is the driver's to keep.
         if !operation.isWatch { obs_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, left) }
         obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, configuration.keepAliveSeconds)
@@ -106,7 +106,8 @@ final class Transfer {
 
     /// Bytes from libcurl. A unary answer over the bound stops the transfer (0 makes libcurl fail
     /// it with CURLE_WRITE_ERROR); a watch hands each whole message over, or pauses while the
-    /// completion queue is full (libcurl keeps these bytes and offers them again on resume).
+    /// round's completions reach their bound (libcurl keeps these bytes and offers them again on
+    /// resume).
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard operation.isWatch else {
             guard body.count + bytes.count <= maxResponseBytes else {
@@ -117,7 +118,7 @@ final class Transfer {
             return bytes.count
         }
         guard verdict == nil else { return bytes.count }
-        guard worker.mailbox.roomForWatches() else {
+        guard driver.roomForWatches() else {
             paused = true
             return Int(CURL_WRITEFUNC_PAUSE)
         }
@@ -125,14 +126,14 @@ final class Transfer {
         do {
             messages = try framer.append(bytes)
         } catch .tooLarge {
-            worker.endWatch(self, .failed(.responseTooLarge(limit: maxResponseBytes)))
+            driver.endWatch(self, .failed(.responseTooLarge(limit: maxResponseBytes)))
             return bytes.count
         } catch {
-            worker.endWatch(self, .failed(.malformedResponse("a watch stream that is not JSON objects")))
+            driver.endWatch(self, .failed(.malformedResponse("a watch stream that is not JSON objects")))
             return bytes.count
         }
         for message in messages where verdict == nil {
-            worker.watchMessage(message, from: self)
+            driver.watchMessage(message, from: self)
         }
         return bytes.count
     }

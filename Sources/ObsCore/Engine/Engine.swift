@@ -48,13 +48,27 @@ final class Engine: @unchecked Sendable {
     /// The memory of the graph's links.
     @exclusivity(unchecked) var links = LinkPages()
 
-    /// Observers with a change to deliver, in commit order.
-    /// Each entry holds a retain on its observer, given back once delivered.
-    @exclusivity(unchecked) var deliveryQueue = PointerStack<Unmanaged<DeliveringObserver>>()
+    /// Changes to deliver, in commit order, with their values (DeliveryQueue.swift).
+    @exclusivity(unchecked) var deliveryQueue = DeliveryQueue()
+    /// The number of the batch `deliveryQueue` fills (it goes up by one with each batch taken for
+    /// delivery), and the last batch delivered whole. An entry does not retain its observer: an
+    /// observer cancelled while a batch it has entries in is undelivered (`queuedBatch` above
+    /// `deliveredBatch`) is kept alive in `retired` until that batch is delivered.
+    @exclusivity(unchecked) var deliveryBatch: UInt64 = 1
+    @exclusivity(unchecked) var deliveredBatch: UInt64 = 0
+    @exclusivity(unchecked) var retired = PointerStack<Unmanaged<DeliveringObserver>>()
+    /// Retired observers whose entries are all delivered, released by the delivering thread (and
+    /// touched by it alone, before it stops delivering) once it has let go of the lock: releasing
+    /// one may run any code.
+    @exclusivity(unchecked) var releasable = PointerStack<Unmanaged<DeliveringObserver>>()
+    /// The memory of delivery queues, kept for reuse.
+    @exclusivity(unchecked) var deliverySegments = DeliverySegments()
+    /// Entries in `deliveryQueue`.
+    @exclusivity(unchecked) var deliveryCount = 0
     /// The thread delivering changes now (0: none).
     @exclusivity(unchecked) var deliveringThread: UInt = 0
     /// The batch being delivered: touched by the delivering thread alone.
-    @exclusivity(unchecked) var delivering = PointerStack<Unmanaged<DeliveringObserver>>()
+    @exclusivity(unchecked) var delivering = DeliveryQueue()
     /// Handlers on the delivering thread's stack: touched by that thread alone.
     @exclusivity(unchecked) var handlerDepth = 0
     /// Writes deferred until after the current transaction, one group per transaction, FIFO.
@@ -191,20 +205,23 @@ final class Engine: @unchecked Sendable {
         while true {
             if !deliveryQueue.isEmpty {
                 swap(&deliveryQueue, &delivering)
+                let batch = deliveryBatch
+                deliveryBatch &+= 1
+                let ahead = deliveryCount > Engine.prefetchThreshold ? 16 : 0
+                deliveryCount = 0
                 lock.unlock()
+                releaseDelivered()
                 handlerDepth += 1
-                let count = delivering.count
-                let ahead = count > Engine.prefetchThreshold ? count : 0
-                for index in 0..<count {
-                    if index + 16 < ahead { delivering[index + 16].prefetch() }
-                    if index + 8 < ahead { delivering[index + 8]._withUnsafeGuaranteedRef { $0.prefetchDelivery() } }
-                    let observer = delivering[index]
-                    observer._withUnsafeGuaranteedRef { $0.deliverNext() }
-                    observer.release()
+                // A long batch is delivered with each observer requested 16 entries ahead (a short
+                // one is in the caches already).
+                delivering.drain(lookahead: ahead, { $0.prefetch() }) { header, entry in
+                    header.observer._withUnsafeGuaranteedRef { $0.deliver(header.kind, entry: entry) }
                 }
                 handlerDepth -= 1
-                delivering.removeAll()
                 lock.lock()
+                delivering.recycle(into: &deliverySegments)
+                deliveredBatch = batch
+                if !retired.isEmpty { collectDelivered() }
                 continue
             }
             if deferredHead < deferredWrites.count {
@@ -221,9 +238,47 @@ final class Engine: @unchecked Sendable {
                 depth = 0
                 continue
             }
+            if !releasable.isEmpty {
+                // Released while this thread is still the one delivering (`releasable` is its
+                // alone), then the queues are looked at again.
+                lock.unlock()
+                releaseDelivered()
+                lock.lock()
+                continue
+            }
             deliveringThread = 0
             lock.unlock()
             return
+        }
+    }
+
+    /// Keeps a cancelled observer alive until the entries it has in the delivery queues are
+    /// delivered (or dropped: it is cancelled). Called inside the engine.
+    func retireAfterDelivery(_ observer: DeliveringObserver) {
+        if observer.queuedBatch > deliveredBatch {
+            retired.append(Unmanaged.passRetained(observer))
+        }
+    }
+
+    /// Moves the retired observers whose batches are all delivered to `releasable`. Called by the
+    /// delivering thread, under the lock.
+    private func collectDelivered() {
+        var index = 0
+        while index < retired.count {
+            let observer = retired[index]
+            if observer._withUnsafeGuaranteedRef({ $0.queuedBatch }) <= deliveredBatch {
+                releasable.append(observer)
+                retired.swapRemove(at: index)
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    /// Releases what `collectDelivered` found, without the lock.
+    private func releaseDelivered() {
+        while let observer = releasable.popLast() {
+            observer.release()
         }
     }
 }
@@ -231,15 +286,20 @@ final class Engine: @unchecked Sendable {
 /// An observer whose changes the engine delivers after the transaction. (A class, not a protocol:
 /// queues of a concrete element type cost no runtime type lookups.)
 class DeliveringObserver: ReactiveNode, @unchecked Sendable {
-    /// Delivers the oldest undelivered change, taking the lock only to dequeue it.
-    func deliverNext() {}
+    /// The last delivery batch this observer queued an entry in (under the lock).
+    @exclusivity(unchecked) final var queuedBatch: UInt64 = 0
 
-    /// Prefetches what `deliverNext` will read beyond the observer itself.
-    func prefetchDelivery() {}
+    /// Delivers the change queued in `entry` (moving its payload out), or drops it if the observer
+    /// was cancelled. Called on the delivering thread, without the lock.
+    func deliver(_ kind: DeliveryKind, entry: UnsafeMutableRawPointer) {}
 
-    /// Queues one delivery; called inside the engine.
+    /// Queues a delivery and returns where its payload goes; called inside the engine.
     @inline(__always)
-    final func queueDelivery() {
-        engine.deliveryQueue.append(Unmanaged.passRetained(self))
+    final func queueDelivery(_ kind: DeliveryKind, bytes: Int, alignment: Int) -> UnsafeMutableRawPointer {
+        withEngine { engine in
+            engine.deliveryCount += 1
+            queuedBatch = engine.deliveryBatch
+            return engine.deliveryQueue.append(self, kind, bytes: bytes, alignment: alignment, pool: &engine.deliverySegments)
+        }
     }
 }

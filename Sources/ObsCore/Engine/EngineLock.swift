@@ -1,3 +1,6 @@
+#if canImport(CLinux)
+import CLinux
+#endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -7,10 +10,13 @@ import Darwin
 #endif
 import Synchronization
 
-/// A stable number for the calling thread, used to recognise re-entry by the lock's owner.
+/// A stable number for the calling thread, used to recognise re-entry by the lock's owner. (On
+/// Linux its thread pointer, read inline: every read of a value asks.)
 @inlinable
 func currentThreadID() -> UInt {
-    #if canImport(Darwin)
+    #if canImport(CLinux)
+    return UInt(obs_thread_pointer())
+    #elseif canImport(Darwin)
     return UInt(bitPattern: pthread_self())
     #else
     return UInt(pthread_self())

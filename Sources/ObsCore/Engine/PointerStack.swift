@@ -35,6 +35,13 @@ struct PointerStack<Element> {
         count == 0 ? nil : removeLast()
     }
 
+    /// Removes the element at `index`, putting the last one in its place.
+    @inline(__always)
+    mutating func swapRemove(at index: Int) {
+        count -= 1
+        base[index] = base[count]
+    }
+
     /// Forgets the elements from `count` on.
     @inline(__always)
     mutating func truncate(to count: Int) {

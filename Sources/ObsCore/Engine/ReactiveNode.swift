@@ -28,6 +28,10 @@ struct NodeFlags: OptionSet, Sendable {
     /// A computed whose last run failed: its error is its state. (A flag, so that a read checks one
     /// word of the node's first line to know it can take the value as it is.)
     @inlinable static var failed: NodeFlags { NodeFlags(rawValue: 1 << 9) }
+    /// A computed that has a good value (its value cell is initialised).
+    @inlinable static var hasValue: NodeFlags { NodeFlags(rawValue: 1 << 10) }
+    /// An observable written with a change forced (not compared) since its subscribers last looked.
+    @inlinable static var forcedChange: NodeFlags { NodeFlags(rawValue: 1 << 11) }
 }
 
 /// A node of the reactive graph: an observable, a computed value, or an observer.
@@ -37,22 +41,39 @@ struct NodeFlags: OptionSet, Sendable {
 public class ReactiveNode: @unchecked Sendable {
     // The flags and the subscriber list come first, together in the 16 bytes after the object's
     // header: all the marking walk reads of a node, in one cache line whatever the object's
-    // alignment (`prefetchHead`).
+    // alignment (`prefetchHead`). The value cell and the engine follow, so that a read of an
+    // up-to-date node finds all it needs within the node's first 56 bytes.
     @usableFromInline @exclusivity(unchecked) final var flags: NodeFlags
     // The graph's edges. A node's dependencies are a singly linked list of links in the order they
     // were read; its subscribers are a doubly linked list threaded through the same links. Links and the
     // nodes they join are kept alive by explicit retains (Tracking.swift), so the edges are
     // `Unmanaged`: walking the graph costs no reference counting.
     @usableFromInline @exclusivity(unchecked) final var subs: LinkRef?
-    @usableFromInline @exclusivity(unchecked) final var deps: LinkRef?
-    @usableFromInline @exclusivity(unchecked) final var subsTail: LinkRef?
+    /// The typed node's value (ValueCell.swift), read and written only through `ValueCell`.
+    private final var valueCell: (UInt64, UInt64) = (0, 0)
     /// The engine, reachable without touching the lazily initialised global on every call:
     /// `withEngine` is how the per-read and per-run paths get it.
     @usableFromInline final let engineRef = Unmanaged.passUnretained(engine)
+    @usableFromInline @exclusivity(unchecked) final var deps: LinkRef?
+    @usableFromInline @exclusivity(unchecked) final var subsTail: LinkRef?
     /// The evaluation that last linked this node as a dependency (Tracking.swift): a node read
     /// again in the same evaluation is found linked without a search.
     @usableFromInline @exclusivity(unchecked) final var readEpoch: UInt64 = 0
 
+    /// Where `valueCell` is, from the start of the object: after the header (two words), the flags
+    /// (padded to a word) and `subs`. A test checks it against the field's address.
+    @inlinable static var valueCellOffset: Int { 4 * MemoryLayout<UnsafeRawPointer>.size }
+    @inlinable static var valueCellSize: Int { 16 }
+    /// The cell is word-aligned (objects are allocated at least that aligned).
+    @inlinable static var valueCellAlignment: Int { MemoryLayout<UInt64>.alignment }
+
+    /// The address of the value cell, as the field itself gives it (for the test of the offset).
+    final var valueCellAddress: UnsafeRawPointer {
+        withUnsafeMutablePointer(to: &valueCell) { UnsafeRawPointer($0) }
+    }
+
+    // Not inlined: the only typed access to `valueCell` is here (ValueCell.swift).
+    @inline(never)
     init(flags: NodeFlags) {
         self.flags = flags
     }
@@ -68,6 +89,7 @@ public class ReactiveNode: @unchecked Sendable {
         case effect
     }
 
+    @inline(never)
     init(role: Role) {
         switch role {
         case .source: flags = []

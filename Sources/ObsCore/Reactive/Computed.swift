@@ -7,11 +7,20 @@
 /// until a dependency changes; read it with `try get()`.
 public class ComputedValue<Value: Sendable>: ObservableValue<Value>, @unchecked Sendable {
     private let compute: @Sendable () throws -> Value
-    /// The last value computed successfully, initialised once `hasValue`.
-    @usableFromInline let slot: UnsafeMutablePointer<Value>
     /// The error of the last run, if it failed (`failed`).
     @exclusivity(unchecked) private(set) var error: (any Error)?
-    @exclusivity(unchecked) private var hasValue = false
+
+    /// The last value computed successfully, initialised once `hasValue` (in the node's value cell).
+    @inlinable
+    final var slot: UnsafeMutablePointer<Value> {
+        @inline(__always) get { ValueCell<Value>.address(in: self) }
+    }
+
+    /// Whether a run has succeeded yet (the value cell is initialised), kept in the node's flags.
+    final var hasValue: Bool {
+        get { flags.contains(.hasValue) }
+        set { if newValue { flags.insert(.hasValue) } else { flags.remove(.hasValue) } }
+    }
 
     /// Whether the last run failed (`error` is the state), kept in the node's flags.
     @usableFromInline
@@ -22,13 +31,13 @@ public class ComputedValue<Value: Sendable>: ObservableValue<Value>, @unchecked 
 
     init(isEqual: @escaping @Sendable (Value, Value) -> Bool, compute: @escaping @Sendable () throws -> Value) {
         self.compute = compute
-        slot = .allocate(capacity: 1)
         super.init(flags: [.computed, .dirty], isEqual: isEqual)
+        ValueCell<Value>.prepare(in: self)
     }
 
     deinit {
         if hasValue { slot.deinitialize(count: 1) }
-        slot.deallocate()
+        ValueCell<Value>.release(in: self)
     }
 
     /// The current value, or the error of the closure (also `ReactiveError.cycle` when the
@@ -124,7 +133,6 @@ public class ComputedValue<Value: Sendable>: ObservableValue<Value>, @unchecked 
 
     override final func prefetchWork() {
         deps?.prefetch()
-        prefetch(UnsafeRawPointer(slot))
     }
 
     @_specialize(where Value == Int)

@@ -22,9 +22,11 @@ final class EffectNode: ReactiveNode, @unchecked Sendable {
 
 extension ReactiveNode {
     /// Stops a watcher for good: it never runs again (if it is queued in the transaction under way,
-    /// it stays alive until that settles) and its dependencies are unlinked.
-    final func dispose() {
+    /// it stays alive until that settles) and its dependencies are unlinked. `alsoInside` runs in
+    /// the same transaction, first.
+    final func dispose(_ alsoInside: (Engine) -> Void = { _ in }) {
         engine.enter()
+        alsoInside(engine)
         flags.insert(.disposed)
         if flags.contains(.queued) { engine.keepUntilSettled(self) }
         engine.exit()

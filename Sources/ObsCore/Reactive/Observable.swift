@@ -3,11 +3,8 @@
 /// Setting a value equal to the current one (for `Equatable` values) is not a change: nothing is
 /// recomputed and no observer is called.
 public final class Observable<Value: Sendable>: ObservableValue<Value>, @unchecked Sendable {
-    @usableFromInline @exclusivity(unchecked) var storage: Value
     /// The value as of the last time a subscriber checked it; see `update()`.
     @exclusivity(unchecked) private var committed: Value
-    /// An `always` write since the last check: a change even if the value is equal.
-    @exclusivity(unchecked) private var forcedChange = false
     /// Bumped on every applied write; bindings use it to recognise their own writes.
     @exclusivity(unchecked) private(set) var writeCount: UInt64 = 0
     /// Objects this observable keeps alive (the subscription feeding a throttled copy, ...).
@@ -27,9 +24,28 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
 
     /// An observable that uses `isEqual` to decide whether a write is a change.
     public init(_ value: Value, isEqual: @escaping @Sendable (Value, Value) -> Bool) {
-        storage = value
         committed = value
         super.init(flags: [], isEqual: isEqual)
+        ValueCell<Value>.prepare(in: self)
+        ValueCell<Value>.address(in: self).initialize(to: value)
+    }
+
+    deinit {
+        ValueCell<Value>.address(in: self).deinitialize(count: 1)
+        ValueCell<Value>.release(in: self)
+    }
+
+    /// The current value, in the node's value cell.
+    @inlinable
+    final var storage: Value {
+        @inline(__always) get { ValueCell<Value>.address(in: self).pointee }
+        @inline(__always) set { ValueCell<Value>.address(in: self).pointee = newValue }
+    }
+
+    /// An `always` write since the last check: a change even if the value is equal (a flag).
+    private var forcedChange: Bool {
+        get { flags.contains(.forcedChange) }
+        set { if newValue { flags.insert(.forcedChange) } else { flags.remove(.forcedChange) } }
     }
 
     /// The current value. Setting it is one transaction, unless inside `batch`.

@@ -1,18 +1,13 @@
 import Synchronization
 
 /// An observer of one value: a watcher node whose only dependency is the value it observes.
-/// It computes its changes under the lock (in the flush) and delivers them after, in order.
+/// It computes its changes under the lock (in the flush), queueing each with its values in the
+/// engine's delivery queue (DeliveryQueue.swift), and the engine delivers them after, in order.
 ///
-/// Pending changes wait in a ring of values (old, new, old, new, ...) rather than an array of
-/// `Change<Value>`: see ObservableValue on why generic code here avoids composite types.
+/// The value the handler last saw lives in the node's value cell (ValueCell.swift); whether there
+/// is one, and whether the target was failing when last looked at, are flags (`hasValue`,
+/// `failed`). Generic code here avoids composite types: see ObservableValue.
 final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendable {
-    private typealias Kind = DeliveryKind
-
-    // Field order is memory order: what the flush and delivery read of every observer comes first
-    // and fits in the object's first two cache lines; what few observers use sits behind `extras`.
-    // (232 -> 168 bytes: a graph of many observers is walked with fewer cache misses. The ring's
-    // positions are 32-bit: a billion undelivered changes of one observer is out of reach.)
-
     /// Kept alive by the observer's link to it, for as long as the observer is subscribed.
     unowned(unsafe) let target: ObservableValue<Value>
     /// The user's handler, and how to call it with (old, new, isInitial): a closure that captures
@@ -20,25 +15,24 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     /// run-time type lookups and calling it reads no context of its own.
     private let handler: @Sendable (Change<Value>) -> Void
     private let deliver: @Sendable (@Sendable (Change<Value>) -> Void, Value, Value, Bool) -> Void
-    /// The value the handler last saw (or was given at subscription), once `hasLast`, in the
-    /// first slot; the other slots hold the ring until it outgrows them.
-    private let storage: UnsafeMutablePointer<Value>
-    /// Undelivered events: their kinds in order, the values of changes in a ring (its capacity a
-    /// power of two, so positions wrap with a mask), errors in order (in `extras`).
-    @exclusivity(unchecked) private var ring: UnsafeMutablePointer<Value>
-    @exclusivity(unchecked) private var kinds = KindQueue()
-    @exclusivity(unchecked) private var hasLast = false
-    @exclusivity(unchecked) private var lastWasError = false
     /// Whether handlers are called directly on the delivering thread (`ImmediateScheduler`).
     private let immediate: Bool
     private let cancelled = Atomic<Bool>(false)
-    @exclusivity(unchecked) private var ringHead: Int32 = 0
-    @exclusivity(unchecked) private var ringCount: Int32 = 0
-    @exclusivity(unchecked) private var ringCapacity: Int32 = 2
     /// The scheduler of a non-immediate observer and the error handler: nil for nearly all.
     private let extras: ObserverExtras?
 
-    @inline(__always) private var last: UnsafeMutablePointer<Value> { storage }
+    /// The value the handler last saw (or was given at subscription), once `hasLast`.
+    @inline(__always) private var last: UnsafeMutablePointer<Value> { ValueCell<Value>.address(in: self) }
+
+    private var hasLast: Bool {
+        get { flags.contains(.hasValue) }
+        set { if newValue { flags.insert(.hasValue) } else { flags.remove(.hasValue) } }
+    }
+
+    private var lastWasError: Bool {
+        get { flags.contains(.failed) }
+        set { if newValue { flags.insert(.failed) } else { flags.remove(.failed) } }
+    }
 
     init(target: ObservableValue<Value>, scheduler: any EventScheduler,
          errorHandler: (@Sendable (any Error) -> Void)?, handler: @escaping @Sendable (Change<Value>) -> Void,
@@ -49,18 +43,13 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         immediate = scheduler is ImmediateScheduler
         extras = immediate && errorHandler == nil
             ? nil : ObserverExtras(scheduler: immediate ? nil : scheduler, errorHandler: errorHandler)
-        // One allocation for the last value and a ring of one change: what nearly every observer
-        // ever needs, in one place in memory.
-        storage = .allocate(capacity: 3)
-        ring = storage + 1
         super.init(flags: .watcher)
+        ValueCell<Value>.prepare(in: self)
     }
 
     deinit {
-        dropPending()
-        if ring != storage + 1 { ring.deallocate() }
         if hasLast { last.deinitialize(count: 1) }
-        storage.deallocate()
+        ValueCell<Value>.release(in: self)
     }
 
     /// Subscribes and captures the current value, queueing it for delivery when `initial`.
@@ -72,49 +61,66 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     override func prefetchWork() {
         target.ref.prefetch()
-        prefetch(UnsafeRawPointer(storage))
     }
 
     override func prefetchDependencies() {
         target.prefetchWork()
     }
 
-    override func prefetchDelivery() {
-        prefetch(UnsafeRawPointer(storage))
-    }
-
-    override func runWatcher() {
-        observeTarget(starting: false, initial: false)
-    }
-
-    /// Reads the target and queues what the handler has not seen yet: at the start only what
-    /// `initial` asks for.
+    // The engine calls these two through the base class, into generic code; their bodies run in
+    // a closure, so that the generic entry, which only picks the specialised code for the four
+    // common types, has no generic values of its own to make room for (39 instructions -> 8).
     @_specialize(where Value == Int)
     @_specialize(where Value == Double)
     @_specialize(where Value == Bool)
     @_specialize(where Value == String)
+    override func runWatcher() {
+        withEngine { _ in observeTarget(starting: false, initial: false) }
+    }
+
+    /// The target's value: read in place when it is up to date (the flush has just brought it up
+    /// to date when the observer runs), the long way otherwise.
+    @inline(__always)
+    private func readTarget() throws -> Value {
+        if target.flags.isDisjoint(with: [.dirty, .pending, .running, .failed]) {
+            return ValueCell<Value>.address(in: target).pointee
+        }
+        return try engine.untracked { () throws -> Value in try target.read() }
+    }
+
+    /// Reads the target and queues what the handler has not seen yet: at the start only what
+    /// `initial` asks for.
+    @inline(__always)
     private func observeTarget(starting: Bool, initial: Bool) {
         let value: Value
         do {
-            value = try engine.untracked { () throws -> Value in try target.read() }
+            value = try readTarget()
         } catch {
             lastWasError = true
             if let extras, extras.errorHandler != nil, !starting || initial {
-                kinds.append(.failure)
-                extras.errors.append(error)
-                queueDelivery()
+                queueDelivery(.failure, bytes: MemoryLayout<any Error>.size, alignment: MemoryLayout<any Error>.alignment)
+                    .initializeMemory(as: (any Error).self, repeating: error, count: 1)
             }
             return
         }
         if initial {
-            pushChange(.initial, old: value, new: value)
+            let payload = queueChange(.initial)
+            payload.initialize(to: value)
+            (payload + 1).initialize(to: value)
         } else if starting {
             // Nothing to deliver: the handler starts from this value.
         } else if hasLast {
             if !lastWasError, target.isEqual(last.pointee, value) { return }
-            pushChange(.change, old: last.pointee, new: value)
+            let payload = queueChange(.change)
+            payload.moveInitialize(from: last, count: 1)
+            (payload + 1).initialize(to: value)
+            last.initialize(to: value)
+            lastWasError = false
+            return
         } else {
-            pushChange(.change, old: value, new: value)
+            let payload = queueChange(.change)
+            payload.initialize(to: value)
+            (payload + 1).initialize(to: value)
         }
         if hasLast {
             last.pointee = value
@@ -125,78 +131,37 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         lastWasError = false
     }
 
-    @_specialize(where Value == Int)
-    @_specialize(where Value == Double)
-    @_specialize(where Value == Bool)
-    @_specialize(where Value == String)
-    private func pushChange(_ kind: Kind, old: Value, new: Value) {
-        if ringCount + 2 > ringCapacity { growRing() }
-        let mask = ringCapacity - 1
-        (ring + Int((ringHead + ringCount) & mask)).initialize(to: old)
-        (ring + Int((ringHead + ringCount + 1) & mask)).initialize(to: new)
-        ringCount += 2
-        kinds.append(kind)
-        queueDelivery()
-    }
-
-    private func growRing() {
-        let capacity = ringCapacity * 2
-        let grown = UnsafeMutablePointer<Value>.allocate(capacity: Int(capacity))
-        for index in 0..<ringCount {
-            (grown + Int(index)).moveInitialize(from: ring + Int((ringHead + index) & (ringCapacity - 1)), count: 1)
-        }
-        if ring != storage + 1 { ring.deallocate() }
-        ring = grown
-        ringCapacity = capacity
-        ringHead = 0
+    /// Queues a change and returns where its two values (old, new) go.
+    @inline(__always)
+    private func queueChange(_ kind: DeliveryKind) -> UnsafeMutablePointer<Value> {
+        queueDelivery(kind, bytes: 2 * MemoryLayout<Value>.stride, alignment: MemoryLayout<Value>.alignment)
+            .bindMemory(to: Value.self, capacity: 2)
     }
 
     @_specialize(where Value == Int)
     @_specialize(where Value == Double)
     @_specialize(where Value == Bool)
     @_specialize(where Value == String)
-    private func popValue() -> Value {
-        let value = (ring + Int(ringHead)).move()
-        ringHead = (ringHead + 1) & (ringCapacity - 1)
-        ringCount -= 1
-        return value
+    override func deliver(_ kind: DeliveryKind, entry: UnsafeMutableRawPointer) {
+        withEngine { _ in deliverQueued(kind, entry: entry) }
     }
 
-    private func dropPending() {
-        while ringCount > 0 { _ = popValue() }
-        kinds.removeAll()
-        extras?.errors.removeAll()
-    }
-
-    override func deliverNext() {
-        withEngine { deliverNext(engine: $0) }
-    }
-
-    @_specialize(where Value == Int)
-    @_specialize(where Value == Double)
-    @_specialize(where Value == Bool)
-    @_specialize(where Value == String)
-    private func deliverNext(engine: Engine) {
-        engine.lock.lock()
-        guard !kinds.isEmpty else {
-            engine.lock.unlock()
-            return
-        }
-        let kind = kinds.removeFirst()
+    @inline(__always)
+    private func deliverQueued(_ kind: DeliveryKind, entry: UnsafeMutableRawPointer) {
         if kind == .failure {
-            let extras = extras!
-            let error = extras.errors.removeFirst()
-            engine.lock.unlock()
+            let error = DeliveryQueue.payload(of: entry, alignment: MemoryLayout<any Error>.alignment)
+                .assumingMemoryBound(to: (any Error).self).move()
             if immediate {
                 callError(error)
             } else {
-                extras.scheduler!.schedule { self.callError(error) }
+                extras!.scheduler!.schedule { self.callError(error) }
             }
             return
         }
-        let old = popValue()
-        let new = popValue()
-        engine.lock.unlock()
+        let payload = DeliveryQueue.payload(of: entry, alignment: MemoryLayout<Value>.alignment)
+            .assumingMemoryBound(to: Value.self)
+        let old = payload.move()
+        let new = (payload + 1).move()
         let isInitial = kind == .initial
         if immediate {
             call(old, new, isInitial)
@@ -221,12 +186,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     override func cancelSubscription() {
         cancelled.store(true, ordering: .releasing)
-        engine.enter()
-        flags.insert(.disposed)
-        if flags.contains(.queued) { engine.keepUntilSettled(self) }
-        dropPending()
-        engine.exit()
-        engine.detachDependencies(of: self)
+        dispose { $0.retireAfterDelivery(self) }
     }
 }
 
@@ -273,11 +233,9 @@ extension ObservableValue {
 }
 
 /// What an observer keeps only when it has an error handler or a scheduler that is not immediate.
-private final class ObserverExtras: @unchecked Sendable {
+private final class ObserverExtras: Sendable {
     let scheduler: (any EventScheduler)?
     let errorHandler: (@Sendable (any Error) -> Void)?
-    /// The errors of undelivered failures, in order (guarded by the engine lock).
-    var errors = ContiguousArray<any Error>()
 
     init(scheduler: (any EventScheduler)?, errorHandler: (@Sendable (any Error) -> Void)?) {
         self.scheduler = scheduler

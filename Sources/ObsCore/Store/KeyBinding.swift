@@ -57,8 +57,12 @@ final class BindingEffect: ReactiveNode, @unchecked Sendable {
             runs = 0
         }
         runs += 1
-        // Applying a shared log's transaction: what the binding wrote is part of it already.
-        run(write: runs <= BindingEffect.maxRunsPerTransaction && inputsChanged && !store.isApplyingReplicated)
+        let due = runs <= BindingEffect.maxRunsPerTransaction && inputsChanged
+        guard let current = store.current, current.replicated else { return run(write: due) }
+        // Applying a shared log's transaction: what the binding wrote is part of it already, unless
+        // its proposer had not applied this binding (then it is run again, Store+SharedLog.swift).
+        if due, current.bindingsUnseen { current.missedBindings.append(self) }
+        run(write: false)
     }
 
     /// Whether what this effect read differs from the start of the transaction. A key read in the
@@ -135,6 +139,11 @@ extension Store {
             backward.run(write: false)
         }
         forward.run(write: initialWrite)
+        // Cluster mode: the first write is this host's view of the source, which must still hold
+        // when the binding is committed (else it is run again with the newer value).
+        if initialWrite, let current, current.recordsDependencies {
+            for name in valueKeys(readBy: forward) { current.depend(on: name) }
+        }
     }
 
     func uninstall(_ binding: KeyBinding) {

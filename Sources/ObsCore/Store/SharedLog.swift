@@ -40,6 +40,17 @@ public struct Proposal: Sendable {
 
     /// Nothing to write and nothing to check: no need to ask the log.
     public var isEmpty: Bool { changes.isEmpty && depends.isEmpty }
+
+    /// One value key written blindly: nothing else changes, nothing is depended on, no binding
+    /// fired where it was proposed. A log may commit it without comparing the bindings its host
+    /// had applied (etcd: a put, far cheaper for etcd 3.4 than a transaction with compares); every
+    /// host then applies it with `Store.apply(_:bindingsUnseen:)` true if bindings changed between
+    /// what its proposer had applied and its revision.
+    public var isPlainWrite: Bool {
+        depends.isEmpty && changes.putKeys.count == 1 && changes.deletedKeys.isEmpty && changes.putDefinitions.isEmpty
+            && changes.deletedDefinitions.isEmpty && changes.putBindings.isEmpty && changes.deletedBindings.isEmpty
+            && changes.reason == nil
+    }
 }
 
 /// A shared log's answer to a proposal.

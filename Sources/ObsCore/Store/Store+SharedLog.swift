@@ -49,16 +49,27 @@ extension Store {
     /// proposed is part of it. Whatever the log holds is applied as far as it makes sense (a value
     /// for a key this host knows as computed replaces the definition, say): applying never fails.
     /// A revision at or below the store's is already applied and ignored.
-    public func apply(_ transaction: StoredTransaction) {
+    ///
+    /// `bindingsUnseen`: the log committed a plain write (`Proposal.isPlainWrite`) without
+    /// comparing bindings, and they changed between what its proposer had applied and this
+    /// revision. The bindings it sets off here wrote nothing where it was proposed, so every host
+    /// runs them again, each in a transaction of its own that depends on their source and target
+    /// (`repair`): the first to reach the log writes the target, the others find it written.
+    public func apply(_ transaction: StoredTransaction, bindingsUnseen: Bool = false) {
         guard transaction.rev > rev else { return }
+        let applied: Transaction
         do {
-            _ = try transact(reason: transaction.reason, mode: .replicated(transaction.rev)) { () throws(ObsError) in
+            (applied, _) = try transact(reason: transaction.reason, mode: .replicated(transaction.rev)) { () throws(ObsError) in
+                let open = current!
+                open.bindingsUnseen = bindingsUnseen
                 applyChanges(transaction)
+                return open
             }
         } catch {
             // Nothing in a replicated commit can throw: it writes no storage and checks nothing.
             preconditionFailure("a replicated transaction failed: \(error)")
         }
+        if !applied.missedBindings.isEmpty { repair(applied.missedBindings, missedAt: transaction.rev) }
     }
 
     /// Makes the store hold `state` (the whole shared state as of `state.rev`, read again after the
@@ -141,6 +152,46 @@ extension Store {
         }
     }
 
-    /// Whether the open transaction applies what a shared log decided.
-    var isApplyingReplicated: Bool { current?.replicated ?? false }
+    /// Runs again, as a write of this host's, the bindings that the transaction at `rev` set off
+    /// but that wrote nothing (its proposer had not applied them). Each one writes only while its
+    /// binding is still the one installed and neither its source nor its target changed since
+    /// `rev` (a later change carries or repairs its own binding writes), and the proposal depends
+    /// on the target and on the value keys the source reads: of the hosts that all run this, the
+    /// first one the log decides writes, the others are superseded, run again, and find the
+    /// target written. A repair the log could not take is tried again, up to
+    /// `maxProposalAttempts` times.
+    private func repair(_ effects: [BindingEffect], missedAt rev: UInt64, attempt: Int = 1) {
+        var unique: [BindingEffect] = []
+        for effect in effects where !unique.contains(where: { $0 === effect }) { unique.append(effect) }
+        submit({ [self] () throws(ObsError) in
+            for effect in unique {
+                guard let binding = bindings[effect.target], binding.forward === effect || binding.backward === effect,
+                      let source = existing(effect.source), source.rev <= rev, (existing(effect.target)?.rev ?? 0) <= rev
+                else { continue }
+                let writes = existing(effect.target)?.writeCount
+                effect.run(write: true)
+                guard existing(effect.target)?.writeCount != writes else { continue }
+                current?.depend(on: effect.target)
+                for name in valueKeys(readBy: effect) { current?.depend(on: name) }
+            }
+        }, done: { [self] (result: Result<((), UInt64), ObsError>) in
+            if case .failure(let error) = result, error.code == .unavailable, attempt < Self.maxProposalAttempts {
+                repair(unique, missedAt: rev, attempt: attempt + 1)
+            }
+        })
+    }
+
+    /// The value keys `node` reads, directly or through computed keys.
+    func valueKeys(readBy node: ReactiveNode) -> [String] {
+        var names: [String] = []
+        var seen: Set<ObjectIdentifier> = []
+        var stack = [node]
+        while let next = stack.popLast() {
+            next.forEachDependency { dependency in
+                guard seen.insert(ObjectIdentifier(dependency)).inserted, let key = dependency as? KeyNode else { return }
+                if key.kind == .computed { stack.append(key) } else { names.append(key.name) }
+            }
+        }
+        return names
+    }
 }

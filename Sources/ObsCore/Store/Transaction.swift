@@ -62,6 +62,11 @@ final class Transaction {
     var depends: [String] = []
     /// Keys whose revisions the shared log gave (applied, not computed at commit).
     var replicatedMetadata: Set<ObjectIdentifier> = []
+    /// Applying a transaction the shared log committed without comparing the bindings its
+    /// proposer had applied, which changed since (`Store.apply(_:bindingsUnseen:)`): the binding
+    /// effects it set off wrote nothing where it was proposed, and are noted here to run again.
+    var bindingsUnseen = false
+    var missedBindings: [BindingEffect] = []
 
     init(serial: UInt64, reason: String?, replicated: Bool = false, recordsDependencies: Bool = false) {
         self.serial = serial
@@ -83,6 +88,8 @@ final class Transaction {
         if !bindingsBefore.isEmpty { bindingsBefore.removeAll() }
         bindingOrder.removeAll(keepingCapacity: true)
         depends.removeAll(keepingCapacity: true)
+        bindingsUnseen = false
+        if !missedBindings.isEmpty { missedBindings.removeAll() }
         if !replicatedMetadata.isEmpty { replicatedMetadata.removeAll() }
     }
 

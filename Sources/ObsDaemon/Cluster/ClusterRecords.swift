@@ -3,7 +3,8 @@
 //
 //   PREFIX k/NAME      a value key: {"value":V} with "expires_at" (wall-clock seconds) for a TTL and
 //                      "owner" ("HOST/SESSION") for an ephemeral key, which is also put with the
-//                      owning host's lease
+//                      owning host's lease; "bindings_rev" when it was put on its own, without
+//                      a transaction's compares: the mod revision of m/bindings its host had applied
 //   PREFIX d/NAME      a computed key's definition: {"expr":"..."}
 //   PREFIX b/TARGET    a binding, under its target: {"from":...,"to":...} with "map", "two_way", "unmap"
 //   PREFIX m/bindings  bumped by every transaction that changes a binding (its mod revision is what
@@ -48,10 +49,12 @@ struct ClusterRecords {
 
     // MARK: Encoding
 
-    func value(_ key: StoredKey, session: UInt64?) -> [UInt8] {
+    /// A value key's record; `bindingsRev` for one put without compares (EtcdLog.request(for:)).
+    func value(_ key: StoredKey, session: UInt64?, bindingsRev: Int64? = nil) -> [UInt8] {
         var object: [String: JSONValue] = ["value": key.value]
         if let expiresAt = key.expiresAt { object["expires_at"] = .double(expiresAt) }
         if let session { object["owner"] = .string("\(host)/\(session)") }
+        if let bindingsRev { object["bindings_rev"] = .int(bindingsRev) }
         return Array(JSONValue.object(object).encoded.utf8)
     }
 
@@ -91,6 +94,12 @@ struct ClusterRecords {
     /// A value key as this host applies it: its revisions are etcd's; an ephemeral key set through
     /// this incarnation keeps its session as owner, another host's is `StoredKey.remoteOwner`.
     func storedKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredKey {
+        try writtenKey(name, kv).key
+    }
+
+    /// A value key, and the bindings revision its writer had applied when it was put without
+    /// compares.
+    func writtenKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> (key: StoredKey, bindingsRev: Int64?) {
         let object = try object(kv.value)
         guard let value = object["value"] else { throw Unreadable(message: "no \"value\"") }
         var key = StoredKey(key: name, value: value, rev: UInt64(kv.modRevision), createdRev: UInt64(kv.createRevision),
@@ -103,7 +112,7 @@ struct ClusterRecords {
                 key.owner = StoredKey.remoteOwner
             }
         }
-        return key
+        return (key, object["bindings_rev"]?.intValue)
     }
 
     func storedDefinition(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredDefinition {

@@ -3,7 +3,12 @@
 //
 // - A proposal becomes one etcd transaction: compares on the mod revision of every record it
 //   depends on (as this host applied them) and of the bindings epoch when it writes values, then
-//   its puts and deletes. etcd's revision is the transaction's revision.
+//   its puts and deletes. etcd's revision is the transaction's revision. A plain write (one value
+//   key, nothing depended on) is a put with no compares: etcd 3.4 copies its buffer of pending
+//   writes for every transaction's compares, which made a transaction cost it half again as much
+//   CPU as a put and about 0.3 ms more (docs/performance.md). Its record says which bindings
+//   epoch its host had applied; a host that applies it after a binding change it did not see
+//   runs the bindings it sets off again (Store.apply(_:bindingsUnseen:)).
 // - Every host watches the prefix from the revision after the one it applied and applies each
 //   revision's events as one store transaction (`Store.apply`), so every host's computeds, watches
 //   and history see the same sequence. An answer waits until its host applied its revision.
@@ -146,7 +151,7 @@ final class EtcdLog: SharedLog {
         startWatch()
     }
 
-    /// The eventfd the loop watches.
+    /// The descriptor the loop watches: the etcd client's epoll set.
     var completionFD: Int32 { client.completionFD }
 
     /// Shutdown: ends the lease (this host's ephemeral keys go at once, for every host), waiting a
@@ -162,7 +167,7 @@ final class EtcdLog: SharedLog {
     // MARK: SharedLog
 
     func propose(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void) {
-        let id = client.submit(.txn(transaction(for: proposal)), timeout: .milliseconds(Int64(timeout * 1000)))
+        let id = client.submit(request(for: proposal), timeout: .milliseconds(Int64(timeout * 1000)))
         pending[id] = .proposal(proposal, seen: store.rev, decided: decided)
     }
 
@@ -186,6 +191,13 @@ final class EtcdLog: SharedLog {
     private var state: String {
         if lastFailure != nil { return "unavailable" }
         return watchLive ? "connected" : "degraded"
+    }
+
+    /// The request a proposal becomes: a put for a plain write, a transaction otherwise.
+    private func request(for proposal: Proposal) -> EtcdRequest {
+        guard proposal.isPlainWrite, let key = proposal.changes.putKeys.first else { return .txn(transaction(for: proposal)) }
+        let value = records.value(key, session: key.owner, bindingsRev: modRevisions[records.bindingsEpoch] ?? 0)
+        return .put(PutRequest(key: records.key(.value, key.key), value: value, lease: key.owner == nil ? 0 : lease))
     }
 
     /// The transaction a proposal becomes.
@@ -272,6 +284,10 @@ final class EtcdLog: SharedLog {
                 afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
                               late: { decided(.failed(self.notApplied(changedAt))) })
             }
+        case (.proposal(_, _, let decided), .success(.put(let response))):
+            let rev = UInt64(response.header.revision)
+            afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
+                          late: { decided(.failed(self.notApplied(rev))) })
         case (.proposal(_, _, let decided), .failure(let error)):
             decided(.failed(failure(error)))
         case (.publish(let done), .success(let response)):
@@ -376,6 +392,8 @@ final class EtcdLog: SharedLog {
         var publishes: [(String, JSONValue)] = []
         var leaseExpired = false
         var reasonGiven = false
+        let bindingsRev = modRevisions[records.bindingsEpoch] ?? 0
+        var bindingsUnseen = false
         for event in events {
             guard let (kind, name) = records.parse(event.kv.key) else {
                 skip(event.kv.key, "not a record of obsd's")
@@ -385,9 +403,11 @@ final class EtcdLog: SharedLog {
             do throws(ClusterRecords.Unreadable) {
                 switch (kind, event.kind) {
                 case (.value, .put):
-                    let key = try records.storedKey(name, event.kv)
+                    let (key, writerBindingsRev) = try records.writtenKey(name, event.kv)
                     if key.owner != nil { ephemeralKeys.insert(name) } else { ephemeralKeys.remove(name) }
                     transaction.putKeys.append(key)
+                    // A put without compares, from a host that had not applied the last binding change.
+                    if let writerBindingsRev, writerBindingsRev != bindingsRev { bindingsUnseen = true }
                 case (.value, .delete):
                     if ephemeralKeys.remove(name) != nil { leaseExpired = true }
                     transaction.deletedKeys.append(name)
@@ -413,7 +433,7 @@ final class EtcdLog: SharedLog {
         }
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
         if !reasonGiven, leaseExpired { transaction.reason = "ephemeral" }
-        store.apply(transaction)
+        store.apply(transaction, bindingsUnseen: bindingsUnseen)
         for (channel, payload) in publishes { published[rev] = store.deliverPublished(channel: channel, payload: payload) }
     }
 

@@ -177,6 +177,28 @@ final class ObserverTests: XCTestCase {
         XCTAssertEqual(seen.count, 1)
     }
 
+    /// A token released by another handler while its own change waits in the same batch: that
+    /// change is dropped, and the observer and its handler are freed once the batch is delivered.
+    func test_tokenReleasedWhileItsChangeWaits_isNeverCalledAndFreedAfterTheBatch() {
+        final class Witness: Sendable {}
+        let a = Observable(0)
+        let seen = Counter()
+        let holder = TokenHolder()
+        weak var witness: Witness?
+        let first = a.observe { _ in holder.token = nil }
+        do {
+            let captured = Witness()
+            witness = captured
+            holder.token = a.observe { _ in withExtendedLifetime(captured) { seen.bump() } }
+        }
+        a.value = 1
+        XCTAssertEqual(seen.count, 0, "the second handler's change was queued, then its token went")
+        XCTAssertNil(witness, "the observer and its handler were released after the batch")
+        a.value = 2
+        XCTAssertEqual(seen.count, 0)
+        first.cancel()
+    }
+
     func test_changes_isAnAsyncSequence() async {
         let a = Observable(0)
         let stream = a.changes

@@ -267,6 +267,39 @@ final class PropagationTests: XCTestCase {
         XCTAssertLessThanOrEqual(subs + UInt(MemoryLayout<LinkRef?>.size), head + 16)
     }
 
+    /// Typed nodes keep their value at `ReactiveNode.valueCellOffset`, computed from the node's
+    /// address: it must be where the field really is.
+    func test_valueCell_isWhereTheOffsetSays() {
+        let node = Observable(7)
+        let base = UnsafeRawPointer(Unmanaged.passUnretained(node).toOpaque())
+        XCTAssertEqual(node.valueCellAddress, base + ReactiveNode.valueCellOffset)
+        XCTAssertEqual(base.load(fromByteOffset: ReactiveNode.valueCellOffset, as: Int.self), 7)
+    }
+
+    /// A value too large for the node's cell lives in an allocation of its own; both kinds are
+    /// released with their node.
+    func test_valueCell_holdsLargeAndSmallValues() {
+        struct Large: Equatable { var a = 1, b = 2, c = 3, d = 4 }
+        XCTAssertFalse(ValueCell<Large>.isInline)
+        XCTAssertTrue(ValueCell<String>.isInline)
+        let large = Observable(Large())
+        let doubled = Computed { Large(a: large.value.a * 2) }
+        XCTAssertEqual(doubled.value.a, 2)
+        large.value = Large(a: 5)
+        XCTAssertEqual(doubled.value, Large(a: 10))
+
+        final class Payload: Sendable {}
+        weak var released: Payload?
+        do {
+            let payload = Payload()
+            released = payload
+            let source = Observable(payload)
+            let copy = Computed { source.value }
+            XCTAssertTrue(copy.value === payload)
+        }
+        XCTAssertNil(released, "the observable's and the computed's cells released their value")
+    }
+
     /// ```
     ///   a -> parity (a % 2) -> label  (observed)
     /// ```

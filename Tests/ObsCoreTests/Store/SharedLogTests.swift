@@ -93,16 +93,83 @@ final class SharedLogTests: XCTestCase {
         XCTAssertEqual(hosts[2].request(#"{"op":"get","key":"dst"}"#)["version"], 1, "written once")
     }
 
-    /// A write proposed from a view without the binding (it was made on another host, not yet
-    /// applied here) is sent again once the binding is applied, so its write is not lost.
-    func test_aWriteProposedBeforeABindingWasApplied_isRunAgainWithIt() {
+    /// A set is a plain write, committed without comparing the bindings its host had applied. One
+    /// proposed from a view without the binding (made on another host, not yet applied here) is
+    /// committed as it was; every host finds, applying it, that the binding wrote nothing, and runs
+    /// it again: the first host's run is committed, the others find the target written.
+    ///
+    ///   host 0: bind src -> dst (value * 2)     rev 1
+    ///   host 1: set src 7, without the binding  rev 2: src only
+    ///   the first host's repair                 rev 3: dst 14, once
+    func test_aPlainWriteProposedBeforeABindingWasApplied_getsTheBindingsWriteOnce() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        hosts[2].request(#"{"op":"watch","keys":["dst"],"initial":false}"#)
+        cluster.decidesAtOnce = false
+        hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
+        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        cluster.decide()
+        for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 14) }
+        XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key) }, [[], ["src"], ["dst"]])
+        XCTAssertEqual(hosts[2].events().compactMap { $0["new"] }, [14])
+        let reader = Client(store: cluster.stores[0], access: .read)
+        XCTAssertEqual(reader.request(#"{"op":"get","key":"dst"}"#)["version"], 1, "written once")
+    }
+
+    /// A binding's first write reads its source on the host that makes it: when the source
+    /// changed first on another host, the binding is run again with the new value.
+    func test_aBindingMadeWhileItsSourceChanges_writesTheNewValue() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        cluster.decidesAtOnce = false
+        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"(value ?? 0) * 2"}"#)
+        cluster.decide()
+        for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 14) }
+        XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key) }, [["src"], ["dst"]])
+    }
+
+    /// The target written after the plain write and before any repair: the binding's write would
+    /// have come first and been overwritten, so no host writes it now.
+    func test_aRepairDoesNotOverwriteALaterWriteOfTheTarget() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        cluster.decidesAtOnce = false
+        hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
+        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        hosts[2].send(#"{"op":"set","key":"dst","value":99}"#)
+        cluster.decide()
+        for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 99) }
+        XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key) }, [[], ["src"], ["dst"]])
+    }
+
+    /// The source changed again (by a host that had the binding) before any repair: that change
+    /// carries the binding's write, and the repairs of the older one write nothing.
+    func test_aRepairIsDroppedWhenTheSourceChangedAgain() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        cluster.decidesAtOnce = false
+        hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
+        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        cluster.decideNext()
+        hosts[0].send(#"{"op":"set","key":"src","value":8}"#)
+        cluster.decide()
+        for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 16) }
+        XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key).sorted() }, [[], ["src"], ["dst", "src"]])
+    }
+
+    /// Writes that are not plain (a batch, compare-and-set) still compare the bindings: one
+    /// proposed without the binding is run again with it, and commits the binding's write itself.
+    func test_aBatchProposedBeforeABindingWasApplied_isRunAgainWithIt() {
         let cluster = SimulatedCluster(hosts: 2)
         let hosts = clients(cluster)
         cluster.decidesAtOnce = false
         hosts[0].send(#"{"op":"bind","from":"src","to":"dst"}"#)
-        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        hosts[1].send(#"{"op":"batch","ops":[{"op":"set","key":"src","value":7},{"op":"set","key":"other","value":1}]}"#)
         cluster.decide()
         for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 7) }
+        // The binding's first write (src is missing: null), then the batch with the binding's write.
+        XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key).sorted() }, [["dst"], ["dst", "other", "src"]])
     }
 
     func test_sinceTakenOnOneHost_resumesOnAnother() {

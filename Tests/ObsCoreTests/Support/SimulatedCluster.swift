@@ -4,7 +4,9 @@
 /// etcd. It decides proposals in the order they come (at once, or when the test calls `decide()`),
 /// checks what they depend on against the revisions each store applied, gives every committed
 /// transaction the next revision, and applies it to every store in order, as each host applies
-/// etcd's watch events.
+/// etcd's watch events. As EtcdLog, it commits a plain write (`Proposal.isPlainWrite`) without
+/// comparing the bindings its host had applied, and has the hosts apply it with `bindingsUnseen`
+/// when they changed since.
 final class SimulatedCluster {
     /// One host's log: what its store proposes to.
     final class Member: SharedLog {
@@ -66,8 +68,22 @@ final class SimulatedCluster {
         }
     }
 
-    /// Decides every queued proposal, in order (and those they cause).
+    private var deciding = false
+
+    /// Decides the first queued proposal only (those it causes are queued after the others).
+    func decideNext() {
+        guard !queue.isEmpty else { return }
+        deciding = true
+        defer { deciding = false }
+        queue.removeFirst()()
+    }
+
+    /// Decides every queued proposal, in order (and those they cause, after them: a proposal made
+    /// while a transaction is applied waits until every host has applied it).
     func decide() {
+        guard !deciding else { return }
+        deciding = true
+        defer { deciding = false }
         while !queue.isEmpty { queue.removeFirst()() }
     }
 
@@ -77,7 +93,8 @@ final class SimulatedCluster {
         let changes = proposal.changes
         let writesValues = !changes.putKeys.isEmpty || !changes.deletedKeys.isEmpty
         let stale = zip(proposal.depends, seen).contains { (records[$0.0]?.mod ?? 0) != $0.1 }
-            || (writesValues && bindingsRev != seenBindings)
+            || (writesValues && !proposal.isPlainWrite && bindingsRev != seenBindings)
+        let bindingsUnseen = proposal.isPlainWrite && bindingsRev != seenBindings
         if stale { return decided(.superseded(rev: rev)) }
         if changes.isEmpty { return decided(.committed(rev: rev)) }
         rev += 1
@@ -110,11 +127,12 @@ final class SimulatedCluster {
             if other !== member {
                 for index in copy.putKeys.indices where copy.putKeys[index].owner != nil { copy.putKeys[index].owner = StoredKey.remoteOwner }
             }
-            stores[other.index].apply(copy)
+            // The records' revisions first, as EtcdLog notes them: what applying proposes sees them.
             for name in changes.deletedKeys + changes.deletedDefinitions { other.applied[name] = nil }
             for key in changes.putKeys { other.applied[key.key] = rev }
             for definition in changes.putDefinitions { other.applied[definition.key] = rev }
             other.appliedBindingsRev = bindingsRev
+            stores[other.index].apply(copy, bindingsUnseen: bindingsUnseen)
         }
         decided(.committed(rev: rev))
     }

@@ -11,7 +11,7 @@
 // last reason of each endpoint. The preferred endpoint moves on whenever it failed.
 import CCurl
 
-extension Worker {
+extension Driver {
     func finished(_ transfer: Transfer, _ code: CURLcode?) {
         let operation = transfer.operation
         switch transfer.verdict {
@@ -134,15 +134,12 @@ extension Worker {
     }
 
     private func answered(at transfer: Transfer) {
-        guard preferred != transfer.endpointIndex else { return }
         preferred = transfer.endpointIndex
-        mailbox.setCurrentEndpoint(transfer.endpoint)
     }
 
     private func notPreferred(_ index: Int) {
         guard preferred == index else { return }
         preferred = (index + 1) % configuration.endpoints.count
-        mailbox.setCurrentEndpoint(configuration.endpoints[preferred])
     }
 
     func succeed(_ operation: Operation, _ object: GatewayObject) {
@@ -154,7 +151,7 @@ extension Worker {
             } catch {
                 result = .failure(error)
             }
-            mailbox.deliver(.response(operation.id, result))
+            deliver(.response(operation.id, result))
         case .authenticate:
             do throws(EtcdError) {
                 authenticated(.success(try object.string("token") ?? ""))
@@ -168,8 +165,8 @@ extension Worker {
 
     func fail(_ operation: Operation, _ error: EtcdError) {
         switch operation.kind {
-        case .request: mailbox.deliver(.response(operation.id, .failure(error)))
-        case .watch: mailbox.deliver(.watch(operation.id, .failed(error)))
+        case .request: deliver(.response(operation.id, .failure(error)))
+        case .watch: deliver(.watch(operation.id, .failed(error)))
         case .authenticate: authenticated(.failure(error))
         }
     }
@@ -244,12 +241,12 @@ extension Worker {
             if try result.bool("created") {
                 operation.watchCreated = true
                 answered(at: transfer)
-                mailbox.deliver(.watch(operation.id, .created(revision: header.revision)))
+                deliver(.watch(operation.id, .created(revision: header.revision)))
                 return
             }
             var events: [WatchEvent] = []
             for event in try result.objects("events") { events.append(try WatchEvent(event)) }
-            mailbox.deliver(.watch(operation.id, events.isEmpty
+            deliver(.watch(operation.id, events.isEmpty
                 ? .progress(revision: header.revision) : .events(revision: header.revision, events)))
         } catch {
             endWatch(transfer, .failed(error))
@@ -269,7 +266,7 @@ extension Worker {
 
     /// Reports the watch's last update; the transfer is removed once libcurl returns.
     func endWatch(_ transfer: Transfer, _ update: WatchUpdate) {
-        mailbox.deliver(.watch(transfer.operation.id, update))
+        deliver(.watch(transfer.operation.id, update))
         decide(transfer, .ended)
     }
 

@@ -1,0 +1,265 @@
+// The client's state, run from the caller's thread: libcurl's multi handle (through MultiSocket)
+// and every transfer, the operations under way, the completions not yet taken. It never touches
+// the caller's state and never waits: every call does what the sockets and timers allow and
+// returns.
+// - `submit`, `watch`: the operation's first transfer is added and started at once (its request
+//   is written to the socket before the call returns, when the connection allows).
+// - `takeCompletions`, when the epoll set is readable:
+//   1. resume the watches paused for a full round of completions in the last call;
+//   2. let libcurl act on the ready sockets (`curl_multi_socket_action`); watch messages are
+//      handed over from its write callback as they arrive;
+//   3. let libcurl run its due timeouts, carry out each finished transfer (an answer or a failure,
+//      or another attempt on the next endpoint: Driver+Outcomes.swift), fail the watches not
+//      created by their deadline, try again the operations whose rest between two rounds of
+//      endpoints is over; again while any of that made more due;
+//   4. set the timerfd to the nearest deadline, and return the completions.
+import CCurl
+import Glibc
+
+final class Driver {
+    enum TokenState {
+        /// No user configured: requests carry no token.
+        case notNeeded
+        case missing
+        case fetching
+        /// Empty when etcd has authentication disabled (it then answers without a token).
+        case have(String)
+    }
+
+    let configuration: EtcdConfiguration
+    let sockets: MultiSocket
+    var multi: UnsafeMutableRawPointer { sockets.multi }
+    private(set) var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+    /// Watches by ID, while a transfer serves them.
+    var watches: [EtcdRequestID: Transfer] = [:]
+    /// The endpoint new operations try first: the last that answered.
+    var preferred = 0
+    var token: TokenState
+    var waitingForToken: [Operation] = []
+    /// Operations resting between two rounds of endpoints (Driver+Outcomes.swift).
+    var resting: [Operation] = []
+    /// Transfers given a verdict inside a callback, to carry out after libcurl returns.
+    var decided: [Transfer] = []
+    private var nextID: UInt64 = 1
+    private(set) var closed = false
+
+    /// Completions not yet taken, and about the bytes they hold.
+    private var completions: [EtcdCompletion] = []
+    private var completionBytes = 0
+    /// Watches stopped reading in this round because its completions reached the bound.
+    private var watchesPaused = false
+
+    init(configuration: EtcdConfiguration) throws(EtcdError) {
+        self.configuration = configuration
+        sockets = try MultiSocket()
+        token = configuration.user == nil ? .notNeeded : .missing
+    }
+
+    var currentEndpoint: String { configuration.endpoints[preferred] }
+
+    // MARK: - The client's calls
+
+    func submit(_ request: EtcdRequest, timeout: Duration) -> EtcdRequestID {
+        let id = newID()
+        guard !closed else {
+            deliver(.response(id, .failure(.closed)))
+            sockets.wake()
+            return id
+        }
+        start(Operation(id: id, kind: .request(request), call: request.call, deadline: .now + timeout))
+        kick()
+        return id
+    }
+
+    func watch(_ request: WatchRequest) -> EtcdRequestID {
+        let id = newID()
+        guard !closed else {
+            deliver(.watch(id, .failed(.closed)))
+            sockets.wake()
+            return id
+        }
+        start(Operation(id: id, kind: .watch(request), call: request.call, deadline: .now + configuration.requestTimeout))
+        kick()
+        return id
+    }
+
+    func cancelWatch(_ id: EtcdRequestID) {
+        completions.removeAll { $0.id == id }
+        completionBytes = completions.reduce(0) { $0 + $1.estimatedBytes }
+        guard !closed else { return }
+        if let transfer = watches[id] { remove(transfer) }
+        waitingForToken.removeAll { $0.id == id }
+        resting.removeAll { $0.id == id }
+        kick()
+    }
+
+    func takeCompletions() -> [EtcdCompletion] {
+        if !closed {
+            if watchesPaused {
+                watchesPaused = false
+                for transfer in transfers.values where transfer.paused {
+                    transfer.paused = false
+                    curl_easy_pause(transfer.easy, CURLPAUSE_CONT)
+                }
+            }
+            sockets.serveReady()
+            settle()
+            // Watches held back: come again at once, after the loop has dealt with these.
+            if watchesPaused { sockets.wake() }
+        } else {
+            sockets.serveReady()
+        }
+        let taken = completions
+        completions.removeAll(keepingCapacity: true)
+        completionBytes = 0
+        return taken
+    }
+
+    /// Every operation still under way is answered `closed`, and libcurl is let go.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        var pending = waitingForToken + resting
+        waitingForToken.removeAll()
+        resting.removeAll()
+        for transfer in Array(transfers.values) {
+            remove(transfer)
+            pending.append(transfer.operation)
+        }
+        for operation in pending where !isAuthentication(operation) { fail(operation, .closed) }
+        sockets.cleanup()
+        sockets.arm(nil)
+        if !completions.isEmpty { sockets.wake() }
+    }
+
+    // MARK: - Running
+
+    /// After a call that added or removed transfers: lets libcurl start them, and announces what
+    /// completed meanwhile (a request that failed at once) on the epoll set.
+    private func kick() {
+        settle()
+        if !completions.isEmpty { sockets.wake() }
+    }
+
+    /// Steps 3 and 4 of the header.
+    private func settle() {
+        var rounds = 0
+        while true {
+            let timeoutsDone = sockets.runDueTimeouts()
+            collectFinished()
+            expireWatchSetups()
+            retryRested()
+            rounds += 1
+            let more = (sockets.deadline.map { $0 <= .now } ?? false) || !decided.isEmpty
+            guard more, timeoutsDone, rounds < 16 else { break }
+        }
+        sockets.arm(nextDeadline)
+    }
+
+    private func newID() -> EtcdRequestID {
+        defer { nextID += 1 }
+        return EtcdRequestID(nextID)
+    }
+
+    /// Starts an operation on the preferred endpoint, once a token is at hand if one is needed.
+    func start(_ operation: Operation) {
+        switch token {
+        case .missing:
+            waitingForToken.append(operation)
+            authenticate()
+        case .fetching:
+            waitingForToken.append(operation)
+        case .notNeeded, .have:
+            operation.firstEndpoint = preferred
+            operation.attempts = 0
+            attempt(operation)
+        }
+    }
+
+    /// Sends the operation to its next endpoint.
+    func attempt(_ operation: Operation) {
+        let index = (operation.firstEndpoint + operation.attempts) % configuration.endpoints.count
+        var bearer: String?
+        if case .have(let value) = token, !isAuthentication(operation) { bearer = value }
+        let transfer = Transfer(operation, endpointIndex: index, endpoint: configuration.endpoints[index], driver: self,
+                                token: bearer, configuration: configuration)
+        transfers[transfer.easy] = transfer
+        if operation.isWatch { watches[operation.id] = transfer }
+        curl_multi_add_handle(multi, transfer.easy)
+    }
+
+    /// Takes the transfer out of libcurl and out of the tables.
+    func remove(_ transfer: Transfer) {
+        guard transfers.removeValue(forKey: transfer.easy) != nil else { return }
+        curl_multi_remove_handle(multi, transfer.easy)
+        if transfer.operation.isWatch, watches[transfer.operation.id] === transfer {
+            watches[transfer.operation.id] = nil
+        }
+    }
+
+    private func collectFinished() {
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                  let transfer = transfers[easy] else { continue }
+            let code = message.pointee.data.result
+            remove(transfer)
+            finished(transfer, code)
+        }
+        let decided = self.decided
+        self.decided.removeAll()
+        for transfer in decided where transfers[transfer.easy] === transfer {
+            remove(transfer)
+            finished(transfer, nil)
+        }
+    }
+
+    private func expireWatchSetups() {
+        guard !watches.isEmpty else { return }
+        let now = Monotonic.now
+        for transfer in Array(watches.values) where !transfer.operation.watchCreated && transfer.operation.deadline < now {
+            remove(transfer)
+            failOver(transfer.operation, at: transfer, "no answer within \(configuration.requestTimeout)")
+        }
+    }
+
+    private func retryRested() {
+        guard !resting.isEmpty else { return }
+        let now = Monotonic.now
+        let due = resting.filter { $0.retryAt <= now }
+        guard !due.isEmpty else { return }
+        resting.removeAll { $0.retryAt <= now }
+        for operation in due { attempt(operation) }
+    }
+
+    /// When something is next due: libcurl's timer, a watch's setup deadline, the end of a rest.
+    private var nextDeadline: Monotonic? {
+        var deadline = sockets.deadline
+        func sooner(_ other: Monotonic) {
+            if deadline.map({ other < $0 }) ?? true { deadline = other }
+        }
+        for transfer in watches.values where !transfer.operation.watchCreated { sooner(transfer.operation.deadline) }
+        for operation in resting { sooner(operation.retryAt) }
+        return deadline
+    }
+
+    func isAuthentication(_ operation: Operation) -> Bool {
+        if case .authenticate = operation.kind { return true }
+        return false
+    }
+
+    // MARK: - Completions
+
+    func deliver(_ completion: EtcdCompletion) {
+        completions.append(completion)
+        completionBytes += completion.estimatedBytes
+    }
+
+    /// Whether a watch may hand over more in this round: false (and the watch pauses until the
+    /// next `takeCompletions`) once the round's completions reach the bound.
+    func roomForWatches() -> Bool {
+        guard completionBytes >= configuration.maxBytesPerTake else { return true }
+        watchesPaused = true
+        return false
+    }
+}
