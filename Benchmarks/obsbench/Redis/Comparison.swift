@@ -202,17 +202,23 @@ private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: C
 private func memoryRows(_ options: ComparisonOptions) throws(BenchError) -> [ComparisonRow] {
     var loaded = ComparisonRow(name: "memory, 1M keys x 64 B", unit: "MiB", higherIsBetter: false)
     var empty = ComparisonRow(name: "memory, empty server", unit: "MiB", higherIsBetter: false)
+    // What each key adds: the loaded server less the empty one, per key (the runtime and libraries
+    // a server maps in at start count once, not per key).
+    var perKey = ComparisonRow(name: "memory per key (loaded less empty)", unit: "B", higherIsBetter: false)
     for wire in Wire.allCases {
         let server = try ServerProcess(wire, durability: "memory", obsdPath: options.obsdPath, core: options.serverCore)
         defer { server.stop() }
-        record(&empty, wire, Double(server.residentBytes) / 1_048_576)
+        let before = server.residentBytes
+        record(&empty, wire, Double(before) / 1_048_576)
         let keys = 1_000_000
         _ = try measureRequests(server, clients: 50, depth: 16, seconds: 600, total: keys) {
             wire.set("m.\($0)", .payload($0))
         }
-        record(&loaded, wire, Double(server.residentBytes) / 1_048_576)
+        let after = server.residentBytes
+        record(&loaded, wire, Double(after) / 1_048_576)
+        record(&perKey, wire, (Double(after) - Double(before)) / Double(keys))
     }
-    return [loaded, empty]
+    return [loaded, perKey, empty]
 }
 
 private func machineContext(_ options: ComparisonOptions) -> [String: String] {
