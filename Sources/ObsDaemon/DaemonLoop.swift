@@ -87,6 +87,7 @@ final class DaemonLoop {
         consider(stopping)
         consider(server.hasUnflushedOutput ? now : nil)
         consider(gate?.retryAt)
+        consider(gate?.idleDueAt)
         consider(cluster?.nextDeadline)
         consider(server.acceptResumeAt)
         return due.map { max(0, $0 - now) }

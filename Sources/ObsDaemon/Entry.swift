@@ -49,8 +49,8 @@ public enum Obsd {
     }
 
     /// `--check`: the configuration was valid if we got here; now the database, loaded and
-    /// restored exactly as start-up does it (SQLiteStorage.load, then the store), but read only.
-    /// Every row that cannot be loaded is listed with its key.
+    /// restored exactly as start-up does it (SQLiteStorage.load, its log replayed, then the store),
+    /// but read only. Every row that cannot be loaded is listed with its key or log row.
     private static func check(_ options: CommandLineOptions, environment: DaemonEnvironment, settings: Settings) -> Int32 {
         let configPath = Configuration.configPath(options, environment: environment)
         print("configuration: ok (\(options.config != nil || Configuration.fileExists(configPath) ? configPath : "embedded defaults"))")
@@ -76,8 +76,11 @@ public enum Obsd {
                 return String(cString: pointer)
             } ?? settings.stateDirectory
             let storage = try SQLiteStorage(path: directory + "/obsd.db", mode: .check)
+            let log = try storage.storedLog()
             let store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
-            print("database: ok (\(path), revision \(store.rev))")
+            // The log's rows were verified and replayed by the load, as at start-up.
+            let logged = log.rows == 0 ? "" : "; \(log.rows) log \(log.rows == 1 ? "row" : "rows") (\(log.bytes) bytes) not yet checkpointed, verified"
+            print("database: ok (\(path), revision \(store.rev)\(logged))")
             return 0
         } catch {
             guard case .array(let problems)? = error.details["problems"] else {

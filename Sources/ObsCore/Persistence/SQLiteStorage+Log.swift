@@ -8,18 +8,31 @@
 // upsert into the keys table and its index), several times what the loop thread spends on the set
 // itself. A log row costs what copying its bytes costs; a checkpoint costs one upsert per key
 // changed since the last one, which under a steady stream of writes to the same keys is a small
-// fraction of one per set. The daemon's writer checkpoints when the log passes `checkpointBytes`,
-// when it has been idle a while, and when obsd stops.
+// fraction of one per set.
+//
+// Bounded: `commitLog` checkpoints first when the log has reached `logBound` bytes, so the log
+// never holds more than the bound and one group. A checkpoint that fails (a full disk) is rolled
+// back whole, leaves the log as it was, and fails that `commitLog` (nothing of the group is
+// written; the daemon holds it and tries again), so nothing is lost and the bound holds. The
+// daemon's writer also checkpoints when it has been idle a second, and when obsd stops.
+//
+// Damage: every row carries a checksum of its revision and its records (RowChecksum.logRow), and
+// the records must read to the end and end at the row's revision. A row that fails either is a
+// problem of the load, which refuses the file naming it, as it refuses a damaged key row. A row is
+// written by one SQLite transaction: a crash while writing it leaves the row whole or absent
+// (SQLite drops a WAL's torn tail), never part of it.
 import CSQLite
 
 extension SQLiteStorage {
-    /// The log's size at which the writer checkpoints.
-    public static let checkpointBytes = 64 << 20
+    /// The log's bound in bytes unless the daemon sets another.
+    public static let defaultLogBound = 16 << 20
 
     /// Appends `records` (CommitLog's: the commits of one group, the last at revision `rev`) as one
-    /// row of the log, atomically.
+    /// row of the log, atomically. When the log has reached its bound it is checkpointed first;
+    /// when that fails nothing is appended and the checkpoint's error is thrown.
     public func commitLog(_ records: UnsafeRawBufferPointer, rev: UInt64) throws(ObsError) {
         if let refusal { throw refusal }
+        if logBytes >= logBound { try checkpoint() }
         try refuseIfTheDatabaseMoved()
         try run("INSERT INTO log (rev, data, checksum) VALUES (?1, ?2, ?3)") { statement in
             sqlite3_bind_int64(statement, 1, Int64(bitPattern: rev))
@@ -32,20 +45,37 @@ extension SQLiteStorage {
     }
 
     /// Writes what the log holds into the tables (each key, definition and binding once, as the
-    /// last record naming it left it) and empties the log, in one transaction.
+    /// last record naming it left it) and empties the log, in one transaction. On failure nothing
+    /// changes: the log is as it was, and the failure is reported once (`report`) and thrown.
     public func checkpoint() throws(ObsError) {
         guard logBytes > 0 else { return }
         if let refusal { throw refusal }
-        try refuseIfTheDatabaseMoved()
+        do throws(ObsError) {
+            try refuseIfTheDatabaseMoved()
+            try foldLog()
+        } catch {
+            let message = "database \(path): cannot checkpoint its log (\(logBytes) bytes, kept as they are): \(error.message)"
+            if checkpointFailure != message { report(message) }
+            checkpointFailure = message
+            throw ObsError(.internal, message)
+        }
+        if checkpointFailure != nil { report("database \(path): its log is checkpointed again") }
+        checkpointFailure = nil
+        logBytes = 0
+        try verifyFilesAfterCommit()
+    }
+
+    private func foldLog() throws(ObsError) {
         try execute("BEGIN IMMEDIATE")
         do throws(ObsError) {
             var replay = CommitLog.Replay()
+            try query("SELECT value FROM meta WHERE name = 'rev'") { replay.rev = UInt64(bitPattern: sqlite3_column_int64($0, 0)) }
             var damage: String?
             try query("SELECT id, rev, data, checksum FROM log ORDER BY id") { row in
                 guard damage == nil else { return }
                 damage = Self.replayLogRow(row, onto: &replay)
             }
-            if let damage { throw ObsError(.internal, "database \(path): cannot checkpoint its log: \(damage)") }
+            if let damage { throw ObsError(.internal, damage) }
             try writeRows(replay.transaction)
             try execute("DELETE FROM log")
             try execute("COMMIT")
@@ -53,32 +83,36 @@ extension SQLiteStorage {
             try? execute("ROLLBACK")
             throw error
         }
-        logBytes = 0
-        try verifyFilesAfterCommit()
     }
 
     /// The log's rows replayed onto `state` (a load); each row that fails, as a problem.
     func replayLog(onto state: inout StoredState, problems: inout [String], failures: inout [String]) {
         guard hasLog else { return }
-        var replay = CommitLog.Replay(state)
+        // Made at the first row: an empty log costs the load nothing.
+        var replay: CommitLog.Replay?
         do throws(ObsError) {
             try query("SELECT id, rev, data, checksum FROM log ORDER BY id") { row in
-                if let problem = Self.replayLogRow(row, onto: &replay) { problems.append(problem) }
+                if replay == nil { replay = CommitLog.Replay(state) }
+                if let problem = Self.replayLogRow(row, onto: &replay!) { problems.append(problem) }
             }
         } catch {
             failures.append("table log: \(error.message)")
         }
-        state = replay.state
+        if let replay { state = replay.state }
     }
 
-    /// The bytes of the log's rows, as the file holds them.
-    func storedLogBytes() throws(ObsError) -> Int {
-        var bytes = 0
-        try query("SELECT coalesce(sum(length(data)), 0) FROM log") { bytes = Int(sqlite3_column_int64($0, 0)) }
-        return bytes
+    /// The log's rows and bytes, as the file holds them (0 and 0 for a file without a log).
+    public func storedLog() throws(ObsError) -> (rows: Int, bytes: Int) {
+        guard hasLog else { return (0, 0) }
+        var log = (rows: 0, bytes: 0)
+        try query("SELECT count(*), coalesce(sum(length(data)), 0) FROM log") {
+            log = (Int(sqlite3_column_int64($0, 0)), Int(sqlite3_column_int64($0, 1)))
+        }
+        return log
     }
 
-    /// One log row replayed: nil, or what is wrong with it (its checksum, its records).
+    /// One log row replayed: nil, or what is wrong with it (its checksum, its records, its
+    /// revision).
     private static func replayLogRow(_ row: OpaquePointer, onto replay: inout CommitLog.Replay) -> String? {
         let id = sqlite3_column_int64(row, 0)
         let rev = UInt64(bitPattern: sqlite3_column_int64(row, 1))
@@ -91,6 +125,7 @@ extension SQLiteStorage {
         } catch {
             return "log row \(id) (revision \(rev)): its records do not read (at byte \(error.offset))"
         }
+        guard replay.rev == rev else { return "log row \(id) (revision \(rev)): its records end at revision \(replay.rev)" }
         return nil
     }
 }

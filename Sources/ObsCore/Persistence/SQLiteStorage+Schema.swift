@@ -1,5 +1,6 @@
 // The database's schema: creating a new file (whole, or not at all), reading the version of an
-// existing one, and migrating version 1 (rows without checksums) to version 2.
+// existing one, and migrating version 1 (rows without checksums) to version 2, and version 2 to
+// version 3 (the log of commits: SQLiteStorage+Log.swift).
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -121,6 +122,7 @@ extension SQLiteStorage {
             try execute(Self.logTable)
             try execute("UPDATE schema_version SET version = 3")
             try execute("COMMIT")
+            hasLog = true
         } catch {
             try? execute("ROLLBACK")
             throw error

@@ -50,10 +50,15 @@ public final class SQLiteStorage: StateStorage {
     private var statements: [String: OpaquePointer] = [:]
     /// Whether the rows carry checksums (false only for a version-1 file opened for a check).
     var checksummed = true
-    /// Whether the file has the log table (false only for an older file opened for a check).
+    /// Whether the file has the log table (false for an older file opened for a check, or until
+    /// it is migrated).
     var hasLog = true
     /// The bytes of the log's rows: commits not yet checkpointed into the tables.
     public internal(set) var logBytes = 0
+    /// The log's bound in bytes: `commitLog` checkpoints first when the log has reached it.
+    public let logBound: Int
+    /// The message of the last failed checkpoint, reported once (until one succeeds).
+    var checkpointFailure: String?
     /// The files as opened, to notice one deleted or replaced (SQLiteStorage+Files.swift).
     var files: [WatchedFile] = []
     /// Set once a watched file was found deleted or replaced: every later commit throws it.
@@ -67,11 +72,13 @@ public final class SQLiteStorage: StateStorage {
     /// Throws `internal` naming the file when it cannot be opened, is a symlink, is not a database,
     /// fails the integrity check (details: `problems`), exists without a schema, can only be read
     /// (`.readWrite`), or has a schema version this code does not know. `busyTimeout` (seconds) is
-    /// how long a commit waits for another process that holds the file's write lock. `report`
-    /// receives what goes wrong with the files while they are open.
-    public init(path: String, mode: Mode = .readWrite, busyTimeout: Double = 5,
+    /// how long a commit waits for another process that holds the file's write lock. `logBound`
+    /// is the log's bound in bytes (SQLiteStorage+Log.swift). `report` receives what goes wrong
+    /// with the files while they are open.
+    public init(path: String, mode: Mode = .readWrite, busyTimeout: Double = 5, logBound: Int = SQLiteStorage.defaultLogBound,
                 report: @escaping @Sendable (String) -> Void = { _ in }) throws(ObsError) {
         self.path = path
+        self.logBound = logBound
         self.report = report
         try Self.refuseLinks(path)
         if mode == .readWrite, !Self.exists(path) { try Self.create(path) }
@@ -90,16 +97,16 @@ public final class SQLiteStorage: StateStorage {
                                details: ["problems": .array(problems.map { .string($0) })])
             }
             let version = try storedSchemaVersion()
+            hasLog = version >= 3
             if mode == .readWrite {
                 try execute("PRAGMA journal_mode=WAL")
                 try execute("PRAGMA synchronous=NORMAL")
                 if version == 1 { try migrateFromVersion1() }
                 if version <= 2 { try migrateFromVersion2() }
-                logBytes = try storedLogBytes()
+                logBytes = try storedLog().bytes
                 watchFiles()
             } else {
                 checksummed = version >= 2
-                hasLog = version >= 3
             }
         } catch {
             close()

@@ -1,8 +1,7 @@
 // The daemon's storage, as the store sees it, and the pipelined group commit behind it.
 //
-// The store commits on the loop thread; nothing is written there. Each commit is appended to the
-// open batch as CommitLog records (a copy of its changes' names and values: no merging, no row).
-// At the end of a loop turn the open batch goes to the writer thread (StorageWriter), which writes
+// The store commits on the loop thread. Each commit is appended to the open batch as CommitLog
+// records (a copy of its changes' names and values: no merging, no row). At the end of a loop turn the open batch goes to the writer thread (StorageWriter), which writes
 // it as one row of the database's log, in one database transaction (and fsyncs it, in strict
 // mode), unless the writer is still busy with the previous batch: then the open batch keeps
 // growing over the next turns and goes as soon as the writer is free. So there are at most two
@@ -154,6 +153,11 @@ final class GroupCommitStorage: StateStorage {
 
     /// Inline: when the writer's idle duties are next due (the writer thread's once a second).
     private var idleCheckAt = 0.0
+
+    /// Inline: when the loop must wake for the writer's idle duties (the writer thread's poll
+    /// timeout: without it an idle daemon would neither check its files nor checkpoint); nil
+    /// otherwise.
+    var idleDueAt: Double? { thread == nil && writer != nil ? idleCheckAt : nil }
 
     /// The writer's eventfd was readable: takes the outcome of the batch in flight, if it is ready.
     func takeOutcome(now: Double) throws(GroupCommitFailure) {

@@ -9,7 +9,8 @@
 // The mailbox is a Mutex, held only to move a job or an outcome in or out; the database is behind
 // a Mutex of its own that only the writer takes while the thread runs (load before, close after).
 // While idle, the writer checks once a second that the database and its WAL are still the files it
-// opened (StateStorage.checkFiles).
+// opened (StateStorage.checkFiles), and checkpoints the database's log (SQLiteStorage+Log.swift).
+// In `normal` mode there is no thread: the loop calls `writeNow` and `idle` itself.
 import CLinux
 import Glibc
 import ObsCore
@@ -50,8 +51,6 @@ final class StorageWriter: Sendable {
     /// Seconds of idleness after which the writer checks the database's files, and checkpoints
     /// its log.
     static let fileCheckInterval = 1.0
-    /// The log's size at which the writer checkpoints after a batch (SQLiteStorage+Log.swift).
-    static let checkpointBytes = 64 << 20
 
     init(_ storage: sending any StateStorage, delay: Double = 0) throws(SystemError) {
         self.storage = Mutex(storage)
@@ -129,6 +128,7 @@ final class StorageWriter: Sendable {
             pthread_join(thread, nil)
         }
         storage.withLock { storage in
+            // A failed checkpoint is reported by the storage; the log is replayed at the next start.
             try? storage?.checkpoint()
             storage = nil
         }
@@ -170,7 +170,8 @@ final class StorageWriter: Sendable {
     func idle() {
         storage.withLock { storage in
             storage?.checkFiles()
-            // A failed checkpoint leaves the log as it was: tried again later.
+            // A failed checkpoint leaves the log as it was and is reported by the storage; it is
+            // tried again when next idle, or before the log passes its bound (commitLog).
             if let storage, storage.logBytes > 0 { try? storage.checkpoint() }
         }
     }
@@ -196,8 +197,6 @@ final class StorageWriter: Sendable {
                     return .syncFailed(error)
                 }
             }
-            // A failed checkpoint leaves the log as it was (the batch is written): tried again later.
-            if storage.logBytes >= Self.checkpointBytes { try? storage.checkpoint() }
             return .written
         }
     }

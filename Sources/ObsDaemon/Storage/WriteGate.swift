@@ -29,6 +29,9 @@ final class WriteGate {
     /// When the failed write is tried again, if one failed.
     var retryAt: Double? { storage.retryAt }
 
+    /// When the writer's idle duties are due on the loop thread (`normal` mode), if they are.
+    var idleDueAt: Double? { storage.idleDueAt }
+
     /// The batch a line queued now must wait for, or nil when it may go as soon as the socket
     /// takes it.
     func batch(toWaitFor needsSync: Bool) -> UInt64? {

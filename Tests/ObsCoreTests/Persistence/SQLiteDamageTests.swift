@@ -101,6 +101,7 @@ final class SQLiteDamageTests: XCTestCase {
         do {
             let storage = try SQLiteStorage(path: databasePath)
             for table in ["meta", "keys", "definitions", "bindings"] { try storage.execute("ALTER TABLE \(table) DROP COLUMN checksum") }
+            try storage.execute("DROP TABLE log")
             try storage.execute("UPDATE schema_version SET version = 1")
             storage.close()
         }
@@ -112,6 +113,36 @@ final class SQLiteDamageTests: XCTestCase {
         // Damage after the migration is caught: the rows have their checksums now.
         try overwrite("value-2-", with: "value-9-")
         XCTAssertEqual(loadProblems(try SQLiteStorage(path: databasePath)), [#"key "k.2": damaged (its checksum does not match)"#])
+    }
+
+    /// A version-2 file (no log table) opens as it is for a check, and is given its empty log
+    /// when opened for writing, every row kept; what is logged after is loaded from it.
+    func test_version2Database_isMigrated_withEveryRowKept_andLogsAfter() throws {
+        try makeDatabase()
+        let before = try SQLiteStorage(path: databasePath).load()
+        do {
+            let storage = try SQLiteStorage(path: databasePath)
+            try storage.execute("DROP TABLE log")
+            try storage.execute("UPDATE schema_version SET version = 2")
+            storage.close()
+        }
+        let check = try SQLiteStorage(path: databasePath, mode: .check)
+        XCTAssertEqual(try check.load(), before, "a check reads version 2 as it is")
+        XCTAssertEqual(try check.storedSchemaVersion(), 2)
+        check.close()
+        let migrated = try SQLiteStorage(path: databasePath)
+        XCTAssertEqual(try migrated.storedSchemaVersion(), SQLiteStorage.schemaVersion)
+        XCTAssertEqual(try migrated.load(), before)
+        var transaction = StoredTransaction(rev: 3)
+        transaction.putKeys = [StoredKey(key: "k.0", value: "logged", rev: 3, createdRev: 1, version: 2)]
+        var group = ByteBuffer()
+        CommitLog.append(transaction, to: &group)
+        try migrated.commitLog(group.bytes, rev: 3)
+        migrated.close()
+        var after = before
+        after.rev = 3
+        after.keys[after.keys.firstIndex { $0.key == "k.0" }!] = transaction.putKeys[0]
+        XCTAssertEqual(try SQLiteStorage(path: databasePath).load(), after)
     }
 
     // MARK: - Files that are not a database
