@@ -31,6 +31,11 @@ final class GroupCommitStorage: StateStorage {
     private let thread: pthread_t?
     private let strict: Bool
     private let retryInterval: Double
+    /// The open batch's bound in bytes (`isBehind`).
+    let openBound: Int
+    /// The open batch's bound unless a test sets another: at 60 bytes a set, about a million sets
+    /// the writer has not taken yet.
+    static let defaultOpenBound = 64 << 20
 
     /// What was committed since the last hand-off to the writer.
     private var open: CommitBatch?
@@ -59,14 +64,17 @@ final class GroupCommitStorage: StateStorage {
         thread = nil
         strict = false
         retryInterval = 0
+        openBound = Self.defaultOpenBound
     }
 
     /// `normal` or `strict` mode: starts the writer thread, which owns `writer`'s database; or,
     /// `inline`, writes each batch on the caller's thread at the end of its turn.
-    init(writer: StorageWriter, strict: Bool, inline: Bool = false, retryInterval: Double) throws(SystemError) {
+    init(writer: StorageWriter, strict: Bool, inline: Bool = false, retryInterval: Double,
+         openBound: Int = GroupCommitStorage.defaultOpenBound) throws(SystemError) {
         self.writer = writer
         self.strict = strict
         self.retryInterval = retryInterval
+        self.openBound = openBound
         thread = inline ? nil : try writer.start()
     }
 
@@ -81,6 +89,13 @@ final class GroupCommitStorage: StateStorage {
 
     /// Whether the last write failed and its batch waits to be tried again.
     var isFailing: Bool { retryAt != nil }
+
+    /// Bytes of commits not yet handed to the writer.
+    var openBytes: Int { open?.records.count ?? 0 }
+
+    /// Whether the open batch has reached its bound: the writer is that far behind (an fsync or a
+    /// checkpoint that takes seconds), and new writes are refused until it catches up (WriteGate).
+    var isBehind: Bool { openBytes >= openBound }
 
     func load() throws(ObsError) -> StoredState {
         guard let writer else { return StoredState() }

@@ -7,7 +7,9 @@
 // Which lines wait: acknowledgements and change events (`EncodedLine.needsSync`), and read answers
 // too (they could show another client's unwritten change). Only while a write has failed (a full
 // disk) do lines that are not about a change go at once, so that reads go on while the disk is
-// full; meanwhile write requests are refused (`Store.writeRefusal`) instead of waiting.
+// full; meanwhile write requests are refused (`Store.writeRefusal`) instead of waiting. Writes are
+// refused the same way while the writer is so far behind that the commits it has not taken yet
+// reach their bound in bytes (GroupCommitStorage.isBehind), so that they cannot grow without end.
 import ObsCore
 
 final class WriteGate {
@@ -56,7 +58,12 @@ final class WriteGate {
             if writerFinished { try storage.takeOutcome(now: now) }
             try storage.endTurn(now: now)
             releaseWritten()
-            if store.writeRefusal != nil, !storage.isFailing {
+            if storage.isBehind {
+                if store.writeRefusal == nil {
+                    log.error("the database's writer is \(storage.openBytes) bytes of commits behind; refusing writes until it catches up")
+                    store.writeRefusal = ObsError(.internal, "the database's writer is \(storage.openBytes) bytes of commits behind; writes are refused until it catches up")
+                }
+            } else if store.writeRefusal != nil, !storage.isFailing {
                 store.writeRefusal = nil
                 log.info("the database can be written again; writes are accepted")
             }

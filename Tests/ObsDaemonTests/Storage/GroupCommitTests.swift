@@ -110,4 +110,40 @@ final class GroupCommitTests: XCTestCase {
         }
         try storage.close()
     }
+
+    /// The commits the writer has not taken yet are bounded in bytes: while the writer is busy
+    /// (here slowed down) and they reach the bound, new writes are refused with `internal`; once
+    /// the writer takes them, writes are accepted again. Nothing committed is dropped.
+    func test_whileTheWriterIsBehindByTheBound_writesAreRefused_untilItCatchesUp() throws {
+        let writer = try StorageWriter(MemoryStorage(), delay: 0.2)
+        let storage = try GroupCommitStorage(writer: writer, strict: true, retryInterval: 1, openBound: 1000)
+        let store = try Store(storage: MemoryStorage(), clock: ManualClock())
+        let gate = WriteGate(storage: storage, store: store, log: Logger(level: .error, journal: false) { _ in })
+        var rev: UInt64 = 0
+        func commit() throws {
+            rev += 1
+            var transaction = StoredTransaction(rev: rev)
+            transaction.putKeys = [key("k.\(rev)", Int(rev), rev: rev)]
+            try storage.commit(transaction)
+        }
+        try commit()
+        try gate.endTurn(now: 0, writerFinished: false)
+        XCTAssertEqual(storage.unwritten, 1, "the first batch is in flight")
+        while storage.openBytes < 1000 {
+            try commit()
+            try gate.endTurn(now: 0, writerFinished: false)
+            XCTAssertEqual(store.writeRefusal == nil, storage.openBytes < 1000, "refused exactly from the bound on")
+        }
+        XCTAssertEqual(store.writeRefusal?.code, .internal)
+        XCTAssertTrue(store.writeRefusal?.message.contains("writes are refused until it catches up") == true)
+
+        var descriptor = pollfd(fd: gate.completionFD!, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&descriptor, 1, -1), 1)
+        try gate.endTurn(now: 0, writerFinished: true)
+        XCTAssertEqual(storage.openBytes, 0, "the open batch went to the writer")
+        XCTAssertNil(store.writeRefusal, "writes are accepted again")
+        try storage.close()
+        XCTAssertEqual(storage.writeLag(now: 0).revisions, 0, "every commit written")
+        XCTAssertEqual(storage.written, storage.unwritten)
+    }
 }
