@@ -10,6 +10,7 @@ let sections: [(name: String, run: () -> Void)] = [
     ("cellx-scaling", Cellx.runScaling),
     ("memory", runNodeMemoryBenchmark),
     ("store", runStoreBenchmark),
+    ("checkpoint", runCheckpointBenchmark),
     ("redis", runRedisComparison),
     ("cluster", runClusterBenchmark),
 ]
@@ -21,9 +22,10 @@ if let requested, !sections.contains(where: { $0.name == requested }) {
     exit(64)
 }
 // `alloc` is a probe for Benchmarks/allocations.sh, not a benchmark, `cellx-scaling` a study of
-// cellx beyond the suite's sizes, and `redis` and `cluster` start servers (redis-server; an etcd
-// cluster) and take minutes: they run only when named.
-let onlyWhenNamed: Set = ["alloc", "cellx-scaling", "redis", "cluster"]
+// cellx beyond the suite's sizes, `checkpoint` writes databases to the temporary directory, and
+// `redis` and `cluster` start servers (redis-server; an etcd cluster) and take minutes: they run
+// only when named.
+let onlyWhenNamed: Set = ["alloc", "cellx-scaling", "checkpoint", "redis", "cluster"]
 for section in sections where requested == section.name || (requested == nil && !onlyWhenNamed.contains(section.name)) {
     section.run()
 }

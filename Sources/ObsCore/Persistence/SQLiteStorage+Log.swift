@@ -25,7 +25,7 @@ import CSQLite
 
 extension SQLiteStorage {
     /// The log's bound in bytes unless the daemon sets another.
-    public static let defaultLogBound = 16 << 20
+    public static let defaultLogBound = 4 << 20
 
     /// Appends `records` (CommitLog's: the commits of one group, the last at revision `rev`) as one
     /// row of the log, atomically. When the log has reached its bound it is checkpointed first;
