@@ -19,6 +19,9 @@ public final class Session {
     /// bound. The daemon reads nothing more from such a connection meanwhile (`holdsRequests`), so
     /// these are at most what one read brought.
     private var waitingLines: [[UInt8]] = []
+    /// The request id's own bytes, for the answer that comes later (`answerLater`) to a request
+    /// whose id is a number that re-encodes differently (see `handle(line:)`).
+    private var pendingIDToken: [UInt8]?
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
@@ -128,6 +131,8 @@ public final class Session {
             }
             if operation.access == .write, let refusal = store.writeRefusal { throw refusal }
             let request = try Request(object, fields: operation.fields)
+            // Kept for an answer that comes later: no other request is handled until it is given.
+            pendingIDToken = idToken
             switch try perform(operation, request) {
             case .now(let reply):
                 return LineEncoding.response(id: id, idToken: idToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync)
@@ -148,9 +153,13 @@ public final class Session {
     /// Gives the pending answer to request `id`, then handles the lines that waited for it.
     func answerLater(id: JSONValue, _ outcome: Result<Reply, ObsError>) {
         guard !isClosed else { return }
+        let idToken = pendingIDToken
+        pendingIDToken = nil
         switch outcome {
-        case .success(let reply): lines.resolve(LineEncoding.response(id: id, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
-        case .failure(let error): lines.resolve(LineEncoding.error(id: id, error))
+        case .success(let reply):
+            lines.resolve(LineEncoding.response(id: id, idToken: idToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
+        case .failure(let error):
+            lines.resolve(LineEncoding.error(id: id, idToken: idToken, error))
         }
         // Decided while its own request was being handled: whoever handles lines goes on.
         guard !lines.isHandling else { return }

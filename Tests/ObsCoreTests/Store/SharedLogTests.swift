@@ -24,6 +24,19 @@ final class SharedLogTests: XCTestCase {
         XCTAssertEqual(b.request(#"{"op":"get","key":"k"}"#)["rev"], 1)
     }
 
+    /// A write's answer comes once the log decided it: its id is still echoed exactly as sent,
+    /// whatever number it is.
+    func test_anAnswerThatComesLater_echoesTheIdAsSent() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let client = Client(store: cluster.stores[0], access: .write)
+        for id in ["1.50", "1e2", "-0", "123456789012345678901234567890", "7"] {
+            XCTAssertEqual(client.send(#"{"id":\#(id),"op":"set","key":"k","value":\#(id)}"#).first?
+                .hasPrefix(#"{"id":\#(id),"ok":true"#), true, id)
+            XCTAssertEqual(client.send(#"{"id":\#(id),"op":"set","key":"k","value":1,"if_rev":999}"#).first?
+                .hasPrefix(#"{"id":\#(id),"ok":false"#), true, id)
+        }
+    }
+
     ///   a (written on host 0) ─┐
     ///                          ├─ sum (computed on host 2): glitch-free, one change per batch
     ///   b (written on host 1) ─┘
