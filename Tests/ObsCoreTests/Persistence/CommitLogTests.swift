@@ -88,13 +88,18 @@ final class CommitLogTests: XCTestCase {
         XCTAssertEqual(Array(fromTransaction.bytes), Array(fromBytes.bytes))
     }
 
-    func test_aDamagedLogRow_isReported_andNeverLoaded() throws {
-        let storage = try SQLiteStorage(path: databasePath)
+    /// The records of the transaction at revision 1 that puts `value` into key `k`.
+    private func recordsPuttingK(_ value: JSONValue) -> [UInt8] {
         var transaction = StoredTransaction(rev: 1)
-        transaction.putKeys = [StoredKey(key: "k", value: "logged-value", rev: 1, createdRev: 1, version: 1)]
+        transaction.putKeys = [StoredKey(key: "k", value: value, rev: 1, createdRev: 1, version: 1)]
         var group = ByteBuffer()
         CommitLog.append(transaction, to: &group)
-        try storage.commitLog(group.bytes, rev: 1)
+        return Array(group.bytes)
+    }
+
+    func test_aDamagedLogRow_isReported_andNeverLoaded() throws {
+        let storage = try SQLiteStorage(path: databasePath)
+        try recordsPuttingK("logged-value").withUnsafeBytes { try storage.commitLog($0, rev: 1) }
         storage.close()
         var bytes = try Data(contentsOf: URL(fileURLWithPath: databasePath))
         let range = try XCTUnwrap(bytes.range(of: Data("logged-value".utf8)))
@@ -111,11 +116,7 @@ final class CommitLogTests: XCTestCase {
     /// checksum that matches (written wrong, not damaged since): refused all the same.
     func test_logRecordsCutShort_orAtAnotherRevision_areRefused() throws {
         let storage = try SQLiteStorage(path: databasePath)
-        var transaction = StoredTransaction(rev: 1)
-        transaction.putKeys = [StoredKey(key: "k", value: "value", rev: 1, createdRev: 1, version: 1)]
-        var group = ByteBuffer()
-        CommitLog.append(transaction, to: &group)
-        let records = Array(group.bytes)
+        let records = recordsPuttingK("value")
         for (rev, data) in [(UInt64(1), Array(records.dropLast(3))), (2, records)] {
             try data.withUnsafeBytes { data in
                 try storage.run("INSERT INTO log (rev, data, checksum) VALUES (?1, ?2, ?3)") { statement in
