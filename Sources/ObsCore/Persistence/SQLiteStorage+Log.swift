@@ -24,7 +24,7 @@
 import CSQLite
 
 extension SQLiteStorage {
-    /// The log's bound in bytes unless the daemon sets another.
+    /// The log's bound in bytes (`init`'s `logBound`; tests set smaller ones).
     public static let defaultLogBound = 4 << 20
 
     /// Appends `records` (CommitLog's: the commits of one group, the last at revision `rev`) as one
