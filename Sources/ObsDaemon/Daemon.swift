@@ -159,10 +159,9 @@ public final class Daemon {
             #endif
             do throws(SystemError) {
                 let writer = try StorageWriter(database, delay: delay)
-                // strict: a thread of its own, which waits for each fsync while the loop serves;
-                // normal has no wait, and writes on the loop thread.
-                let strict = settings.durability == .strict
-                let storage = try GroupCommitStorage(writer: writer, strict: strict, inline: !strict,
+                // A thread of its own in both modes: it waits for each fsync (strict) and does
+                // the checkpoints (tens to hundreds of milliseconds) while the loop serves.
+                let storage = try GroupCommitStorage(writer: writer, strict: settings.durability == .strict,
                                                      retryInterval: Self.writeRetryInterval)
                 return (storage, lock)
             } catch {
