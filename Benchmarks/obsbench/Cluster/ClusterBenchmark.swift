@@ -1,11 +1,12 @@
 // `obsbench cluster`: write-to-watcher latency and write throughput against a 3-member etcd
 // cluster on loopback that it starts itself (Debian's etcd binaries, etcd's default heartbeat and
 // election timeout, data on disk unless --tmpfs), for raw etcd: EtcdClient's put seen by
-// EtcdClient's watch on another member, and puts at 1 and 16 in flight. obsd's own column (a write
+// EtcdClient's watch on another member (the writer's client watching the prefix too, as an obsd
+// host does, unless --raw-watches 1), and puts at 1 and 16 in flight. obsd's own column (a write
 // on host A seen by a watcher on host B) is measured by the same functions (ClusterHarness.swift),
 // against the same cluster, in the same run, each row of each system in turn, round after round.
 //
-// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--tmpfs] [--obsd PATH]
+// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2] [--tmpfs] [--obsd PATH]
 import EtcdClient
 import EtcdTestCluster
 import Foundation
@@ -14,6 +15,9 @@ private struct ClusterOptions {
     var samples = 1002
     var seconds = 3.0
     var rounds = 3
+    /// Watches of the prefix in raw etcd's column: 2, one on each host as obsd's hosts have, or 1,
+    /// on the watcher's host only (RawEtcd.swift).
+    var rawWatches = 2
     var tmpfs = false
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     let inFlight = [1, 16]
@@ -30,6 +34,7 @@ private struct ClusterOptions {
             case "--samples": samples = max(10, Int(value) ?? samples)
             case "--seconds": seconds = max(0.5, Double(value) ?? seconds)
             case "--rounds": rounds = max(1, Int(value) ?? rounds)
+            case "--raw-watches": rawWatches = min(2, max(1, Int(value) ?? rawWatches))
             case "--obsd": obsdPath = value
             default: throw BenchError("unknown option \(flag)")
             }
@@ -61,11 +66,12 @@ func runClusterBenchmark() {
         print("- cores: \(ProcessInfo.processInfo.activeProcessorCount); \(options.rounds) rounds, each row of raw etcd then "
             + "of obsd; latency: \(options.samples) writes one at a time in all; throughput: \(options.seconds) s per row "
             + "and round (the median round's figures)")
+        print("- raw etcd: \(options.rawWatches == 2 ? "the writer's host and the watcher's each watch the prefix, as obsd's hosts do" : "only the watcher's host watches the prefix") (--raw-watches \(options.rawWatches))")
         print("- load average at the start: \(loadAverages())")
         print()
         let etcdPIDs = cluster.members.compactMap(\.processIdentifier)
         let raw = try RawEtcd(endpoints: cluster.endpoints, prefix: "/bench/raw/",
-                              parts: CPUParts(parts: [("etcd", etcdPIDs), ("obsbench", [getpid()])]))
+                              parts: CPUParts(parts: [("etcd", etcdPIDs), ("obsbench", [getpid()])]), watches: options.rawWatches)
         let obsd = try ObsdSystem(cluster, obsdPath: options.obsdPath)
         let columns = try measureAlternately([raw, obsd], rounds: options.rounds, samples: options.samples,
                                              seconds: options.seconds, inFlight: options.inFlight)

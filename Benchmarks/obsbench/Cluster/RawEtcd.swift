@@ -3,6 +3,12 @@
 // first endpoint is member 1, the watcher's member 2), driven as the daemon's loop drives one:
 // poll(2) on both clients' descriptors, then takeCompletions() of each. The watcher takes every
 // event in the throughput rows too (and drops them), as obsd's hosts apply every write.
+//
+// By default the writer's client watches the prefix too (and drops what it sees): hosts that share
+// a state through etcd each watch it, the writer's host included, since it must see the others'
+// writes; obsd's hosts do. Every put is then sent to two watch streams, which costs etcd about as
+// much CPU as a third of the put itself (docs/performance.md). `--raw-watches 1` leaves the
+// writer's host without a watch: one put seen by one watcher.
 import EtcdClient
 import Foundation
 import Glibc
@@ -13,13 +19,15 @@ final class RawEtcd: MeasuredSystem {
     let watcher: EtcdClient
     private let prefix: [UInt8]
     private let watch: EtcdRequestID
+    /// The writer's host's own watch of the prefix (`--raw-watches 2`), if it has one.
+    private let writerWatch: EtcdRequestID?
     private let parts: CPUParts
     /// The values the watcher has seen and not yet been asked about.
     private var seen: Set<String> = []
     /// The next latency sample's value.
     private var nextValue = 0
 
-    init(endpoints: [String], prefix: String, parts: CPUParts) throws(BenchError) {
+    init(endpoints: [String], prefix: String, parts: CPUParts, watches: Int) throws(BenchError) {
         self.parts = parts
         self.prefix = Array(prefix.utf8)
         do {
@@ -29,13 +37,15 @@ final class RawEtcd: MeasuredSystem {
             throw BenchError("cannot start the etcd clients: \(error)")
         }
         watch = watcher.watch(.prefix(self.prefix))
-        var created = false
+        writerWatch = watches > 1 ? writer.watch(.prefix(self.prefix)) : nil
+        var created = 0
         let deadline = benchNow() + 30
-        while !created {
-            guard benchNow() < deadline else { throw BenchError("the watch was not created within 30 s") }
-            for case .watch(_, let update) in wait().watcher {
-                if case .created = update { created = true }
-                if case .failed(let error) = update { throw BenchError("the watch failed: \(error)") }
+        while created < min(watches, 2) {
+            guard benchNow() < deadline else { throw BenchError("the watches were not created within 30 s") }
+            let (written, watched) = wait()
+            for case .watch(_, let update) in written + watched {
+                if case .created = update { created += 1 }
+                if case .failed(let error) = update { throw BenchError("a watch failed: \(error)") }
             }
         }
     }
@@ -95,7 +105,8 @@ final class RawEtcd: MeasuredSystem {
             let (written, watched) = wait()
             try checkAcknowledgements(written)
             for case .watch(_, .failed(let error)) in watched { throw BenchError("the watch failed: \(error)") }
-            if !written.isEmpty { return written.count }
+            let acknowledged = written.count { if case .response = $0 { true } else { false } }
+            if acknowledged > 0 { return acknowledged }
         }
     }
 
@@ -105,8 +116,10 @@ final class RawEtcd: MeasuredSystem {
         seen.removeAll()
     }
 
+    /// Checks the writer's completions: the answers to its puts, and its own watch's events.
     private func checkAcknowledgements(_ completions: [EtcdCompletion]) throws(BenchError) {
         for case .response(_, .failure(let error)) in completions { throw BenchError("a put failed: \(error)") }
+        for case .watch(_, .failed(let error)) in completions { throw BenchError("the writer's watch failed: \(error)") }
     }
 
     /// Waits up to a second for either client, then takes what each has.
