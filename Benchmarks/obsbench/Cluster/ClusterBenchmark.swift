@@ -1,8 +1,8 @@
 // `obsbench cluster`: write-to-watcher latency and write throughput against a 3-member etcd
 // cluster on loopback that it starts itself (Debian's etcd binaries, etcd's default heartbeat and
 // election timeout, data on disk unless --tmpfs), for raw etcd: EtcdClient's put seen by
-// EtcdClient's watch on another member (the writer's client watching the prefix too, as an obsd
-// host does, unless --raw-watches 1), and puts at 1 and 16 in flight. obsd's own column (a write
+// EtcdClient's watch on another member (with --raw-watches 2 the writer's client watches the
+// prefix too, as an obsd host does), and puts at 1 and 16 in flight. obsd's own column (a write
 // on host A seen by a watcher on host B) is measured by the same functions (ClusterHarness.swift),
 // against the same cluster, in the same run, each row of each system in turn, round after round.
 //
@@ -17,7 +17,7 @@ private struct ClusterOptions {
     var rounds = 3
     /// Watches of the prefix in raw etcd's column: 2, one on each host as obsd's hosts have, or 1,
     /// on the watcher's host only (RawEtcd.swift).
-    var rawWatches = 2
+    var rawWatches = 1
     var tmpfs = false
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     let inFlight = [1, 16]
