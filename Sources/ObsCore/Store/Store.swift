@@ -26,7 +26,9 @@ public final class Store {
     var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:
     /// no dynamic exclusivity checks.)
-    @exclusivity(unchecked) var current: Transaction?
+    /// (Unowned: whoever opens a transaction holds its record until it ends, so reading it costs
+    /// no reference counting.)
+    @exclusivity(unchecked) unowned(unsafe) var current: Transaction?
     /// The record the next transaction uses (Transaction.reset), and the list `commit` fills:
     /// kept from one transaction to the next.
     var spareTransaction: Transaction?
@@ -253,7 +255,7 @@ public final class Store {
         }
         for node in transaction.touched.reversed() {
             let before = transaction.snapshot(of: node)
-            if before.expressionSource == nil { setExpression(node, nil) }
+            if before.definition == nil { setExpression(node, nil) }
             setKind(node, before.kind)
             node.lastGood = before.lastGood
             node.rev = before.rev
@@ -261,11 +263,10 @@ public final class Store {
             node.version = before.version
             node.expiresAt = before.expiresAt
             node.owner = before.owner
-            if let source = before.expressionSource {
+            if let definition = before.definition {
                 node.content = before.content
-                // The definition it had compiled then; it compiles again.
-                let expression = node.expressionSource == source ? node.expression : try? compile(source)
-                setExpression(node, expression)
+                // The definition it had then, as it was compiled.
+                setExpression(node, definition.expression)
             } else {
                 node.write(before.content, always: false)
             }
@@ -330,7 +331,7 @@ public final class Store {
         rev = newRev
         watches.beginEvents(rev: newRev)
         for node in changed {
-            recordEvent(node, forced: transaction.isForced(node), reason: transaction.reason)
+            recordEvent(node, forced: transaction.isForced(node), redefined: transaction.isRedefined(node), reason: transaction.reason)
             if transaction.replicated, transaction.replicatedMetadata.contains(ObjectIdentifier(node)) {
                 // Revisions the shared log gave this key, set when it was applied.
             } else if node.kind == nil {
@@ -352,10 +353,11 @@ public final class Store {
         return CommitResult(rev: newRev, persisted: !stored.isEmpty)
     }
 
-    /// Records the event of a changed key, if its change is one watches see.
-    private func recordEvent(_ node: KeyNode, forced: Bool, reason: String?) {
+    /// Records the event of a changed key (one of `changes(of:)`), if its change is one watches
+    /// see: a key only redefined, or given other metadata, has none.
+    private func recordEvent(_ node: KeyNode, forced: Bool, redefined: Bool, reason: String?) {
         let wasMissing = node.before.kind == nil
-        if node.before.kind == node.kind && node.before.content == node.content && !forced { return }
+        if redefined, !forced, node.before.kind == node.kind, node.before.content == node.content { return }
         var name = node.name
         name.withUTF8 { name in
             let key = UnsafeRawBufferPointer(name)
@@ -367,13 +369,15 @@ public final class Store {
             case .error(let error):
                 watches.appendEvent(.error, key: key, created: wasMissing, error: error)
             case .value(let value):
-                let old: JSONValue?
                 switch node.before.content {
-                case .value(let value): old = value
-                case .error: old = node.before.lastGood
-                case .missing: old = nil
+                case .value(let old):
+                    watches.appendEvent(.change, key: key, created: wasMissing, old: .value(old), new: .value(value))
+                case .error:
+                    watches.appendEvent(.change, key: key, created: wasMissing, old: node.before.lastGood.map { .value($0) },
+                                        new: .value(value))
+                case .missing:
+                    watches.appendEvent(.change, key: key, created: wasMissing, new: .value(value))
                 }
-                watches.appendEvent(.change, key: key, created: wasMissing, old: old.map { .value($0) }, new: .value(value))
             }
         }
     }

@@ -1,11 +1,12 @@
 /// A key's state before a transaction first touched it: what its events compare against and what
-/// a rollback restores. A computed's expression is kept as its source (a copy of the compiled
-/// expression, taken for every computed of every transaction, cost several references each; a
-/// rollback that must restore another definition compiles it again).
+/// a rollback restores. A computed's expression is kept as the reference to its definition (a
+/// copy of the compiled expression, taken for every computed of every transaction, cost several
+/// references each; a definition is never changed, only replaced).
 struct KeySnapshot {
     var kind: KeyKind?
     var content: KeyContent = .missing
-    var expressionSource: String?
+    var definition: Definition?
+    var expressionSource: String? { definition?.expression.source }
     var lastGood: JSONValue?
     var rev: UInt64 = 0
     var createdRev: UInt64 = 0
@@ -17,7 +18,7 @@ struct KeySnapshot {
     static func record(_ node: KeyNode) {
         node.before.kind = node.kind
         node.before.content = node.content
-        node.before.expressionSource = node.expressionSource
+        node.before.definition = node.definition
         node.before.lastGood = node.lastGood
         node.before.rev = node.rev
         node.before.createdRev = node.createdRev
@@ -36,11 +37,12 @@ final class Transaction {
     /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
     private(set) var serial: UInt64
     /// The keys it touched, in order; each keeps its state before the transaction
-    /// (`KeyNode.before`).
-    var touched: [KeyNode] = []
+    /// (`KeyNode.before`). (Appended to for every key a transaction records, by the store's one
+    /// thread: no dynamic exclusivity checks.)
+    @exclusivity(unchecked) var touched: [KeyNode] = []
     /// Plain keys made nodes during the transaction (to be made records again at its end, if
     /// nothing else needs them as nodes).
-    var promoted: [KeyNode] = []
+    @exclusivity(unchecked) var promoted: [KeyNode] = []
     /// Keys written with `always: true`: a change event even when equal.
     var forced: Set<ObjectIdentifier> = []
     /// Keys whose definition or metadata (expression, TTL, owner) changed: a revision even without

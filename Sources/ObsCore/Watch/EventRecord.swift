@@ -91,6 +91,15 @@ extension ByteBuffer {
     /// `error`, `rev`).
     mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, rev: UInt64, created: Bool,
                               old: EventValue? = nil, new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
+        var field = ByteBuffer()
+        field.appendRevisionField(rev)
+        appendEvent(kind, key: key, revField: field.bytes, created: created, old: old, new: new, error: error, reason: reason)
+    }
+
+    /// `appendEvent` with the revision given as its encoded field (`,"rev":N`), which every event
+    /// of a transaction shares: encoded once per transaction, not once per event.
+    mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, revField: UnsafeRawBufferPointer, created: Bool,
+                              old: EventValue? = nil, new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
         let start = count
         reserve(EventRecord.headerSize)
         (end).initializeMemory(as: UInt8.self, repeating: 0, count: EventRecord.headerSize)
@@ -108,14 +117,12 @@ extension ByteBuffer {
             }
             append(#","new":"#)
             newRange = appendValue(new ?? .value(.null), bodyStart: bodyStart)
-            append(#","rev":"#)
-            JSONValue.appendDigits(rev, to: &self)
+            append(revField)
             append(created ? #","created":true}"# : #","created":false}"#)
         case .delete:
             append(#","old":"#)
             oldRange = appendValue(old ?? .value(.null), bodyStart: bodyStart)
-            append(#","rev":"#)
-            JSONValue.appendDigits(rev, to: &self)
+            append(revField)
             if let reason {
                 append(#","reason":"#)
                 JSONValue.appendString(reason, to: &self)
@@ -125,8 +132,7 @@ extension ByteBuffer {
             var writer = ObjectWriter(continuing: true)
             writer.field("error", error: error ?? ObsError(.evalError, "unknown error"))
             append(writer.bytes)
-            append(#","rev":"#)
-            JSONValue.appendDigits(rev, to: &self)
+            append(revField)
             append(UInt8(ascii: "}"))
         }
         append(UInt8(ascii: "\n"))
@@ -148,6 +154,12 @@ extension ByteBuffer {
         header.storeBytes(of: UInt32(newRange.0), toByteOffset: 20, as: UInt32.self)
         header.storeBytes(of: UInt32(newRange.1), toByteOffset: 24, as: UInt32.self)
         header.storeBytes(of: UInt32(reasonLength), toByteOffset: 28, as: UInt32.self)
+    }
+
+    /// Appends `,"rev":N`, the field every event of the transaction at `rev` shares.
+    mutating func appendRevisionField(_ rev: UInt64) {
+        append(#","rev":"#)
+        JSONValue.appendDigits(rev, to: &self)
     }
 
     /// Appends a value; where it is in the body and its length.

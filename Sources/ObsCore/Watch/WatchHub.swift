@@ -18,6 +18,11 @@ final class WatchHub {
     /// `publish` being sent).
     @exclusivity(unchecked) var open = ByteBuffer()
     @exclusivity(unchecked) var openRev: UInt64 = 0
+    /// `,"rev":N` of the transaction being committed, encoded once for all its events.
+    @exclusivity(unchecked) var openRevField = ByteBuffer()
+    /// The watches a transaction of several events reaches (kept from one transaction to the next,
+    /// empty in between).
+    @exclusivity(unchecked) var collecting: [Watch] = []
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
     var timers = DeadlineHeap<Watch>()
     var stats = WatchStats()
