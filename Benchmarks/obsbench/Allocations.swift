@@ -182,7 +182,9 @@ private final class DiscardingStorage: StateStorage {
 /// An output that copies every line into a buffer, as the daemon's connection does, and empties
 /// it now and then, as the connection's write does at the end of each loop turn.
 private final class DroppingOutput: SessionOutput {
-    private var bytes = ByteBuffer()
+    // Written for every line, as the daemon's connection does, and like its output state with no
+    // dynamic exclusivity checks (they were more than half of a delivery's instructions here).
+    @exclusivity(unchecked) private var bytes = ByteBuffer()
     var pendingBytes: Int { 0 }
 
     func write(_ line: EncodedLine) {

@@ -113,15 +113,19 @@ final class WatchHub {
     /// `sendEvent` of the line made of `head` and `body`, copied by the sink.
     @discardableResult
     func sendEvent(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, of watch: Watch, rev: UInt64) -> Bool {
-        let client = watch.client
-        guard watch.active, !client.overflowed else { return false }
-        if client.sink.unsentBytes > configuration.maxOutputBytes {
-            client.overflowed = true
-            client.overflowFrom = rev
-            stats.overflows += 1
-            return false
+        guard watch.active else { return false }
+        let sent = watch.clientReference._withUnsafeGuaranteedRef { client in
+            guard !client.overflowed else { return false }
+            if client.sink.unsentBytes > configuration.maxOutputBytes {
+                client.overflowed = true
+                client.overflowFrom = rev
+                stats.overflows += 1
+                return false
+            }
+            client.sink.send(head: head, body: body, needsSync: needsSync)
+            return true
         }
-        client.sink.send(head: head, body: body, needsSync: needsSync)
+        guard sent else { return false }
         stats.eventsSent += 1
         if watch.progress != nil {
             watch.lastSent = clock.monotonic
