@@ -48,6 +48,15 @@ struct EventRecord {
         return UnsafeRawBufferPointer(start: base + Self.headerSize + keyLength + bodyLength, count: count)
     }
 
+    /// The key's first 8 bytes as a big-endian number (zeros after a shorter key): a key whose
+    /// prefix is smaller sorts first; equal prefixes need `keyPrecedes`.
+    var keyPrefix: UInt64 {
+        let key = key
+        var prefix: UInt64 = 0
+        for index in 0..<min(8, key.count) { prefix |= UInt64(key[index]) << (56 - 8 * index) }
+        return prefix
+    }
+
     /// Whether this record's key sorts before `other`'s (by UTF-8 bytes, as names are sorted).
     func keyPrecedes(_ other: EventRecord) -> Bool {
         let a = key, b = other.key

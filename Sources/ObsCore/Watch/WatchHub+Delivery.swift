@@ -66,12 +66,33 @@ extension WatchHub {
         }
         let base = events.bytes.baseAddress!
         for watch in touched {
-            if watch.collected.count > 1 {
-                watch.collected.sort { EventRecord(base: base + $0).keyPrecedes(EventRecord(base: base + $1)) }
-            }
+            if watch.collected.count > 1 { sortByKey(&watch.collected, base) }
             for offset in watch.collected { deliver(EventRecord(base: base + offset), to: watch) }
             if watch.flushesWhenDrained { flushLatest(watch) }
         }
+    }
+
+    /// Sorts the offsets of records in `base` by their keys (which differ: a transaction has one
+    /// event per key). Compared first by the keys' first 8 bytes as one number, so that a wide
+    /// transaction (a thousand computeds of one source) sorts mostly by integer comparisons, and by
+    /// the whole key where those are equal; offsets already in order are left as they are.
+    private func sortByKey(_ offsets: inout [Int], _ base: UnsafeRawPointer) {
+        var sorted = true
+        for index in 1..<offsets.count
+        where !EventRecord(base: base + offsets[index - 1]).keyPrecedes(EventRecord(base: base + offsets[index])) {
+            sorted = false
+            break
+        }
+        guard !sorted else { return }
+        var keyed = sortKeys
+        sortKeys = []
+        keyed.removeAll(keepingCapacity: true)
+        for offset in offsets { keyed.append((EventRecord(base: base + offset).keyPrefix, offset)) }
+        keyed.sort { $0.prefix != $1.prefix ? $0.prefix < $1.prefix
+                                            : EventRecord(base: base + $0.offset).keyPrecedes(EventRecord(base: base + $1.offset)) }
+        for index in keyed.indices { offsets[index] = keyed[index].offset }
+        keyed.removeAll(keepingCapacity: keyed.capacity <= 1 << 16)
+        sortKeys = keyed
     }
 
     /// One event to one watch: sent, or held by a watch that holds events.

@@ -23,6 +23,8 @@ final class WatchHub {
     /// The watches a transaction of several events reaches (kept from one transaction to the next,
     /// empty in between).
     @exclusivity(unchecked) var collecting: [Watch] = []
+    /// Where a watch's events are sorted by key (`sortByKey`), kept from one transaction to the next.
+    @exclusivity(unchecked) var sortKeys: [(prefix: UInt64, offset: Int)] = []
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
     var timers = DeadlineHeap<Watch>()
     var stats = WatchStats()
