@@ -40,7 +40,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// A computed's expression, behind a reference: read for every evaluation and every
     /// transaction that records the key, where copying the expression itself would cost a
     /// reference count per part of it.
-    @exclusivity(unchecked) private(set) var definition: Definition?
+    @exclusivity(unchecked) private var definition: Definition?
     var expression: Expression? {
         get { definition?.expression }
         set { definition = newValue.map(Definition.init) }

@@ -54,6 +54,14 @@ struct PatternIndex<Entry: PatternKeyed> {
         return found
     }
 
+    /// `forEachEntry(matching:)` for each of `items`, named by `name`: the index is read through
+    /// one borrow for all of them (a call per name copied the index, three references, each time).
+    func forEachEntry<Items: Sequence>(matchingEach items: Items, name: (Items.Element) -> UnsafeRawBufferPointer,
+                                       _ body: (Items.Element, Entry) -> Void) {
+        guard !byPrefix.isEmpty else { return }
+        for item in items { forEachEntry(matching: name(item)) { body(item, $0) } }
+    }
+
     /// `forEachEntry` of a name given as its bytes.
     func forEachEntry(matching name: UnsafeRawBufferPointer, _ body: (Entry) -> Void) {
         guard !byPrefix.isEmpty else { return }

@@ -255,7 +255,7 @@ public final class Store {
         }
         for node in transaction.touched.reversed() {
             let before = transaction.snapshot(of: node)
-            if before.definition == nil { setExpression(node, nil) }
+            if before.expressionSource == nil { setExpression(node, nil) }
             setKind(node, before.kind)
             node.lastGood = before.lastGood
             node.rev = before.rev
@@ -263,10 +263,11 @@ public final class Store {
             node.version = before.version
             node.expiresAt = before.expiresAt
             node.owner = before.owner
-            if let definition = before.definition {
+            if let source = before.expressionSource {
                 node.content = before.content
-                // The definition it had then, as it was compiled.
-                setExpression(node, definition.expression)
+                // The definition it had compiled then; it compiles again.
+                let expression = node.expressionSource == source ? node.expression : try? compile(source)
+                setExpression(node, expression)
             } else {
                 node.write(before.content, always: false)
             }

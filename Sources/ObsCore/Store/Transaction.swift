@@ -1,12 +1,12 @@
 /// A key's state before a transaction first touched it: what its events compare against and what
-/// a rollback restores. A computed's expression is kept as the reference to its definition (a
-/// copy of the compiled expression, taken for every computed of every transaction, cost several
-/// references each; a definition is never changed, only replaced).
+/// a rollback restores. A computed's expression is kept as its source (a copy of the compiled
+/// expression, taken for every computed of every transaction, cost several references each, and
+/// so would a reference to it: a source of up to 15 bytes is held in the string itself; a rollback
+/// that must restore another definition compiles it again).
 struct KeySnapshot {
     var kind: KeyKind?
     var content: KeyContent = .missing
-    var definition: Definition?
-    var expressionSource: String? { definition?.expression.source }
+    var expressionSource: String?
     var lastGood: JSONValue?
     var rev: UInt64 = 0
     var createdRev: UInt64 = 0
@@ -18,7 +18,7 @@ struct KeySnapshot {
     static func record(_ node: KeyNode) {
         node.before.kind = node.kind
         node.before.content = node.content
-        node.before.definition = node.definition
+        node.before.expressionSource = node.expressionSource
         node.before.lastGood = node.lastGood
         node.before.rev = node.rev
         node.before.createdRev = node.createdRev

@@ -51,17 +51,16 @@ extension WatchHub {
             touched.removeAll(keepingCapacity: touched.capacity <= 4096)
             collecting = touched
         }
-        for record in events {
-            let offset = record.base - events.bytes.baseAddress!
-            patterns.forEachEntry(matching: record.key) { entry in
-                for watch in entry.watches where watch.active {
-                    if watch.collectRev != rev {
-                        watch.collectRev = rev
-                        watch.collected.removeAll(keepingCapacity: true)
-                        touched.append(watch)
-                    }
-                    if watch.collected.last != offset { watch.collected.append(offset) }
+        let start = events.bytes.baseAddress!
+        patterns.forEachEntry(matchingEach: events, name: \.key) { record, entry in
+            let offset = record.base - start
+            for watch in entry.watches where watch.active {
+                if watch.collectRev != rev {
+                    watch.collectRev = rev
+                    watch.collected.removeAll(keepingCapacity: true)
+                    touched.append(watch)
                 }
+                if watch.collected.last != offset { watch.collected.append(offset) }
             }
         }
         let base = events.bytes.baseAddress!

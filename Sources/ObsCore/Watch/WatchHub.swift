@@ -12,7 +12,8 @@ final class WatchHub {
     unowned(unsafe) var state: (any WatchedState)!
     /// The revision of the last committed transaction handed over.
     var rev: UInt64
-    var patterns = PatternIndex<WatchedPattern>()
+    /// (Read for every event delivered, by the one thread: no dynamic exclusivity checks.)
+    @exclusivity(unchecked) var patterns = PatternIndex<WatchedPattern>()
     var history: History
     /// The events of the transaction being committed, as `EventRecord`s (also the body of a
     /// `publish` being sent).
