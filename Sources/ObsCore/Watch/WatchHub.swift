@@ -26,6 +26,7 @@ final class WatchHub {
     @exclusivity(unchecked) var collecting: [Watch] = []
     /// Where a watch's events are sorted by key (`sortByKey`), kept from one transaction to the next.
     @exclusivity(unchecked) var sortKeys: [(prefix: UInt64, offset: Int)] = []
+    @exclusivity(unchecked) var sortSpare: [(prefix: UInt64, offset: Int)] = []
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
     var timers = DeadlineHeap<Watch>()
     var stats = WatchStats()
