@@ -7,7 +7,8 @@
 # - the reactive engine (`obsbench alloc SHAPE N`): one update of a graph of Observables and
 #   Computeds;
 # - the daemon's store and sessions without a socket (`obsbench alloc store-...`): a request line
-#   through a session, a set watched by 100 sessions, a set through a 50-deep chain of keys;
+#   through a session, a set watched by 100 sessions, a set through a 50-deep chain of keys, a
+#   set read by a 1,000-wide fan of computed keys that one watch sees;
 # - the daemon itself (obsd --memory under valgrind, driven over its socket by obsload, the C load
 #   generator of Benchmarks/loadgen): sets and gets from one client with 16 in flight over 100
 #   keys, a set watched by 10 connections, a set through a 50-deep chain. Everything the daemon
@@ -76,6 +77,10 @@ for group in "${groups[@]}"; do
             b=$(allocs "$shape" 6000)
             row "$shape" "$(per "$a" "$b" 5000)"
         done
+        # 1,000 computeds per set: fewer sets.
+        a=$(allocs store-fan 100)
+        b=$(allocs store-fan 600)
+        row store-fan "$(per "$a" "$b" 500)"
         ;;
     daemon)
         load=$(bash Benchmarks/loadgen/build.sh)

@@ -50,6 +50,8 @@ enum AllocationShape: String, CaseIterable {
     case fanout = "store-fanout"
     /// A set through a 50-deep chain of computed keys, watched at its end.
     case keyChain = "store-chain"
+    /// A set read by 1,000 computed keys (`f.1` ... `f.1000`), all watched by one `f.*` watch.
+    case keyFan = "store-fan"
 
     /// Builds the graph; returns one update (a write in its own batch).
     func build() -> (Int) -> Void {
@@ -126,7 +128,7 @@ enum AllocationShape: String, CaseIterable {
             let left = Observable(0), right = Observable(0)
             let pick = Computed { head.value % 2 == 0 ? left.value : right.value + head.value }
             tokens.append(pick.observe { _ in })
-        case .request, .fanout, .keyChain:
+        case .request, .fanout, .keyChain, .keyFan:
             preconditionFailure("built by StoreShape")
         }
         return { value in
@@ -143,13 +145,20 @@ private struct StoreShape {
 
     init?(_ shape: AllocationShape) {
         switch shape {
-        case .request, .fanout, .keyChain: self.shape = shape
+        case .request, .fanout, .keyChain, .keyFan: self.shape = shape
         default: return nil
         }
     }
 
     func build() -> (Int) -> Void {
-        let store = try! Store(storage: DiscardingStorage(), clock: SystemClock())
+        var configuration = StoreConfiguration()
+        if shape == .keyFan {
+            // A set's events are about 100 KB here: with the default bound (64 MiB) the history
+            // would grow through the whole probe; at 4 MiB the warm-up fills it, and the probe
+            // measures what the daemon does once its history is full (evict, then place).
+            configuration.historyBytes = 4 << 20
+        }
+        let store = try! Store(configuration: configuration, storage: DiscardingStorage(), clock: SystemClock())
         switch shape {
         case .request:
             let session = Session(store: store, access: .write, output: DroppingOutput())
@@ -159,6 +168,12 @@ private struct StoreShape {
             let sessions = (0..<100).map { _ in Session(store: store, access: .read, output: DroppingOutput()) }
             for session in sessions { session.receive(#"{"op":"watch","keys":["room.*"],"initial":false}"#) }
             return { value in withExtendedLifetime(sessions) { _ = try! store.setValue(.int(Int64(value)), forKey: "room.temp") } }
+        case .keyFan:
+            try! store.setValue(0, forKey: "src")
+            for index in 1...1000 { try! store.defineComputed("f.\(index)", expression: "$src + \(index)") }
+            let session = Session(store: store, access: .read, output: DroppingOutput())
+            session.receive(#"{"op":"watch","keys":["f.*"],"initial":false}"#)
+            return { value in withExtendedLifetime(session) { _ = try! store.setValue(.int(Int64(value)), forKey: "src") } }
         default:
             try! store.setValue(0, forKey: "src")
             try! store.defineComputed("c1", expression: "$src + 1")
@@ -182,7 +197,9 @@ private final class DiscardingStorage: StateStorage {
 /// An output that copies every line into a buffer, as the daemon's connection does, and empties
 /// it now and then, as the connection's write does at the end of each loop turn.
 private final class DroppingOutput: SessionOutput {
-    private var bytes = ByteBuffer()
+    // Written for every line, as the daemon's connection does, and like its output state with no
+    // dynamic exclusivity checks (they were more than half of a delivery's instructions here).
+    @exclusivity(unchecked) private var bytes = ByteBuffer()
     var pendingBytes: Int { 0 }
 
     func write(_ line: EncodedLine) {

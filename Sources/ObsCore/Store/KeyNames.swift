@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Key and channel names (docs/protocol.md): segments of `[A-Za-z0-9_-]+` joined by `.`, at most
 /// 256 bytes.
 enum KeyName {
@@ -45,13 +49,16 @@ enum KeyName {
 /// zero or more. A pattern without wildcards matches one name.
 struct KeyPattern: Hashable, Sendable {
     enum Segment: Hashable, Sendable {
-        case literal(Substring)
+        /// A segment's name, as bytes (compared with the name's bytes in place).
+        case literal([UInt8])
         case one
         case any
     }
 
     let text: String
     let segments: [Segment]
+    /// Whether a segment is `**` (else a name matches segment by segment, with no backtracking).
+    private let hasAny: Bool
     /// The literal segments before the first wildcard, joined by `.`: the pattern index's bucket.
     let prefix: String
     /// `prefix` as the pattern index looks it up.
@@ -78,12 +85,13 @@ struct KeyPattern: Hashable, Sendable {
                 guard !part.isEmpty, part.utf8.allSatisfy(KeyName.isNameByte) else {
                     throw ObsError(.badKey, "invalid pattern '\(text)'")
                 }
-                segments.append(.literal(part))
+                segments.append(.literal(Array(part.utf8)))
                 if literal { prefixParts.append(part) }
             }
         }
         self.text = text
         self.segments = segments
+        hasAny = segments.contains(.any)
         self.prefix = prefixParts.joined(separator: ".")
         prefixHash = PrefixHash.of(prefix)
     }
@@ -92,13 +100,31 @@ struct KeyPattern: Hashable, Sendable {
     /// no array of segments is built).
     func matches(_ name: String) -> Bool {
         var name = name
-        return name.withUTF8 { KeyPattern.match(segments[...], $0, from: 0) }
+        return name.withUTF8 { matches(UnsafeRawBufferPointer($0)) }
     }
 
     /// `matches` of a name given as its bytes.
     func matches(_ name: UnsafeRawBufferPointer) -> Bool {
-        KeyPattern.match(segments[...], UnsafeBufferPointer(start: name.baseAddress?.assumingMemoryBound(to: UInt8.self), count: name.count),
-                         from: 0)
+        let name = UnsafeBufferPointer(start: name.baseAddress?.assumingMemoryBound(to: UInt8.self), count: name.count)
+        return hasAny ? KeyPattern.match(segments[...], name, from: 0) : matchesInOrder(name)
+    }
+
+    /// `matches` of a pattern without `**`: each segment against the name's next one.
+    private func matchesInOrder(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        var start = 0
+        for segment in segments {
+            guard start <= name.count else { return false }
+            let end = KeyPattern.segmentEnd(name, from: start)
+            if case .literal(let literal) = segment, !KeyPattern.equal(literal, name, start, end) { return false }
+            start = end + 1
+        }
+        return start > name.count
+    }
+
+    /// Whether `literal` is the bytes of `name` from `start` to `end`.
+    private static func equal(_ literal: [UInt8], _ name: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
+        guard literal.count == end - start else { return false }
+        return literal.withUnsafeBytes { memcmp($0.baseAddress!, name.baseAddress! + start, end - start) == 0 }
     }
 
     /// Whether `pattern` matches the segments of `name` from the one starting at `start`
@@ -117,10 +143,7 @@ struct KeyPattern: Hashable, Sendable {
         }
         guard start <= name.count else { return false }
         let end = segmentEnd(name, from: start)
-        if case .literal(let literal) = first,
-           !literal.utf8.elementsEqual(UnsafeBufferPointer(rebasing: name[start..<end])) {
-            return false
-        }
+        if case .literal(let literal) = first, !equal(literal, name, start, end) { return false }
         return match(rest, name, from: end + 1)
     }
 

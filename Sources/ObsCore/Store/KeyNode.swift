@@ -92,14 +92,19 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
             // Values no client could decode (and that chains could deepen without end) are refused:
             // a value travels inside a line's object, which takes one level of the limit.
             let depth = store.configuration.maxJSONDepth - 1
-            result = value.nests(deeperThan: depth)
-                ? .error(ObsError(.evalError, "the result nests deeper than \(depth) levels"))
-                : .value(value)
+            if value.isContainer, value.nests(deeperThan: depth) {
+                result = .error(ObsError(.evalError, "the result nests deeper than \(depth) levels"))
+            } else {
+                // A value compared with the value held, not the whole content (no copy of it).
+                if case .value(let current) = content, current == value { return false }
+                lastGood = value
+                content = .value(value)
+                return true
+            }
         } catch {
             result = .error(ObsError(evaluationFailure: error))
         }
         if result == content { return false }
-        if case .value(let value) = result { lastGood = value }
         content = result
         return true
     }

@@ -54,12 +54,21 @@ struct PatternIndex<Entry: PatternKeyed> {
         return found
     }
 
+    /// `forEachEntry(matching:)` for each of `items`, named by `name`: the index is read through
+    /// one borrow for all of them (a call per name copied the index, three references, each time).
+    func forEachEntry<Items: Sequence>(matchingEach items: Items, name: (Items.Element) -> UnsafeRawBufferPointer,
+                                       _ body: (Items.Element, Entry) -> Void) {
+        guard !byPrefix.isEmpty else { return }
+        for item in items { forEachEntry(matching: name(item)) { body(item, $0) } }
+    }
+
     /// `forEachEntry` of a name given as its bytes.
     func forEachEntry(matching name: UnsafeRawBufferPointer, _ body: (Entry) -> Void) {
         guard !byPrefix.isEmpty else { return }
         func visit(_ hash: Int) {
-            guard let bucket = byPrefix.bucket(hash) else { return }
-            for entry in bucket where entry.pattern.matches(name) { body(entry) }
+            // Most prefixes index nothing: that costs a probe, and no copy of a bucket.
+            guard let index = byPrefix.index(of: hash) else { return }
+            for entry in byPrefix.bucket(at: index) where entry.pattern.matches(name) { body(entry) }
         }
         var hash = PrefixHash()
         visit(hash.value)
@@ -93,10 +102,23 @@ private struct PrefixTable<Entry: AnyObject> {
         return (index, false)
     }
 
-    func bucket(_ hash: Int) -> [Entry]? {
-        let (index, found) = slot(Self.key(hash))
-        return found ? buckets[index] : nil
+    /// The slot of the bucket of `hash`, if there is one.
+    @inline(__always)
+    func index(of hash: Int) -> Int? {
+        let key = Self.key(hash)
+        return hashes.withUnsafeBufferPointer { hashes in
+            let mask = hashes.count - 1
+            var index = key & mask
+            while true {
+                let found = hashes[index]
+                if found == key { return index }
+                if found == 0 { return nil }
+                index = (index + 1) & mask
+            }
+        }
     }
+
+    func bucket(at index: Int) -> [Entry] { buckets[index] }
 
     mutating func add(_ entry: Entry, hash: Int) {
         let key = Self.key(hash)

@@ -16,10 +16,12 @@ extension Store {
         // exponent such as 1e18 becomes 19 digits; nothing else grows): a line that short needs no
         // encoding to know its value is within the limit.
         if let line = requestLineBytes, line <= configuration.maxValueBytes / 8 { return }
-        var bytes: [UInt8] = []
-        value.encode(into: &bytes)
-        if bytes.count > configuration.maxValueBytes {
-            throw ObsError(.tooLarge, "value of \(bytes.count) bytes is over the limit of \(configuration.maxValueBytes)")
+        // Encoded into the store's kept scratch memory (no allocation per write).
+        scratch.removeAll(keepingCapacityUpTo: 1 << 16)
+        value.encode(into: &scratch)
+        let count = scratch.count
+        if count > configuration.maxValueBytes {
+            throw ObsError(.tooLarge, "value of \(count) bytes is over the limit of \(configuration.maxValueBytes)")
         }
     }
 

@@ -26,7 +26,9 @@ public final class Store {
     var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:
     /// no dynamic exclusivity checks.)
-    @exclusivity(unchecked) var current: Transaction?
+    /// (Unowned: whoever opens a transaction holds its record until it ends, so reading it costs
+    /// no reference counting.)
+    @exclusivity(unchecked) unowned(unsafe) var current: Transaction?
     /// The record the next transaction uses (Transaction.reset), and the list `commit` fills:
     /// kept from one transaction to the next.
     var spareTransaction: Transaction?
@@ -330,7 +332,7 @@ public final class Store {
         rev = newRev
         watches.beginEvents(rev: newRev)
         for node in changed {
-            recordEvent(node, forced: transaction.isForced(node), reason: transaction.reason)
+            recordEvent(node, forced: transaction.isForced(node), redefined: transaction.isRedefined(node), reason: transaction.reason)
             if transaction.replicated, transaction.replicatedMetadata.contains(ObjectIdentifier(node)) {
                 // Revisions the shared log gave this key, set when it was applied.
             } else if node.kind == nil {
@@ -352,10 +354,11 @@ public final class Store {
         return CommitResult(rev: newRev, persisted: !stored.isEmpty)
     }
 
-    /// Records the event of a changed key, if its change is one watches see.
-    private func recordEvent(_ node: KeyNode, forced: Bool, reason: String?) {
+    /// Records the event of a changed key (one of `changes(of:)`), if its change is one watches
+    /// see: a key only redefined, or given other metadata, has none.
+    private func recordEvent(_ node: KeyNode, forced: Bool, redefined: Bool, reason: String?) {
         let wasMissing = node.before.kind == nil
-        if node.before.kind == node.kind && node.before.content == node.content && !forced { return }
+        if redefined, !forced, node.before.kind == node.kind, node.before.content == node.content { return }
         var name = node.name
         name.withUTF8 { name in
             let key = UnsafeRawBufferPointer(name)
@@ -367,13 +370,15 @@ public final class Store {
             case .error(let error):
                 watches.appendEvent(.error, key: key, created: wasMissing, error: error)
             case .value(let value):
-                let old: JSONValue?
                 switch node.before.content {
-                case .value(let value): old = value
-                case .error: old = node.before.lastGood
-                case .missing: old = nil
+                case .value(let old):
+                    watches.appendEvent(.change, key: key, created: wasMissing, old: .value(old), new: .value(value))
+                case .error:
+                    watches.appendEvent(.change, key: key, created: wasMissing, old: node.before.lastGood.map { .value($0) },
+                                        new: .value(value))
+                case .missing:
+                    watches.appendEvent(.change, key: key, created: wasMissing, new: .value(value))
                 }
-                watches.appendEvent(.change, key: key, created: wasMissing, old: old.map { .value($0) }, new: .value(value))
             }
         }
     }

@@ -1,7 +1,8 @@
 /// A key's state before a transaction first touched it: what its events compare against and what
 /// a rollback restores. A computed's expression is kept as its source (a copy of the compiled
-/// expression, taken for every computed of every transaction, cost several references each; a
-/// rollback that must restore another definition compiles it again).
+/// expression, taken for every computed of every transaction, cost several references each, and
+/// so would a reference to it: a source of up to 15 bytes is held in the string itself; a rollback
+/// that must restore another definition compiles it again).
 struct KeySnapshot {
     var kind: KeyKind?
     var content: KeyContent = .missing
@@ -36,11 +37,12 @@ final class Transaction {
     /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
     private(set) var serial: UInt64
     /// The keys it touched, in order; each keeps its state before the transaction
-    /// (`KeyNode.before`).
-    var touched: [KeyNode] = []
+    /// (`KeyNode.before`). (Appended to for every key a transaction records, by the store's one
+    /// thread: no dynamic exclusivity checks.)
+    @exclusivity(unchecked) var touched: [KeyNode] = []
     /// Plain keys made nodes during the transaction (to be made records again at its end, if
     /// nothing else needs them as nodes).
-    var promoted: [KeyNode] = []
+    @exclusivity(unchecked) var promoted: [KeyNode] = []
     /// Keys written with `always: true`: a change event even when equal.
     var forced: Set<ObjectIdentifier> = []
     /// Keys whose definition or metadata (expression, TTL, owner) changed: a revision even without

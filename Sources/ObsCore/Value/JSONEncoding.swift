@@ -19,6 +19,15 @@
 public protocol JSONOutput: ~Copyable {
     mutating func append(_ byte: UInt8)
     mutating func append(_ bytes: UnsafeRawBufferPointer)
+    /// The decimal digits of `value` (an output that can write in place does it faster).
+    mutating func appendDigits(_ value: UInt64)
+    /// `utf8` as a JSON string (likewise).
+    mutating func appendQuoted(_ utf8: UnsafeRawBufferPointer)
+}
+
+extension JSONOutput where Self: ~Copyable {
+    public mutating func appendDigits(_ value: UInt64) { JSONValue.appendDigitsAppending(value, to: &self) }
+    public mutating func appendQuoted(_ utf8: UnsafeRawBufferPointer) { JSONValue.appendStringEscaping(utf8, to: &self) }
 }
 
 extension JSONOutput where Self: ~Copyable {
@@ -35,7 +44,50 @@ extension Array: JSONOutput where Element == UInt8 {
     }
 }
 
-extension ByteBuffer: JSONOutput {}
+extension ByteBuffer: JSONOutput {
+    /// Written in place from the end, two digits at a time, after counting them (every event and
+    /// answer carries revisions and, mostly, numbers).
+    public mutating func appendDigits(_ value: UInt64) {
+        var length = 1
+        var bound: UInt64 = 10
+        while length < 20, value >= bound {
+            length += 1
+            bound = bound &* 10
+        }
+        reserve(length)
+        let pairs = JSONValue.digitPairs.baseAddress!
+        var cursor = end + length
+        var rest = value
+        while rest >= 100 {
+            let next = rest / 100
+            let pair = Int(truncatingIfNeeded: rest &- next &* 100) &* 2
+            cursor -= 2
+            cursor.storeBytes(of: pairs.loadUnaligned(fromByteOffset: pair, as: UInt16.self), as: UInt16.self)
+            rest = next
+        }
+        if rest >= 10 {
+            cursor -= 2
+            cursor.storeBytes(of: pairs.loadUnaligned(fromByteOffset: Int(truncatingIfNeeded: rest) &* 2, as: UInt16.self), as: UInt16.self)
+        } else {
+            cursor -= 1
+            cursor.storeBytes(of: UInt8(truncatingIfNeeded: rest) &+ UInt8(ascii: "0"), as: UInt8.self)
+        }
+        didAppend(length)
+    }
+
+    /// A string that needs no escaping (names, mostly) is copied at once between its quotes.
+    public mutating func appendQuoted(_ utf8: UnsafeRawBufferPointer) {
+        for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            return JSONValue.appendStringEscaping(utf8, to: &self)
+        }
+        reserve(utf8.count + 2)
+        let start = end
+        start.storeBytes(of: UInt8(ascii: "\""), as: UInt8.self)
+        if let source = utf8.baseAddress { (start + 1).copyMemory(from: source, byteCount: utf8.count) }
+        (start + 1 + utf8.count).storeBytes(of: UInt8(ascii: "\""), as: UInt8.self)
+        didAppend(utf8.count + 2)
+    }
+}
 
 extension JSONValue: CustomStringConvertible {
     /// The canonical compact JSON encoding, appended to `buffer` as UTF-8.
@@ -111,6 +163,11 @@ extension JSONValue: CustomStringConvertible {
     /// The decimal digits of `value`, two at a time (revisions, versions and counts go out with
     /// every answer and event).
     static func appendDigits<Output: JSONOutput & ~Copyable>(_ value: UInt64, to buffer: inout Output) {
+        buffer.appendDigits(value)
+    }
+
+    /// `appendDigits` through `append` alone.
+    static func appendDigitsAppending<Output: JSONOutput & ~Copyable>(_ value: UInt64, to buffer: inout Output) {
         if value < 10 {
             buffer.append(UInt8(truncatingIfNeeded: value) &+ UInt8(ascii: "0"))
             return
@@ -141,7 +198,7 @@ extension JSONValue: CustomStringConvertible {
     }
 
     /// "00", "01", ... "99".
-    private static var digitPairs: UnsafeRawBufferPointer {
+    static var digitPairs: UnsafeRawBufferPointer {
         let table: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
         return UnsafeRawBufferPointer(start: table.utf8Start, count: table.utf8CodeUnitCount)
     }
@@ -164,6 +221,11 @@ extension JSONValue: CustomStringConvertible {
 
     /// A string given as its UTF-8 bytes.
     static func appendString<Output: JSONOutput & ~Copyable>(_ utf8: UnsafeRawBufferPointer, to buffer: inout Output) {
+        buffer.appendQuoted(utf8)
+    }
+
+    /// `appendString` through `append` alone.
+    static func appendStringEscaping<Output: JSONOutput & ~Copyable>(_ utf8: UnsafeRawBufferPointer, to buffer: inout Output) {
         buffer.append(UInt8(ascii: "\""))
         // Bytes from `runStart` to the current index need no escaping and are copied at once.
         var runStart = 0

@@ -1,4 +1,12 @@
 extension JSONValue {
+    /// Whether it is an array or an object (the only values that nest).
+    var isContainer: Bool {
+        switch self {
+        case .array, .object: true
+        default: false
+        }
+    }
+
     /// Whether the value nests containers deeper than `limit` levels (a scalar is depth 0, `[1]` is
     /// 1). Recurses at most `limit + 1` levels, so it is safe on values of any depth.
     public func nests(deeperThan limit: Int) -> Bool {

@@ -48,6 +48,15 @@ struct EventRecord {
         return UnsafeRawBufferPointer(start: base + Self.headerSize + keyLength + bodyLength, count: count)
     }
 
+    /// The key's first 8 bytes as a big-endian number (zeros after a shorter key): a key whose
+    /// prefix is smaller sorts first; equal prefixes need `keyPrecedes`.
+    var keyPrefix: UInt64 {
+        let key = key
+        var prefix: UInt64 = 0
+        for index in 0..<min(8, key.count) { prefix |= UInt64(key[index]) << (56 - 8 * index) }
+        return prefix
+    }
+
     /// Whether this record's key sorts before `other`'s (by UTF-8 bytes, as names are sorted).
     func keyPrecedes(_ other: EventRecord) -> Bool {
         let a = key, b = other.key
@@ -91,6 +100,15 @@ extension ByteBuffer {
     /// `error`, `rev`).
     mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, rev: UInt64, created: Bool,
                               old: EventValue? = nil, new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
+        var field = ByteBuffer()
+        field.appendRevisionField(rev)
+        appendEvent(kind, key: key, revField: field.bytes, created: created, old: old, new: new, error: error, reason: reason)
+    }
+
+    /// `appendEvent` with the revision given as its encoded field (`,"rev":N`), which every event
+    /// of a transaction shares: encoded once per transaction, not once per event.
+    mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, revField: UnsafeRawBufferPointer, created: Bool,
+                              old: EventValue? = nil, new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
         let start = count
         reserve(EventRecord.headerSize)
         (end).initializeMemory(as: UInt8.self, repeating: 0, count: EventRecord.headerSize)
@@ -108,14 +126,12 @@ extension ByteBuffer {
             }
             append(#","new":"#)
             newRange = appendValue(new ?? .value(.null), bodyStart: bodyStart)
-            append(#","rev":"#)
-            JSONValue.appendDigits(rev, to: &self)
+            append(revField)
             append(created ? #","created":true}"# : #","created":false}"#)
         case .delete:
             append(#","old":"#)
             oldRange = appendValue(old ?? .value(.null), bodyStart: bodyStart)
-            append(#","rev":"#)
-            JSONValue.appendDigits(rev, to: &self)
+            append(revField)
             if let reason {
                 append(#","reason":"#)
                 JSONValue.appendString(reason, to: &self)
@@ -125,8 +141,7 @@ extension ByteBuffer {
             var writer = ObjectWriter(continuing: true)
             writer.field("error", error: error ?? ObsError(.evalError, "unknown error"))
             append(writer.bytes)
-            append(#","rev":"#)
-            JSONValue.appendDigits(rev, to: &self)
+            append(revField)
             append(UInt8(ascii: "}"))
         }
         append(UInt8(ascii: "\n"))
@@ -148,6 +163,12 @@ extension ByteBuffer {
         header.storeBytes(of: UInt32(newRange.0), toByteOffset: 20, as: UInt32.self)
         header.storeBytes(of: UInt32(newRange.1), toByteOffset: 24, as: UInt32.self)
         header.storeBytes(of: UInt32(reasonLength), toByteOffset: 28, as: UInt32.self)
+    }
+
+    /// Appends `,"rev":N`, the field every event of the transaction at `rev` shares.
+    mutating func appendRevisionField(_ rev: UInt64) {
+        append(#","rev":"#)
+        JSONValue.appendDigits(rev, to: &self)
     }
 
     /// Appends a value; where it is in the body and its length.

@@ -30,8 +30,11 @@ final class Watch {
 
     let id: Int
     /// The client outlives its watches: `WatchHub.remove` takes them out of the index when the
-    /// client goes. So the reference costs no reference counting on the delivery path.
-    unowned(unsafe) let client: WatchClient
+    /// client goes. So the reference costs no reference counting on the delivery path, which
+    /// reaches the client through `clientReference` (read unowned, the client's sink can be
+    /// called with no retain of it either).
+    let clientReference: Unmanaged<WatchClient>
+    var client: WatchClient { clientReference.takeUnretainedValue() }
     let entries: [WatchedPattern]
     let mode: Mode
     let throttle: Double?
@@ -60,7 +63,7 @@ final class Watch {
 
     init(id: Int, client: WatchClient, entries: [WatchedPattern], options: Options, now: Double) {
         self.id = id
-        self.client = client
+        clientReference = .passUnretained(client)
         self.entries = entries
         mode = options.mode
         throttle = options.throttle
@@ -70,6 +73,8 @@ final class Watch {
         lastSent = now
         heads = WatchHeads(watch: id)
     }
+
+    deinit { heads.deallocate() }
 
     func matches(_ key: String) -> Bool { entries.contains { $0.pattern.matches(key) } }
     func matches(_ key: UnsafeRawBufferPointer) -> Bool { entries.contains { $0.pattern.matches(key) } }
@@ -106,9 +111,10 @@ final class Watch {
 }
 
 /// The per-watch part of a watch's event lines (`{"event":"change","watch":N`, and the same for
-/// `delete`, `error` and `publish`), encoded once when the watch starts, in memory of its own: the
-/// delivery of an event reads them with no reference counting.
-final class WatchHeads {
+/// `delete`, `error` and `publish`), encoded once when the watch starts, in memory of its own that
+/// its watch frees: a plain value, so the delivery of an event reads them with no reference
+/// counting.
+struct WatchHeads {
     private let bytes: UnsafeMutableRawBufferPointer
     private let ends: (Int, Int, Int, Int)
 
@@ -124,7 +130,8 @@ final class WatchHeads {
         self.ends = (ends[0], ends[1], ends[2], ends[3])
     }
 
-    deinit { bytes.deallocate() }
+    /// Frees the heads' memory (their watch's `deinit`).
+    func deallocate() { bytes.deallocate() }
 
     func head(_ kind: KeyEvent.Kind) -> UnsafeRawBufferPointer {
         switch kind {

@@ -10,12 +10,14 @@ extension WatchHub {
     func beginEvents(rev: UInt64) {
         open.removeAll(keepingCapacityUpTo: 1 << 20)
         openRev = rev
+        openRevField.removeAll()
+        openRevField.appendRevisionField(rev)
     }
 
     /// Records one event of the open transaction (see `ByteBuffer.appendEvent`).
     func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, created: Bool, old: EventValue? = nil,
                      new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
-        open.appendEvent(kind, key: key, rev: openRev, created: created, old: old, new: new, error: error, reason: reason)
+        open.appendEvent(kind, key: key, revField: openRevField.bytes, created: created, old: old, new: new, error: error, reason: reason)
     }
 
     /// The open transaction is committed: its events join the history and go to every watch with a
@@ -43,26 +45,27 @@ extension WatchHub {
     /// Several events: collected per watch first, so that each watch gets its events together, in
     /// key order, and an event that two of its patterns match once.
     private func deliverEach(_ events: EventRecords) {
-        var touched: [Watch] = []
-        for record in events {
-            let offset = record.base - events.bytes.baseAddress!
-            patterns.forEachEntry(matching: record.key) { entry in
-                for watch in entry.watches where watch.active {
-                    if watch.collectRev != rev {
-                        watch.collectRev = rev
-                        watch.collected.removeAll(keepingCapacity: true)
-                        touched.append(watch)
-                    }
-                    if watch.collected.last != offset { watch.collected.append(offset) }
+        var touched = collecting
+        collecting = []
+        defer {
+            touched.removeAll(keepingCapacity: touched.capacity <= 4096)
+            collecting = touched
+        }
+        let start = events.bytes.baseAddress!
+        patterns.forEachEntry(matchingEach: events, name: \.key) { record, entry in
+            let offset = record.base - start
+            for watch in entry.watches where watch.active {
+                if watch.collectRev != rev {
+                    watch.collectRev = rev
+                    watch.collected.removeAll(keepingCapacity: true)
+                    touched.append(watch)
                 }
+                if watch.collected.last != offset { watch.collected.append(offset) }
             }
         }
-        let base = events.bytes.baseAddress!
         for watch in touched {
-            if watch.collected.count > 1 {
-                watch.collected.sort { EventRecord(base: base + $0).keyPrecedes(EventRecord(base: base + $1)) }
-            }
-            for offset in watch.collected { deliver(EventRecord(base: base + offset), to: watch) }
+            if watch.collected.count > 1 { sortByKey(&watch.collected, start) }
+            for offset in watch.collected { deliver(EventRecord(base: start + offset), to: watch) }
             if watch.flushesWhenDrained { flushLatest(watch) }
         }
     }

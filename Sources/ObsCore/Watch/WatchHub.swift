@@ -12,12 +12,21 @@ final class WatchHub {
     unowned(unsafe) var state: (any WatchedState)!
     /// The revision of the last committed transaction handed over.
     var rev: UInt64
-    var patterns = PatternIndex<WatchedPattern>()
+    /// (Read for every event delivered, by the one thread: no dynamic exclusivity checks.)
+    @exclusivity(unchecked) var patterns = PatternIndex<WatchedPattern>()
     var history: History
     /// The events of the transaction being committed, as `EventRecord`s (also the body of a
     /// `publish` being sent).
     @exclusivity(unchecked) var open = ByteBuffer()
     @exclusivity(unchecked) var openRev: UInt64 = 0
+    /// `,"rev":N` of the transaction being committed, encoded once for all its events.
+    @exclusivity(unchecked) var openRevField = ByteBuffer()
+    /// The watches a transaction of several events reaches (kept from one transaction to the next,
+    /// empty in between).
+    @exclusivity(unchecked) var collecting: [Watch] = []
+    /// Where a watch's events are sorted by key (`sortByKey`), kept from one transaction to the next.
+    @exclusivity(unchecked) var sortKeys: [(prefix: UInt64, offset: Int)] = []
+    @exclusivity(unchecked) var sortSpare: [(prefix: UInt64, offset: Int)] = []
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
     var timers = DeadlineHeap<Watch>()
     var stats = WatchStats()
@@ -108,15 +117,19 @@ final class WatchHub {
     /// `sendEvent` of the line made of `head` and `body`, copied by the sink.
     @discardableResult
     func sendEvent(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, of watch: Watch, rev: UInt64) -> Bool {
-        let client = watch.client
-        guard watch.active, !client.overflowed else { return false }
-        if client.sink.unsentBytes > configuration.maxOutputBytes {
-            client.overflowed = true
-            client.overflowFrom = rev
-            stats.overflows += 1
-            return false
+        guard watch.active else { return false }
+        let sent = watch.clientReference._withUnsafeGuaranteedRef { client in
+            guard !client.overflowed else { return false }
+            if client.sink.unsentBytes > configuration.maxOutputBytes {
+                client.overflowed = true
+                client.overflowFrom = rev
+                stats.overflows += 1
+                return false
+            }
+            client.sink.send(head: head, body: body, needsSync: needsSync)
+            return true
         }
-        client.sink.send(head: head, body: body, needsSync: needsSync)
+        guard sent else { return false }
         stats.eventsSent += 1
         if watch.progress != nil {
             watch.lastSent = clock.monotonic

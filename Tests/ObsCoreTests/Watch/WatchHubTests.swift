@@ -1,5 +1,6 @@
 import XCTest
 @testable import ObsCore
+import TestSupport
 
 /// The watch unit on its own: events in from a committed transaction, lines out to sinks.
 final class WatchHubTests: XCTestCase {
@@ -22,6 +23,29 @@ final class WatchHubTests: XCTestCase {
         var options = Watch.Options(patterns: try patterns.map { try KeyPattern($0) })
         options.start = start
         return options
+    }
+
+    /// A transaction of many events in no order (names that share their first 8 bytes or more,
+    /// and names that are prefixes of others): each watch gets them in key order, once each, for
+    /// sizes around the lengths the delivery sorts in runs and merges.
+    func test_manyEventsOfOneTransaction_reachAWatchInKeyOrder() throws {
+        var generator = SplitMix64(seed: 1000)
+        for count in [2, 15, 16, 17, 33, 100, 1000] {
+            let hub = hub()
+            let sink = RecordingSink()
+            let client = hub.register(sink)
+            _ = try hub.watch(client, options(["**"]))
+            _ = sink.take()
+            var names = Set<String>()
+            while names.count < count {
+                let stems = ["a", "abcdefgh", "abcdefghij", "f", "f.1", "sensor.room"]
+                names.insert("\(stems[Int(generator.next() % 6)]).\(generator.next() % 5000)")
+            }
+            let events = names.shuffled(using: &generator).map { change($0, nil, 1, rev: 1) }
+            hub.committed(events, rev: 1)
+            let keys = try sink.take().map { try XCTUnwrap(JSONValue.parse($0).objectValue?["key"]?.stringValue) }
+            XCTAssertEqual(keys, names.sorted(by: JSONValue.utf8Precedes), "\(count) events")
+        }
     }
 
     func test_committedEvents_reachEveryMatchingWatch_inKeyOrder_encodedPerWatch() throws {
