@@ -6,8 +6,9 @@
 // the quorum is lost), and, for operations that may be sent twice (reads, keepalives, watches not
 // yet created), when the connection broke before the answer. After each full round it rests a
 // little (50 ms, doubling up to 500 ms), so that a brief election or a member's restart costs
-// latency, not an error. A write cut after it was sent is not sent again: it may have been
-// applied, so it fails `unavailable`, saying so. At the deadline it fails `unavailable` with the
+// latency, not an error. A write cut after it was sent (over a new connection or one reused from
+// the pool), or that a member answered with a timeout of its own, is not sent again: it may have
+// been applied, so it fails `unavailable`, saying so. At the deadline it fails `unavailable` with the
 // last reason of each endpoint. The preferred endpoint moves on whenever it failed.
 import CCurl
 
@@ -64,6 +65,14 @@ extension Driver {
         } else if failure.isInvalidToken, !operation.reauthenticated, !isAuthentication(operation),
                   !isNotNeeded(token) {
             reauthenticate(operation)
+        } else if !operation.mayRepeat,
+                  failure.code == GatewayFailure.Code.unavailable || failure.code == GatewayFailure.Code.deadlineExceeded {
+            // "request timed out", "leader changed": the member proposed the write and does not
+            // know what became of it.
+            notPreferred(transfer.endpointIndex)
+            operation.recordFailure("\(transfer.endpoint): \(failure.message) (the request may have been applied)",
+                                    endpoints: configuration.endpoints.count)
+            fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
         } else {
             answered(at: transfer)
             fail(operation, failure.error)

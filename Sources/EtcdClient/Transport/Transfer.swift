@@ -97,11 +97,15 @@ final class Transfer {
         return status
     }
 
-    /// Whether the TCP connection was made (a request that never connected reached no one).
+    /// Whether the request may have reached the member: a connection was made for it, or bytes of
+    /// it were sent (over a connection reused from the pool, whose connect time is 0). A request
+    /// that did neither reached no one and may go to another member.
     var connected: Bool {
         var microseconds: curl_off_t = 0
         obs_curl_getinfo_offset(easy, CURLINFO_CONNECT_TIME_T, &microseconds)
-        return microseconds > 0
+        var requestBytes = 0
+        obs_curl_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &requestBytes)
+        return microseconds > 0 || requestBytes > 0
     }
 
     /// Bytes from libcurl. A unary answer over the bound stops the transfer (0 makes libcurl fail
