@@ -115,7 +115,8 @@ enum SafeDirectory {
         guard !path.hasPrefix("/") else { return path }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return "/" + path }
-        return String(cString: buffer) + "/" + path
+        let length = buffer.firstIndex(of: 0) ?? buffer.count
+        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
     }
 
     private static func components(of path: String) -> [String] {
