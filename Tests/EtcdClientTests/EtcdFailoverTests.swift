@@ -61,6 +61,29 @@ final class EtcdFailoverTests: XCTestCase {
         XCTAssertNotNil(try cluster.leader())
     }
 
+    /// A write sent over a connection the client reused from its pool (libcurl reports no connect
+    /// time for it) to a member that then answers nothing may have reached that member: it fails
+    /// saying so, and is not sent to another member, which could apply it a second time.
+    func test_aWriteSentOverAPooledConnection_isNotSentAgain() throws {
+        let cluster = try startEtcdCluster()
+        try cluster.moveLeader(to: 1)
+        let driver = try ClientDriver(cluster) { $0.requestTimeout = .seconds(2) }
+        let prefix = uniquePrefix()
+        _ = try driver.put(prefix + "k", "before")
+        XCTAssertEqual(driver.client.currentEndpoint, cluster.endpoints[0], "member 0 answered: its connection is pooled")
+
+        cluster.pause(0)
+        defer { cluster.resume(0) }
+        let outcome = driver.perform(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("during"))), timeout: 30)
+        guard case .failure(.unavailable(let message))? = outcome else {
+            return XCTFail("expected unavailable, got \(String(describing: outcome))")
+        }
+        XCTAssertTrue(message.contains("may have been applied"), message)
+        for other in cluster.endpoints.dropFirst() {
+            XCTAssertFalse(message.contains(other), "sent again to \(other): \(message)")
+        }
+    }
+
     func test_quorumLost_requestsFailUnavailableWithinTheTimeout_withoutBlockingTheCaller() throws {
         let cluster = try startEtcdCluster()
         let timeout = 2.0

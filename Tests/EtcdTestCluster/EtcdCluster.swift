@@ -139,6 +139,18 @@ public final class EtcdCluster {
         signal(index, SIGTERM)
     }
 
+    /// Freezes the member (SIGSTOP): its sockets stay open and take bytes, and it answers nothing.
+    public func pause(_ index: Int) {
+        guard let process = members[index].process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGSTOP)
+    }
+
+    /// Lets a member frozen by `pause` run again (SIGCONT).
+    public func resume(_ index: Int) {
+        guard let process = members[index].process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGCONT)
+    }
+
     /// Starts a member that was killed or stopped, on its data directory and ports, and waits
     /// until it answers a health check (for which the cluster needs a quorum with it).
     public func restart(_ index: Int, timeout: Double = 60) throws {
