@@ -14,7 +14,13 @@ final class HostileDiskTests: XCTestCase {
         guard mount("tmpfs", disk, "tmpfs", 0, "size=\(size),mode=0700") == 0 else {
             throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
         }
-        addTeardownBlock { umount2(disk, Int32(MNT_DETACH)) }
+        // The sandbox goes when the test's body ends, with the tmpfs still mounted (a mount point
+        // cannot be removed): what is left is removed here, once it is unmounted.
+        let root = sandbox.root
+        addTeardownBlock {
+            umount2(disk, Int32(MNT_DETACH))
+            try? FileManager.default.removeItem(atPath: root)
+        }
         return disk
     }
 
