@@ -213,12 +213,7 @@ public final class Store {
         do {
             value = try body()
         } catch {
-            rollback(transaction)
-            evaluateTouched(transaction)
-            engine.exit()
-            current = nil
-            sweep(transaction)
-            spareTransaction = transaction
+            takeBack(transaction)
             throw error
         }
         evaluateTouched(transaction)
@@ -237,13 +232,19 @@ public final class Store {
         proposal.depends = transaction.depends
         current = transaction
         engine.enter()
+        takeBack(transaction)
+        return (value, proposal)
+    }
+
+    /// Undoes the open transaction (inside the engine) and leaves both: the store is as it was
+    /// before it, and the transaction's record is kept for the next one.
+    private func takeBack(_ transaction: Transaction) {
         rollback(transaction)
         evaluateTouched(transaction)
         engine.exit()
         current = nil
         sweep(transaction)
         spareTransaction = transaction
-        return (value, proposal)
     }
 
     /// Puts every key and binding the transaction touched back as it was. Called inside the engine.

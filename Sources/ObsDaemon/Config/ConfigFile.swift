@@ -81,6 +81,8 @@ enum ConfigFile {
             return true
         },
         SettingSpec(name: "etcd_prefix", expects: "a key prefix such as /obsd/") { settings, value, _ in
+            // Empty, obsd would take the whole of etcd's keyspace as its own (as --etcd-prefix refuses).
+            guard !value.isEmpty else { return false }
             settings.etcd.prefix = value
             return true
         },

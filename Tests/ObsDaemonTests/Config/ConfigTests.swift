@@ -156,6 +156,7 @@ final class ConfigFileTests: XCTestCase {
         assertError("client_timeout = 5d", "/etc/obsd/obsd.conf:1: bad value '5d' for client_timeout: expected a duration such as 250ms, 5s, 2m, 1h or 60")
         assertError("socket_mode = 999", "/etc/obsd/obsd.conf:1: bad value '999' for socket_mode: expected octal permission bits such as 0660")
         assertError("socket =", "/etc/obsd/obsd.conf:1: bad value '' for socket: expected a path")
+        assertError("etcd_prefix =", "/etc/obsd/obsd.conf:1: bad value '' for etcd_prefix: expected a key prefix such as /obsd/")
         assertError("log_level = info\nallow = user:bob", "/etc/obsd/obsd.conf:2: bad value 'user:bob' for allow: expected user:NAME:read|write or group:NAME:read|write, comma-separated")
     }
 
