@@ -43,10 +43,12 @@ let package = Package(
         .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux", "EtcdClient"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], swiftSettings: strict),
         .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
-        // libcurl from Debian's libcurl4-openssl-dev, for EtcdClient's HTTP and TLS.
-        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // An asynchronous etcd v3 client (etcd's JSON gateway through libcurl, on a thread of its
-        // own) for cluster mode.
+        // libcurl for EtcdClient's HTTP and TLS: the headers of Debian's libcurl4-openssl-dev, the
+        // library loaded (dlopen) when the first etcd client is made, so that single-host obsd
+        // never maps it (Sources/CCurl/include/CCurl.h).
+        .target(name: "CCurl"),
+        // An asynchronous etcd v3 client (etcd's JSON gateway through libcurl, driven from the
+        // caller's event loop) for cluster mode.
         .target(name: "EtcdClient", dependencies: ["CCurl", "CLinux", "ObsCore"], swiftSettings: strict),
         // A 3-member etcd cluster on loopback, started by the tests and by obsbench (no XCTest).
         .target(name: "EtcdTestCluster", path: "Tests/EtcdTestCluster", swiftSettings: strict),

@@ -20,7 +20,7 @@ public final class EtcdClient {
         var configuration = configuration
         try configuration.validate()
         configuration.endpoints = configuration.endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-        guard curlReady else { throw .invalidConfiguration("libcurl could not be initialised") }
+        if let curlUnavailable { throw .invalidConfiguration(curlUnavailable) }
         self.configuration = configuration
         driver = try Driver(configuration: configuration)
     }
@@ -61,5 +61,5 @@ public final class EtcdClient {
     public func close() { driver.close() }
 }
 
-/// libcurl's global set-up, done once before the first client: not thread-safe in older versions.
-private let curlReady: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+/// libcurl loaded and set up, once, before the first client (CCurl.h): nil, or why it cannot be.
+private let curlUnavailable: String? = obs_curl_load().map { String(cString: $0) }

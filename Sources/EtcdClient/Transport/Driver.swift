@@ -99,7 +99,7 @@ final class Driver {
                 watchesPaused = false
                 for transfer in transfers.values where transfer.paused {
                     transfer.paused = false
-                    curl_easy_pause(transfer.easy, CURLPAUSE_CONT)
+                    obs_curl_easy_pause(transfer.easy, CURLPAUSE_CONT)
                 }
             }
             sockets.serveReady()
@@ -185,13 +185,13 @@ final class Driver {
                                 token: bearer, configuration: configuration)
         transfers[transfer.easy] = transfer
         if operation.isWatch { watches[operation.id] = transfer }
-        curl_multi_add_handle(multi, transfer.easy)
+        obs_curl_multi_add_handle(multi, transfer.easy)
     }
 
     /// Takes the transfer out of libcurl and out of the tables.
     func remove(_ transfer: Transfer) {
         guard transfers.removeValue(forKey: transfer.easy) != nil else { return }
-        curl_multi_remove_handle(multi, transfer.easy)
+        obs_curl_multi_remove_handle(multi, transfer.easy)
         if transfer.operation.isWatch, watches[transfer.operation.id] === transfer {
             watches[transfer.operation.id] = nil
         }
@@ -199,7 +199,7 @@ final class Driver {
 
     private func collectFinished() {
         var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
+        while let message = obs_curl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                   let transfer = transfers[easy] else { continue }
             let code = message.pointee.data.result

@@ -17,7 +17,7 @@ final class MultiSocket {
     private let wakeup: Int32
     /// The sockets libcurl waits on, with the epoll events asked for.
     private var watched: [Int32: UInt32] = [:]
-    /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil: it does not.
+    /// When libcurl wants `obs_curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; nil: it does not.
     private var curlDeadline: Monotonic?
     /// What the timerfd is set to.
     private var armed: Monotonic?
@@ -25,14 +25,14 @@ final class MultiSocket {
     private var ready = [epoll_event](repeating: epoll_event(), count: 64)
 
     init() throws(EtcdError) {
-        guard let multi = curl_multi_init() else { throw .invalidConfiguration("curl_multi_init failed") }
+        guard let multi = obs_curl_multi_init() else { throw .invalidConfiguration("curl_multi_init failed") }
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         let timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC) | Int32(TFD_NONBLOCK))
         let wakeup = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
         guard fd >= 0, timer >= 0, wakeup >= 0 else {
             let reason = String(cString: strerror(errno))
             for descriptor in [fd, timer, wakeup] where descriptor >= 0 { Glibc.close(descriptor) }
-            curl_multi_cleanup(multi)
+            obs_curl_multi_cleanup(multi)
             throw .invalidConfiguration("cannot make the client's epoll set: \(reason)")
         }
         self.multi = multi
@@ -59,7 +59,7 @@ final class MultiSocket {
 
     /// Ends libcurl's part: the handles must have been removed.
     func cleanup() {
-        curl_multi_cleanup(multi)
+        obs_curl_multi_cleanup(multi)
         watched.removeAll()
         curlDeadline = nil
     }
@@ -93,7 +93,7 @@ final class MultiSocket {
             if events & EPOLLOUT.rawValue != 0 { action |= CURL_CSELECT_OUT }
             if events & EPOLLERR.rawValue != 0 { action |= CURL_CSELECT_ERR }
             var running: Int32 = 0
-            curl_multi_socket_action(multi, descriptor, action, &running)
+            obs_curl_multi_socket_action(multi, descriptor, action, &running)
         }
     }
 
@@ -105,7 +105,7 @@ final class MultiSocket {
             guard let deadline = curlDeadline, deadline <= .now else { return true }
             curlDeadline = nil
             var running: Int32 = 0
-            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+            obs_curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
         }
         return curlDeadline.map { $0 > .now } ?? true
     }

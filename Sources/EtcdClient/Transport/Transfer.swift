@@ -40,7 +40,7 @@ final class Transfer {
         maxResponseBytes = configuration.maxResponseBytes
         framer = JSONObjectFramer(maxBytes: configuration.maxResponseBytes)
         errorBuffer.initialize(to: 0)
-        guard let easy = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+        guard let easy = obs_curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
         self.easy = easy
 
         var lines = ["Content-Type: application/json", "Expect:"]
@@ -48,7 +48,7 @@ final class Transfer {
         // etcd's "require leader" metadata: a member without a leader refuses at once (unary
         // calls) or ends the stream (watches) instead of waiting or staying silent.
         if operation.requiresLeader { lines.append("Grpc-Metadata-hasleader: true") }
-        for line in lines { headers = curl_slist_append(headers, line) }
+        for line in lines { headers = obs_curl_slist_append(headers, line) }
 
         obs_curl_setopt_string(easy, CURLOPT_URL, endpoint + operation.call.path)
         obs_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -80,15 +80,15 @@ final class Transfer {
     }
 
     deinit {
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(headers)
+        obs_curl_easy_cleanup(easy)
+        obs_curl_slist_free_all(headers)
         errorBuffer.deallocate()
     }
 
     /// libcurl's message for a failed transfer: the details when it left some.
     func errorMessage(_ code: CURLcode) -> String {
         let details = String(cString: errorBuffer)
-        return details.isEmpty ? String(cString: curl_easy_strerror(code)) : details
+        return details.isEmpty ? String(cString: obs_curl_easy_strerror(code)) : details
     }
 
     var httpStatus: Int {

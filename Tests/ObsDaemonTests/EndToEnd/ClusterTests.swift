@@ -119,6 +119,29 @@ final class ClusterTests: XCTestCase {
         XCTAssertTrue(etcdKey.contains("\"mod_revision\":\(rev)"), etcdKey)
     }
 
+    /// libcurl (and OpenSSL, GnuTLS, Kerberos... behind it) is loaded by cluster mode only: a
+    /// daemon serving one host does not map it.
+    func test_onlyClusterModeLoadsLibcurl() throws {
+        let sandbox = try Sandbox()
+        let single = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--memory"])
+        XCTAssertTrue(single.waitUntilListening(), single.log)
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1)
+        let clustered = try XCTUnwrap(hosts.hosts[0])
+        XCTAssertNotNil(try hosts.request(0, #"{"op":"set","key":"k","value":1}"#)["rev"] as? Int, hosts.logs)
+        func libraries(_ pid: Int32) throws -> Set<String> {
+            // Read to the end: /proc files have no size, and a one-read reader gets the first page.
+            let file = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))
+            let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+            return Set(maps.split(separator: "\n").compactMap { line in
+                line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first.map(String.init)
+            }.filter { $0.hasPrefix("/") }.map { String($0.split(separator: "/").last ?? "") })
+        }
+        let curl = { (names: Set<String>) in names.filter { $0.hasPrefix("libcurl") } }
+        XCTAssertEqual(curl(try libraries(single.pid)), [], "single-host obsd")
+        let clusteredLibraries = try libraries(clustered.pid)
+        XCTAssertEqual(curl(clusteredLibraries).count, 1, "cluster-mode obsd: \(clusteredLibraries.sorted())")
+    }
+
     ///   a (written on host 0) ─┐
     ///                          ├─ sum (computed on host 2): one change per batch, never a mix
     ///   b (written on host 1) ─┘
