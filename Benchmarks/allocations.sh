@@ -31,8 +31,8 @@ if [ "${1:-}" = "--instructions" ]; then
 fi
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(engine store daemon)
-swift build -c release --product obsbench >/dev/null
-swift build -c release --product obsd >/dev/null
+swift build -c release --static-swift-stdlib --product obsbench >/dev/null
+swift build -c release --static-swift-stdlib --product obsd >/dev/null
 export SWIFT_DETERMINISTIC_HASHING=1
 bin=.build/release/obsbench
 # valgrind's options for the chosen tool, its report in $1.

@@ -19,11 +19,13 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-upgrade "${missing[@]}"
 fi
 
-swift build -c release --product obsd >/dev/null
-swift build -c release --product obsbench >/dev/null
+# Built as `make install` builds them (the Swift runtime and Foundation linked in), so that the
+# daemon measured is the one users install.
+swift build -c release --static-swift-stdlib --product obsd >/dev/null
+swift build -c release --static-swift-stdlib --product obsbench >/dev/null
 args=()
 while [ $# -gt 0 ]; do
     if [ "$1" = "--client" ] && [ "${2:-}" = "c" ]; then

@@ -48,6 +48,8 @@ enum AllocationShape: String, CaseIterable {
     case request = "store-request"
     /// A set of a key that 100 sessions watch: the event encoded once, queued 100 times.
     case fanout = "store-fanout"
+    /// A set of `src` read by a computed key that 100 sessions watch (the comparison's computed row).
+    case computedFanout = "store-computed"
     /// A set through a 50-deep chain of computed keys, watched at its end.
     case keyChain = "store-chain"
     /// A set read by 1,000 computed keys (`f.1` ... `f.1000`), all watched by one `f.*` watch.
@@ -128,7 +130,7 @@ enum AllocationShape: String, CaseIterable {
             let left = Observable(0), right = Observable(0)
             let pick = Computed { head.value % 2 == 0 ? left.value : right.value + head.value }
             tokens.append(pick.observe { _ in })
-        case .request, .fanout, .keyChain, .keyFan:
+        case .request, .fanout, .computedFanout, .keyChain, .keyFan:
             preconditionFailure("built by StoreShape")
         }
         return { value in
@@ -145,7 +147,7 @@ private struct StoreShape {
 
     init?(_ shape: AllocationShape) {
         switch shape {
-        case .request, .fanout, .keyChain, .keyFan: self.shape = shape
+        case .request, .fanout, .computedFanout, .keyChain, .keyFan: self.shape = shape
         default: return nil
         }
     }
@@ -168,6 +170,12 @@ private struct StoreShape {
             let sessions = (0..<100).map { _ in Session(store: store, access: .read, output: DroppingOutput()) }
             for session in sessions { session.receive(#"{"op":"watch","keys":["room.*"],"initial":false}"#) }
             return { value in withExtendedLifetime(sessions) { _ = try! store.setValue(.int(Int64(value)), forKey: "room.temp") } }
+        case .computedFanout:
+            try! store.setValue(0, forKey: "src")
+            try! store.defineComputed("c", expression: "$src + 1")
+            let sessions = (0..<100).map { _ in Session(store: store, access: .read, output: DroppingOutput()) }
+            for session in sessions { session.receive(#"{"op":"watch","keys":["c"],"initial":false}"#) }
+            return { value in withExtendedLifetime(sessions) { _ = try! store.setValue(.int(Int64(value)), forKey: "src") } }
         case .keyFan:
             try! store.setValue(0, forKey: "src")
             for index in 1...1000 { try! store.defineComputed("f.\(index)", expression: "$src + \(index)") }

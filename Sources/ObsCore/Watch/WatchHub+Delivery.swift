@@ -30,30 +30,43 @@ extension WatchHub {
         let first = EventRecord(base: events.bytes.baseAddress!)
         if first.length == events.bytes.count {
             // One event, the usual transaction: each watch gets it as it is found.
-            patterns.forEachEntry(matching: first.key) { entry in
-                for watch in entry.watches where watch.active && watch.collectRev != rev {
-                    watch.collectRev = rev
-                    deliver(first, to: watch)
-                    if watch.flushesWhenDrained { flushLatest(watch) }
-                }
-            }
+            patterns.forEachEntry(matching: first.key) { entry in deliver(first, toWatchesOf: entry) }
             return
         }
         deliverEach(events)
     }
 
-    /// Several events: collected per watch first, so that each watch gets its events together, in
-    /// key order, and an event that two of its patterns match once.
+    /// One event to each watch of `entry` that has not had it in this transaction (a watch whose
+    /// patterns match the key twice gets it once).
+    private func deliver(_ record: EventRecord, toWatchesOf entry: WatchedPattern) {
+        for watch in entry.watches where watch.active && watch.collectRev != rev {
+            watch.collectRev = rev
+            deliver(record, to: watch)
+            if watch.flushesWhenDrained { flushLatest(watch) }
+        }
+    }
+
+    /// Several events. While every pattern entry met matches the same one event, as in most
+    /// transactions of several events (a computed whose source nobody watches, a chain watched at
+    /// its end), the entries are only noted, and that event goes as a single event does. From the
+    /// first entry that matches a second event on, the events are collected per watch, so that
+    /// each watch gets its events together, in key order, and an event that two of its patterns
+    /// match once.
     private func deliverEach(_ events: EventRecords) {
+        var entries = matching
         var touched = collecting
+        matching = []
         collecting = []
         defer {
+            entries.removeAll(keepingCapacity: entries.capacity <= 4096)
+            matching = entries
             touched.removeAll(keepingCapacity: touched.capacity <= 4096)
             collecting = touched
         }
         let start = events.bytes.baseAddress!
-        patterns.forEachEntry(matchingEach: events, name: \.key) { record, entry in
-            let offset = record.base - start
+        var only: Int?
+        var perWatch = false
+        func collect(_ offset: Int, _ entry: WatchedPattern) {
             for watch in entry.watches where watch.active {
                 if watch.collectRev != rev {
                     watch.collectRev = rev
@@ -62,6 +75,25 @@ extension WatchHub {
                 }
                 if watch.collected.last != offset { watch.collected.append(offset) }
             }
+        }
+        patterns.forEachEntry(matchingEach: events, name: \.key) { record, entry in
+            let offset = record.base - start
+            if !perWatch {
+                if only == nil || only == offset {
+                    only = offset
+                    entries.append(entry)
+                    return
+                }
+                perWatch = true
+                for earlier in entries { collect(only!, earlier) }
+            }
+            collect(offset, entry)
+        }
+        guard let only else { return }
+        if !perWatch {
+            let record = EventRecord(base: start + only)
+            for entry in entries { deliver(record, toWatchesOf: entry) }
+            return
         }
         for watch in touched {
             if watch.collected.count > 1 { sortByKey(&watch.collected, start) }

@@ -24,6 +24,9 @@ final class WatchHub {
     /// The watches a transaction of several events reaches (kept from one transaction to the next,
     /// empty in between).
     @exclusivity(unchecked) var collecting: [Watch] = []
+    /// The pattern entries that match the one event of a transaction of several events that any
+    /// entry matches (kept from one transaction to the next, empty in between).
+    @exclusivity(unchecked) var matching: [WatchedPattern] = []
     /// Where a watch's events are sorted by key (`sortByKey`), kept from one transaction to the next.
     @exclusivity(unchecked) var sortKeys: [(prefix: UInt64, offset: Int)] = []
     @exclusivity(unchecked) var sortSpare: [(prefix: UInt64, offset: Int)] = []

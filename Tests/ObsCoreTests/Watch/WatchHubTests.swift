@@ -67,6 +67,35 @@ final class WatchHubTests: XCTestCase {
         XCTAssertEqual(hub.stats.eventsSent, 7)
     }
 
+    /// Transactions of several events of which patterns match one (a computed over a source nobody
+    /// watches), then one where several entries match that event before another's is met: each
+    /// watch gets each matching event once, in key order, whichever way the hub delivers them.
+    func test_severalEvents_oneOrMoreWatched_eachWatchGetsItsEventsOnce_inKeyOrder() throws {
+        let hub = hub()
+        let a = RecordingSink(), b = RecordingSink(), c = RecordingSink()
+        let clientA = hub.register(a), clientB = hub.register(b), clientC = hub.register(c)
+        _ = try hub.watch(clientA, options(["c.v", "c.*"]))
+        _ = try hub.watch(clientB, options(["c.v"]))
+        _ = try hub.watch(clientC, options(["c.*"]))
+        for sink in [a, b, c] { _ = sink.take() }
+        func keys(_ sink: RecordingSink) throws -> [String] {
+            try sink.take().map { try XCTUnwrap(JSONValue.parse($0).objectValue?["key"]?.stringValue) }
+        }
+
+        hub.committed([change("src.x", nil, 1, rev: 1), change("c.v", nil, 2, rev: 1)], rev: 1)
+        XCTAssertEqual(try keys(a), ["c.v"], "two patterns of one watch match c.v: sent once")
+        XCTAssertEqual(try keys(b), ["c.v"])
+        XCTAssertEqual(try keys(c), ["c.v"])
+
+        // c.w is met first (two entries match it), then c.v (four entries) and b.z (none).
+        hub.committed([change("src.x", 1, 2, rev: 2), change("c.w", nil, 3, rev: 2), change("c.v", 2, 4, rev: 2),
+                       change("b.z", nil, 5, rev: 2)], rev: 2)
+        XCTAssertEqual(try keys(a), ["c.v", "c.w"])
+        XCTAssertEqual(try keys(b), ["c.v"])
+        XCTAssertEqual(try keys(c), ["c.v", "c.w"])
+        XCTAssertEqual(hub.stats.eventsSent, 3 + 8, "three synced, eight changes")
+    }
+
     /// A client whose output is over the limit gets nothing more until it drains; then each of its
     /// watches says what it missed and sends a fresh snapshot.
     func test_overflow_dropsUntilDrained_thenOverflowAndSnapshot() throws {
