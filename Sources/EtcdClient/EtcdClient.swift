@@ -20,7 +20,7 @@ public final class EtcdClient {
         var configuration = configuration
         try configuration.validate()
         configuration.endpoints = configuration.endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-        if let curlUnavailable { throw .invalidConfiguration(curlUnavailable) }
+        if let curlUnavailable { throw .libraryUnavailable(curlUnavailable) }
         self.configuration = configuration
         driver = try Driver(configuration: configuration)
     }

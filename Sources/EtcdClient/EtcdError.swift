@@ -19,6 +19,8 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     case etcd(code: Int, message: String)
     /// The configuration cannot work (no endpoint, an endpoint that is not http:// or https://...).
     case invalidConfiguration(String)
+    /// libcurl, which the client needs, could not be loaded on this host (the message says why).
+    case libraryUnavailable(String)
     /// The client was closed before the request was answered.
     case closed
 
@@ -32,6 +34,7 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
         case .responseTooLarge(let limit): "an answer from etcd is larger than \(limit) bytes"
         case .etcd(let code, let message): "etcd refused the request (code \(code)): \(message)"
         case .invalidConfiguration(let message): "invalid etcd configuration: \(message)"
+        case .libraryUnavailable(let message): message
         case .closed: "the etcd client is closed"
         }
     }

@@ -142,6 +142,23 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(curl(clusteredLibraries).count, 1, "cluster-mode obsd: \(clusteredLibraries.sorted())")
     }
 
+    /// A host whose libcurl cannot be loaded (here a broken file found first on the library path)
+    /// refuses to start in cluster mode, saying so, and serves one host without it.
+    func test_aHostWithoutAUsableLibcurl_refusesClusterMode_andServesOneHost() throws {
+        let sandbox = try Sandbox()
+        let libraries = sandbox.root + "/lib"
+        try FileManager.default.createDirectory(atPath: libraries, withIntermediateDirectories: false)
+        try sandbox.write("not a library\n", to: libraries + "/libcurl.so.4")
+        let environment = ["LD_LIBRARY_PATH": libraries]
+        let clustered = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--cluster", "etcd",
+                                                             "--etcd-endpoints", "http://127.0.0.1:9"], environment: environment)
+        XCTAssertEqual(clustered.waitForExit(), 1)
+        XCTAssertTrue(clustered.log.contains("cluster mode needs libcurl (Debian: apt-get install libcurl4), which could not be loaded"),
+                      clustered.log)
+        let single = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--memory"], environment: environment)
+        XCTAssertTrue(single.waitUntilListening(), single.log)
+    }
+
     ///   a (written on host 0) ─┐
     ///                          ├─ sum (computed on host 2): one change per batch, never a mix
     ///   b (written on host 1) ─┘
