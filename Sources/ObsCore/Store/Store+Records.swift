@@ -141,8 +141,8 @@ extension Store {
     /// At the end of a transaction: forgets the nodes of missing keys it touched that nothing
     /// reads any more, and makes the plain keys it touched or promoted records again.
     func sweep(_ transaction: Transaction) {
-        for node in transaction.touched { sweep(node) }
-        for node in transaction.promoted { sweep(node) }
+        transaction.touched.forEachGuaranteed { sweep($0) }
+        transaction.promoted.forEachGuaranteed { sweep($0) }
     }
 
     private func sweep(_ node: KeyNode) {

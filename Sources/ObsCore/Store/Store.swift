@@ -281,7 +281,7 @@ public final class Store {
         var changed = changedNodes
         changedNodes = []
         changed.removeAll(keepingCapacity: changed.capacity <= 4096)
-        for node in transaction.touched {
+        transaction.touched.forEachGuaranteed { node in
             if node.before.kind != node.kind || node.before.content != node.content || transaction.isForced(node)
                 || transaction.isRedefined(node) {
                 changed.append(node)
@@ -332,7 +332,7 @@ public final class Store {
         }
         rev = newRev
         watches.beginEvents(rev: newRev)
-        for node in changed {
+        changed.forEachGuaranteed { node in
             recordEvent(node, forced: transaction.isForced(node), redefined: transaction.isRedefined(node), reason: transaction.reason)
             if transaction.replicated, transaction.replicatedMetadata.contains(ObjectIdentifier(node)) {
                 // Revisions the shared log gave this key, set when it was applied.
