@@ -29,9 +29,9 @@ final class DaemonLoop {
     private let log: Logger
     private let reload: () -> Void
     private let watchdog: Double?
-    private var nextWatchdog: Double?
+    @exclusivity(unchecked) private var nextWatchdog: Double?
     /// Set once shutting down: when the last flush gives up.
-    private var stopping: Double?
+    @exclusivity(unchecked) private var stopping: Double?
     /// The listener taken out of the loop at shutdown: its socket file goes at the very end.
     private var stoppedListener: Listener?
 

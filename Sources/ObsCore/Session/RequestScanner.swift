@@ -140,6 +140,18 @@ struct RequestScanner {
     private mutating func string() -> Range<Int>? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = position
+        // Eight bytes at a time up to the first that ends the string or is refused (a quote, a
+        // backslash, a byte under 0x20 or over 0x7F), which the loop below then takes: values are
+        // most of a request's bytes, and a byte at a time cost seven instructions each.
+        while position + 8 <= bytes.count {
+            let special = Self.specialBytes(bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+            if special == 0 {
+                position += 8
+                continue
+            }
+            position += special.trailingZeroBitCount >> 3
+            break
+        }
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
@@ -150,6 +162,21 @@ struct RequestScanner {
             position += 1
         }
         return nil
+    }
+
+    /// The bytes of `word` (little endian: the first in the lowest bits) that are a quote, a
+    /// backslash, under 0x20 or over 0x7F, as a mask whose lowest set bit is the high bit of the
+    /// first such byte; 0 when there is none. (The zero-byte test `(x - 0x01..) & ~x & 0x80..` sets
+    /// the high bit of every zero byte of x, and may set others only above the first: a byte of
+    /// x ^ 0x22.. is zero where the byte is a quote; subtracting 0x20.. instead flags the bytes under
+    /// 0x20.)
+    @inline(__always)
+    static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func zeros(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        let quotes = zeros(word ^ (ones &* 0x22)), backslashes = zeros(word ^ (ones &* 0x5C))
+        let controls = (word &- ones &* 0x20) & ~word & highs
+        return (word & highs) | quotes | backslashes | controls
     }
 
     /// A value as this scanner accepts it (strings keep their quotes).

@@ -4,24 +4,27 @@ import Foundation
 /// and event lines out (to its `SessionOutput`). Responses are written in request order; the events a
 /// request causes for this session's own watches follow its response.
 public final class Session {
+    // Its state is read for every request and every loop turn, by the daemon's one thread: where
+    // marked `@exclusivity(unchecked)`, with no dynamic exclusivity checks (see Store).
+
     /// The owner of the ephemeral keys this session sets.
     public let id: UInt64
     let store: Store
     /// What the peer may do; the daemon lowers it when a reload takes access away.
-    public var access: Access
+    @exclusivity(unchecked) public var access: Access
     let lines: SessionLines
     /// Splits what the client sends into request lines, and enforces the line limit.
-    private var framer: LineFramer
+    @exclusivity(unchecked) private var framer: LineFramer
     /// Lines received while requests are held back, handled in order later: while an answer is
     /// pending (cluster mode: `answerLater`), and while the output is over its limit
     /// (`outputDrained`), so that a client pipelining requests without reading the answers (a
     /// thousand `get`s of a 1 MiB value in one 64 KiB read) cannot make obsd queue answers without
     /// bound. The daemon reads nothing more from such a connection meanwhile (`holdsRequests`), so
     /// these are at most what one read brought.
-    private var waitingLines: [[UInt8]] = []
+    @exclusivity(unchecked) private var waitingLines: [[UInt8]] = []
     /// The request id's own bytes, for the answer that comes later (`answerLater`) to a request
     /// whose id is a number that re-encodes differently (see `handle(line:)`).
-    private var pendingIDToken: [UInt8]?
+    @exclusivity(unchecked) private var pendingIDToken: [UInt8]?
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
@@ -30,8 +33,8 @@ public final class Session {
     var ephemeralPruneAt = 1024
     /// Set when the session must be closed after its output is flushed (a line over the limit):
     /// nothing it receives after that is read.
-    public private(set) var wantsClose = false
-    public private(set) var isClosed = false
+    @exclusivity(unchecked) public private(set) var wantsClose = false
+    @exclusivity(unchecked) public private(set) var isClosed = false
     /// Whether the output passed its limit and events are being dropped, or requests wait, until
     /// `outputDrained()`: the daemon disconnects a client that stays so for `client_timeout`.
     public var isOverflowing: Bool { watchClient.overflowed || !waitingLines.isEmpty }

@@ -14,10 +14,10 @@ final class SessionLines: WatchSink {
     @exclusivity(unchecked) private var held = ByteBuffer()
     /// Where each held line ends in `held`, and whether it needs a sync.
     @exclusivity(unchecked) private var heldLines: [(end: Int, needsSync: Bool)] = []
-    private(set) var isHandling = false
-    private(set) var isWaiting = false
+    @exclusivity(unchecked) private(set) var isHandling = false
+    @exclusivity(unchecked) private(set) var isWaiting = false
     /// An answer given before the handling of its request returned (a log that decided at once).
-    private var early: EncodedLine?
+    @exclusivity(unchecked) private var early: EncodedLine?
 
     init(output: any SessionOutput) {
         self.output = output

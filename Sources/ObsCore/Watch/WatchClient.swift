@@ -2,11 +2,13 @@
 /// whether its events are being dropped because its output is full.
 final class WatchClient {
     let sink: any WatchSink
-    var watches: [Int: Watch] = [:]
-    var nextWatchID = 1
+    // Read for every event and every drained output, by the daemon's one thread: no dynamic
+    // exclusivity checks.
+    @exclusivity(unchecked) var watches: [Int: Watch] = [:]
+    @exclusivity(unchecked) var nextWatchID = 1
     /// Events stopped at the output limit: from this revision until the client drains its output.
-    var overflowed = false
-    var overflowFrom: UInt64 = 0
+    @exclusivity(unchecked) var overflowed = false
+    @exclusivity(unchecked) var overflowFrom: UInt64 = 0
 
     /// Orders the clients (`WatchHub.clients`).
     let serial: UInt64

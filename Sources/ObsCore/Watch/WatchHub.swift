@@ -9,12 +9,12 @@ final class WatchHub {
     let configuration: StoreConfiguration
     let clock: any StoreClock
     /// What snapshots read; set by the store once it exists.
-    unowned(unsafe) var state: (any WatchedState)!
+    @exclusivity(unchecked) unowned(unsafe) var state: (any WatchedState)!
     /// The revision of the last committed transaction handed over.
-    var rev: UInt64
+    @exclusivity(unchecked) var rev: UInt64
     /// (Read for every event delivered, by the one thread: no dynamic exclusivity checks.)
     @exclusivity(unchecked) var patterns = PatternIndex<WatchedPattern>()
-    var history: History
+    @exclusivity(unchecked) var history: History
     /// The events of the transaction being committed, as `EventRecord`s (also the body of a
     /// `publish` being sent).
     @exclusivity(unchecked) var open = ByteBuffer()
@@ -31,12 +31,12 @@ final class WatchHub {
     @exclusivity(unchecked) var sortKeys: [(prefix: UInt64, offset: Int)] = []
     @exclusivity(unchecked) var sortSpare: [(prefix: UInt64, offset: Int)] = []
     /// Watches with a due timer (throttle, debounce, progress, latest), by monotonic deadline.
-    var timers = DeadlineHeap<Watch>()
-    var stats = WatchStats()
+    @exclusivity(unchecked) var timers = DeadlineHeap<Watch>()
+    @exclusivity(unchecked) var stats = WatchStats()
     private var registered: [ObjectIdentifier: WatchClient] = [:]
     private var clientSerial: UInt64 = 0
     /// `publish` calls: each delivery is stamped so that a watch gets a message once.
-    var publishes: UInt64 = 0
+    @exclusivity(unchecked) var publishes: UInt64 = 0
 
     init(configuration: StoreConfiguration, clock: any StoreClock, rev: UInt64) {
         self.configuration = configuration

@@ -17,7 +17,7 @@ import ObsCore
 final class Connection: SessionOutput {
     let fd: Int32
     let peer: PeerCredentials
-    var session: Session?
+    @exclusivity(unchecked) var session: Session?
 
     // The output state is touched for every line (a thousand times per event with a thousand
     // watchers), only on the daemon's loop thread and never across a call that could reach it
@@ -31,17 +31,17 @@ final class Connection: SessionOutput {
     var pendingBytes: Int { output.count - head }
 
     /// The peer closed its side (or we stopped reading): finish writing, then close.
-    var readClosed = false
+    @exclusivity(unchecked) var readClosed = false
     /// Close as soon as the output is written (after too_large, goodbye).
-    var closeAfterFlush = false
+    @exclusivity(unchecked) var closeAfterFlush = false
     /// Was over the output limit; the session is told when it drains below.
-    var overLimit = false
+    @exclusivity(unchecked) var overLimit = false
     /// Monotonic time since which the output has been over the limit with no write progress.
-    var stalledSince: Double?
+    @exclusivity(unchecked) var stalledSince: Double?
     /// The epoll interest currently registered.
-    var interest: UInt32 = 0
+    @exclusivity(unchecked) var interest: UInt32 = 0
     /// Still in the server's table (false once dropped; its fd number may be reused).
-    var isOpen = true
+    @exclusivity(unchecked) var isOpen = true
     /// Queued in the server's list of connections to flush this turn.
     @exclusivity(unchecked) var isDirty = false
     /// Where the connections with output this turn are listed.
@@ -144,5 +144,5 @@ final class Connection: SessionOutput {
 
 /// The connections that got output during a loop turn, written by the turn's flush.
 final class FlushList {
-    var connections: [Connection] = []
+    @exclusivity(unchecked) var connections: [Connection] = []
 }

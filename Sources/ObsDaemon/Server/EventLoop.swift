@@ -17,10 +17,10 @@ final class EventLoop {
     static let output = EPOLLOUT.rawValue
 
     private let epoll: Int32
-    private var events = [epoll_event](repeating: epoll_event(), count: 256)
+    @exclusivity(unchecked) private var events = [epoll_event](repeating: epoll_event(), count: 256)
     /// What the last wait found; its storage is reused by the next (the turn has let go of it by
     /// then), so a turn allocates nothing.
-    private var ready: [Ready] = []
+    @exclusivity(unchecked) private var ready: [Ready] = []
 
     init() throws(SystemError) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))

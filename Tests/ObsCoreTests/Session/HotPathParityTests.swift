@@ -15,7 +15,13 @@ final class HotPathParityTests: XCTestCase {
         let keys = ["a", "b.c", "k.1", "k.2", "long.name.with.many.segments-and_more", "c", "bad..key", "x y", ""]
         let values = ["1", "-7", "0", "-0", "01", "1.5", "2e3", "123456789012345678", "9223372036854775807", "99999999999999999999",
                       "\"text\"", "\"with \\\"escape\\\"\"", "\"caf\u{e9}\"", "\"\\u0041\"", "true", "false", "null", "[1,2]",
-                      "{\"b\":1,\"a\":2}", "\"\"", "-9223372036854775808"]
+                      "{\"b\":1,\"a\":2}", "\"\"", "-9223372036854775808",
+                      // Long strings, which the scanner reads eight bytes at a time: plain, and with
+                      // what it must refuse (an escape, a non-ASCII byte, a raw tab) past the first word.
+                      "\"" + String(repeating: "0123456789abcdef", count: 4) + "\"",
+                      "\"" + String(repeating: "x", count: 20) + "\\\"q\\\"" + String(repeating: "y", count: 13) + "\"",
+                      "\"" + String(repeating: "z", count: 30) + "\u{e9}" + String(repeating: "w", count: 9) + "\"",
+                      "\"" + String(repeating: "t", count: 17) + "\t" + String(repeating: "u", count: 8) + "\""]
         let ids = ["1", "\"r-1\"", "null", "1.0", "-0", "[1]", "true", "12345678901234567890"]
         func string(_ text: String) -> String { "\"\(text)\"" }
         var members: [String] = []
@@ -93,6 +99,32 @@ final class HotPathParityTests: XCTestCase {
 
     /// The hot path does answer what it is for (the parity test would pass, uselessly, if it never
     /// did), and leaves the rest.
+    /// The scanner's eight-bytes-at-a-time search against the byte rule it stands for: every byte
+    /// value at every position of a word, then random words of bytes drawn mostly from the
+    /// interesting ones, several special bytes in one word included. The first special byte must be
+    /// the one found.
+    func test_specialBytes_findTheFirstByteTheByteRuleRefuses() {
+        func isSpecial(_ byte: UInt8) -> Bool { byte < 0x20 || byte > 0x7F || byte == 0x22 || byte == 0x5C }
+        func check(_ bytes: [UInt8]) {
+            let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            let mask = RequestScanner.specialBytes(word)
+            let found = mask == 0 ? 8 : mask.trailingZeroBitCount >> 3
+            XCTAssertEqual(found, bytes.firstIndex(where: isSpecial) ?? 8, "\(bytes)")
+        }
+        for position in 0..<8 {
+            for byte in 0...255 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 8)
+                bytes[position] = UInt8(byte)
+                check(bytes)
+            }
+        }
+        var random = SplitMix64(seed: 88)
+        let pool: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F, 0x80, 0x9F, 0xC3, 0xFF, 0x61, 0x30]
+        for _ in 0..<20_000 {
+            check((0..<8).map { _ in random.below(4) == 0 ? UInt8(truncatingIfNeeded: random.next()) : random.pick(pool) })
+        }
+    }
+
     func test_hotPath_answersTheHotOperations_andLeavesTheRest() {
         let harness = Harness()
         let client = harness.connect()
