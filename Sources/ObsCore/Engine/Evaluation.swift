@@ -74,12 +74,13 @@ extension Engine {
     /// The node the evaluation under way read at this position last time, if any: a reader whose
     /// dependencies are stable reads the same nodes in the same order, so this is usually the node
     /// it is about to read (a hint that saves looking it up by name).
+    /// (Unretained: the reader's link to it keeps it alive until the link goes.)
     @inline(__always)
-    func expectedRead() -> ReactiveNode? {
+    func expectedReadReference() -> Unmanaged<ReactiveNode>? {
         guard let reader = activeSub else { return nil }
         let tail = depsTail
         guard let next = tail != nil ? tail!.nextDep : reader.deps else { return nil }
-        return next.dep.takeUnretainedValue()
+        return next.dep
     }
 
     /// Makes `watcher` depend on `node` outside any evaluation: a watcher of exactly one node,

@@ -45,7 +45,19 @@ struct StoreContext: ExpressionContext {
             // Read without recording: a plain key need not become a node.
             return KeyView.record(record).content.value
         }
-        guard let node = lookup(name, tracking: tracking) else { return nil }
+        if tracking, let expected = expectedKey(name) {
+            // The node read at this position last time, which the reader's link keeps alive:
+            // read with no reference counting.
+            let result = expected._withUnsafeGuaranteedRef { node in
+                Result { () throws(ObsError) -> JSONValue? in try read(node, name, tracking: true) }
+            }
+            return try result.get()
+        }
+        guard let node = store.node(name, create: tracking) else { return nil }
+        return try read(node, name, tracking: tracking)
+    }
+
+    private func read(_ node: KeyNode, _ name: String, tracking: Bool) throws(ObsError) -> JSONValue? {
         if node.isEvaluating {
             if tracking { engine.recordRead(of: node) }
             throw ObsError(.cycle, "cycle: '\(name)' depends on itself")
@@ -59,10 +71,13 @@ struct StoreContext: ExpressionContext {
         }
     }
 
-    /// The node of a key being read. A computed usually reads its keys in the same order as last
-    /// time, so the node it read at this position names it: no hashing.
-    private func lookup(_ name: String, tracking: Bool) -> KeyNode? {
-        if tracking, let key = engine.expectedRead() as? KeyNode, key.name == name { return key }
-        return store.node(name, create: tracking)
+    /// The key node the evaluation under way read at this position last time, if it is `name`'s:
+    /// a computed usually reads its keys in the same order as last time, so that node names it,
+    /// with no hashing.
+    private func expectedKey(_ name: String) -> Unmanaged<KeyNode>? {
+        guard let expected = engine.expectedReadReference(),
+              expected._withUnsafeGuaranteedRef({ type(of: $0) == KeyNode.self && unsafeDowncast($0, to: KeyNode.self).name == name })
+        else { return nil }
+        return Unmanaged<KeyNode>.fromOpaque(expected.toOpaque())
     }
 }
