@@ -150,18 +150,23 @@ public final class Daemon {
             } catch {
                 throw DaemonError(error.message)
             }
-            // A test hook, compiled into debug builds only (the tests run those): a release obsd
-            // never reads it, so no operator can slow the writer down by accident.
+            // Test hooks, compiled into debug builds only (the tests run those): a release obsd
+            // never reads them, so no operator can slow the writer down by accident.
             #if DEBUG
             let delay = environment["OBSD_TEST_WRITE_DELAY"].flatMap(Double.init) ?? 0
+            let rotateBytes = environment["OBSD_TEST_LOG_ROTATE_BYTES"].flatMap(Int.init) ?? LogFileStorage.defaultRotateBytes
             #else
             let delay = 0.0
+            let rotateBytes = LogFileStorage.defaultRotateBytes
             #endif
             do throws(SystemError) {
-                let writer = try StorageWriter(database, delay: delay)
-                // A thread of its own in both modes: it waits for each fsync (strict) and does
-                // the checkpoints (tens to hundreds of milliseconds) while the loop serves.
+                let logged = try LogFileStorage(directory: directory, database: database, rotateBytes: rotateBytes) { [log] in log.error($0) }
+                let writer = try StorageWriter(logged, delay: delay)
+                // normal: the loop appends each turn's frame itself (a write, nothing to wait
+                // for); strict: a thread of its own waits for each fdatasync while the loop
+                // serves. The checkpoints have their own thread in both modes.
                 let storage = try GroupCommitStorage(writer: writer, strict: settings.durability == .strict,
+                                                     inline: settings.durability == .normal,
                                                      retryInterval: Self.writeRetryInterval)
                 return (storage, lock)
             } catch {

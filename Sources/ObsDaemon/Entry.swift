@@ -77,9 +77,17 @@ public enum Obsd {
             } ?? settings.stateDirectory
             let storage = try SQLiteStorage(path: directory + "/obsd.db", mode: .check)
             let log = try storage.storedLog()
-            let store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
-            // The log's rows were verified and replayed by the load, as at start-up.
-            let logged = log.rows == 0 ? "" : "; \(log.rows) log \(log.rows == 1 ? "row" : "rows") (\(log.bytes) bytes) not yet checkpointed, verified"
+            // The rows, a schema-3 database's log rows and the commit log's files are verified and
+            // replayed as at start-up.
+            let files = try LogFileStorage.check(storage, directory: directory)
+            let store = try Store(configuration: storeConfiguration(settings), storage: MemoryStorage(files.state), clock: SystemClock())
+            var logged = log.rows == 0 ? "" : "; \(log.rows) log \(log.rows == 1 ? "row" : "rows") (\(log.bytes) bytes) not yet checkpointed, verified"
+            if files.files > 0 {
+                logged += "; \(files.files) commit log \(files.files == 1 ? "file" : "files") (\(files.frames) \(files.frames == 1 ? "frame" : "frames")) verified"
+            }
+            if files.torn > 0 {
+                logged += "; a torn last frame of \(files.torn) bytes (a crash in the middle of its write, never acknowledged) is dropped at the next start"
+            }
             print("database: ok (\(path), revision \(store.rev)\(logged))")
             return 0
         } catch {

@@ -84,18 +84,31 @@ public enum CommitLog {
         }
     }
 
-    /// Replays `records` onto `state`: the state committing them in order leaves. Throws where a
-    /// record does not read (a damaged log).
-    public static func replay(_ records: UnsafeRawBufferPointer, onto state: inout Replay) throws(Damage) {
+    /// Replays `records` onto `state`: the state committing them in order leaves. Transactions at
+    /// revision `after` or older are skipped (a log file replayed over rows that a checkpoint
+    /// already brought past it). Returns the revision of the last transaction read (0: none);
+    /// throws where a record does not read (a damaged log).
+    @discardableResult
+    public static func replay(_ records: UnsafeRawBufferPointer, onto state: inout Replay, after: UInt64 = 0) throws(Damage) -> UInt64 {
         var offset = 0
+        var last: UInt64 = 0
+        var skipping = false
         while offset < records.count {
             guard records.count - offset >= 5, let kind = Kind(rawValue: records[offset]) else { throw Damage(offset: offset) }
             let length = Int(records.loadUnaligned(fromByteOffset: offset + 1, as: UInt32.self).littleEndian)
             guard records.count - offset - 5 >= length else { throw Damage(offset: offset) }
             var body = Reader(bytes: UnsafeRawBufferPointer(rebasing: records[offset + 5..<offset + 5 + length]))
-            guard (try? body.apply(kind, to: &state)) != nil else { throw Damage(offset: offset) }
+            if kind == .transaction {
+                guard let rev = try? body.number(UInt64.self) else { throw Damage(offset: offset) }
+                last = rev
+                skipping = rev <= after
+                if !skipping { state.rev = rev }
+            } else if !skipping {
+                guard (try? body.apply(kind, to: &state)) != nil else { throw Damage(offset: offset) }
+            }
             offset += 5 + length
         }
+        return last
     }
 
     /// The rows replayed so far by name: each put (a row) or deleted (nil) by the last record that

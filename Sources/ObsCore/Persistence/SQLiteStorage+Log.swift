@@ -65,6 +65,47 @@ extension SQLiteStorage {
         try verifyFilesAfterCommit()
     }
 
+    /// Folds a commit log kept outside the database (obsd's log files, CommitLogFile) into the
+    /// tables in one transaction, and syncs it, so that the caller may then delete what it folded.
+    /// `replay` replays the log's records onto the tables' state, skipping what is at or before
+    /// the tables' revision (its second argument: a log folded once already, by a checkpoint that
+    /// ended before its file was deleted). `log` names it in the report of a failure, which is
+    /// made once, and thrown; on failure nothing changes.
+    public func checkpoint(_ log: String, replay: (inout CommitLog.Replay, UInt64) throws(ObsError) -> Void) throws(ObsError) {
+        if let refusal { throw refusal }
+        do throws(ObsError) {
+            try refuseIfTheDatabaseMoved()
+            try execute("BEGIN IMMEDIATE")
+            do throws(ObsError) {
+                var state = CommitLog.Replay()
+                try query("SELECT value FROM meta WHERE name = 'rev'") { state.rev = UInt64(bitPattern: sqlite3_column_int64($0, 0)) }
+                let tablesRev = state.rev
+                try replay(&state, tablesRev)
+                if state.rev > tablesRev { try writeRows(state.transaction) }
+                try execute("COMMIT")
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+            try verifyFilesAfterCommit()
+            do throws(ObsError) {
+                try sync()
+            } catch {
+                // The kernel may have dropped the rows it could not write: the log must stay the
+                // only copy of what it holds, so nothing is folded (and deleted) any more.
+                refusal = ObsError(.internal, "database \(path): \(error.message); writes are refused until obsd is restarted")
+                throw error
+            }
+        } catch {
+            let message = "database \(path): cannot checkpoint its log (\(log), kept as it is): \(error.message)"
+            if checkpointFailure != message { report(message) }
+            checkpointFailure = message
+            throw ObsError(.internal, message)
+        }
+        if checkpointFailure != nil { report("database \(path): its log is checkpointed again") }
+        checkpointFailure = nil
+    }
+
     private func foldLog() throws(ObsError) {
         try execute("BEGIN IMMEDIATE")
         do throws(ObsError) {

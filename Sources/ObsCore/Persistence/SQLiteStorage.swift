@@ -61,8 +61,9 @@ public final class SQLiteStorage: StateStorage {
     var checkpointFailure: String?
     /// The files as opened, to notice one deleted or replaced (SQLiteStorage+Files.swift).
     var files: [WatchedFile] = []
-    /// Set once a watched file was found deleted or replaced: every later commit throws it.
-    var refusal: ObsError?
+    /// Set once a watched file was found deleted or replaced (or the fsync of a checkpoint of an
+    /// outside log failed): every later commit throws it.
+    public internal(set) var refusal: ObsError?
     /// Where a problem found between requests goes (the daemon's log).
     let report: @Sendable (String) -> Void
 
