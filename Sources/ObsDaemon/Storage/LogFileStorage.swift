@@ -340,11 +340,14 @@ final class LogFileStorage: StateStorage {
             while !checkpointer.isIdle, checkpointer.failure == nil { usleep(1000) }
             rotate()
         }
+        let empty = logBytes == 0
         Glibc.close(fd)
         fd = -1
         if let checkpointThread { checkpointer.stop(checkpointThread) }
         checkpointThread = nil
         checkpointer.close()
+        // A clean stop leaves no log: the newest file holds nothing once it was handed over.
+        if empty { unlink(path) }
     }
 
     // MARK: - Single commits (the store's interface; the daemon's writer appends groups)
