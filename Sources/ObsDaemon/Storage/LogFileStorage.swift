@@ -367,11 +367,18 @@ final class LogFileStorage: StateStorage {
 
     // MARK: - The checkpoint thread's fold
 
-    /// Folds the closed log file at `path` into `database` (one transaction, synced).
+    /// Folds the closed log file at `path` into `database` (one transaction, synced), decoding
+    /// only the last change of each name (CommitLog.replayNewestFirst).
     static func fold(_ path: String, into database: SQLiteStorage) throws(ObsError) {
         try database.checkpoint(path) { replay, tablesRev throws(ObsError) in
             try read(path, newest: false) { contents, bytes throws(ObsError) in
-                for frame in contents.frames { try Self.replay(frame, of: bytes, file: path, onto: &replay, after: tablesRev) }
+                let groups = contents.frames.map { (records: UnsafeRawBufferPointer(rebasing: bytes[$0.records]), rev: $0.rev) }
+                do throws(CommitLog.Damage) {
+                    try CommitLog.replayNewestFirst(groups, onto: &replay, after: tablesRev)
+                } catch {
+                    let frame = contents.frames[error.group]
+                    throw ObsError(.internal, "log file \(path): the records of the frame at revision \(frame.rev) do not read (at byte \(frame.records.lowerBound + error.offset)) or end at another revision")
+                }
             }
         }
     }
