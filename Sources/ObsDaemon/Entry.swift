@@ -77,7 +77,7 @@ public enum Obsd {
             } ?? settings.stateDirectory
             let storage = try SQLiteStorage(path: directory + "/obsd.db", mode: .check)
             let log = try storage.storedLog()
-            // The rows, a schema-3 database's log rows and the commit log's files are verified and
+            // The rows, log rows an older obsd left and the commit log's files are verified and
             // replayed as at start-up.
             let files = try LogFileStorage.check(storage, directory: directory)
             let store = try Store(configuration: storeConfiguration(settings), storage: MemoryStorage(files.state), clock: SystemClock())

@@ -1,5 +1,8 @@
-// The database's log: a group of commits is one row of CommitLog records (`commitLog`), so a write
-// costs the database one row however many keys the group changed; a checkpoint later writes each
+// The database's own log, for users of ObsCore's SQLiteStorage (obsd keeps its log in files beside
+// the database instead, and folds them in with `checkpoint(_:replay:)`, below; it folds the log
+// rows an older obsd left at its first start): a group of commits is one row of CommitLog records
+// (`commitLog`), so a write costs the database one row however many keys the group changed; a
+// checkpoint later writes each
 // changed key's row once, however often it changed, and empties the log (`checkpoint`), in one
 // transaction. Loading replays the log onto the tables. (SQLite's own WAL is under both: a log row,
 // as any row, is in the kernel once `commitLog` returns, and fsynced by `sync`.)

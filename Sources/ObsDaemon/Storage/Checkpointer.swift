@@ -46,7 +46,7 @@ final class Checkpointer: Sendable {
         Glibc.close(wake)
     }
 
-    /// Before the thread starts: the rows' state, a schema-3 database's log rows folded into
+    /// Before the thread starts: the rows' state, log rows an older obsd left in the database folded into
     /// them first (so that no file's records go under them).
     func loadRows() throws(ObsError) -> StoredState {
         try database.withLock { database throws(ObsError) -> StoredState in

@@ -10,7 +10,7 @@
 // Why: the log was a row of the database per group (an SQLite transaction, its WAL append, the
 // WAL's copy into the database file and the row's deletion at the checkpoint), plus a hand-off to
 // the writer thread and back in `normal` mode: about 1.4 µs of the daemon's 2 µs per set at 16 in
-// flight (docs/performance.md, tuning log step 11). A write of the frame costs what the kernel's copy
+// flight (docs/performance.md, tuning log step 10). A write of the frame costs what the kernel's copy
 // of it costs.
 //
 // The files: the newest is appended to; once it has `rotateBytes` (or the writer is idle a second
@@ -21,7 +21,7 @@
 // checkpoint failing on a full disk), appends go on until the newest file has `fileBound` bytes;
 // beyond it they fail like any write the disk cannot take (held, retried, new writes refused).
 //
-// Start-up (`load`): the rows (a schema-3 database's log rows folded into them first), then every
+// Start-up (`load`): the rows (log rows an older obsd left in the database folded into them first), then every
 // log file's records after the rows' revision, in file order. A torn last frame at the end of the
 // newest file (a crash in the middle of its write, never acknowledged: CommitLogFile.swift says
 // why) is cut off the file and reported; any other frame that does not read refuses the start,

@@ -2,7 +2,8 @@
 // frame a crash cut short at the end of the newest file is dropped (it was never acknowledged)
 // and everything acknowledged is served; a flipped byte in a log file refuses the start and is
 // listed by `obsd --check`; a log file that is a symlink, or belongs to another user, is refused;
-// a schema-3 database's log rows are folded into its tables at the first start.
+// a schema-3 database (with log rows) opens, migrated, its log rows folded into its tables.
+import CSQLite
 import Foundation
 import Glibc
 import ObsCore
@@ -112,7 +113,7 @@ final class CommitLogFilesTests: XCTestCase {
         XCTAssertEqual(try Client(sandbox.socket).request(#"{"op":"get","key":"k.3"}"#)?["value"] as? String, "value 3")
     }
 
-    /// A database of the previous schema (3: the log as rows of the database) opens: its log rows
+    /// A database of schema 3 (the log as rows of the database) opens: its log rows
     /// are served, and folded into its tables before anything is appended to a log file.
     func test_aDatabaseWithLogRows_opens_andItsRowsAreFolded() throws {
         let sandbox = try Sandbox()
@@ -130,6 +131,10 @@ final class CommitLogFilesTests: XCTestCase {
             XCTAssertEqual(try storage.storedLog().rows, 3)
             storage.close()
         }
+        var db: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READWRITE, nil), SQLITE_OK)
+        XCTAssertEqual(sqlite3_exec(db, "UPDATE schema_version SET version = 3", nil, nil, nil), SQLITE_OK)
+        sqlite3_close_v2(db)
         let obsd = try ObsdProcess.started(sandbox)
         let client = try Client(sandbox.socket)
         for rev in 1...3 { XCTAssertEqual(client.request(#"{"op":"get","key":"k.\#(rev)"}"#)?["value"] as? String, "logged-\(rev)") }
@@ -137,6 +142,13 @@ final class CommitLogFilesTests: XCTestCase {
         obsd.kill9()
         let storage = try SQLiteStorage(path: sandbox.state + "/obsd.db", mode: .check)
         XCTAssertEqual(try storage.storedLog().rows, 0, "the log rows were folded into the tables at the start")
+        var statement: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READONLY, nil), SQLITE_OK)
+        XCTAssertEqual(sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &statement, nil), SQLITE_OK)
+        XCTAssertEqual(sqlite3_step(statement), SQLITE_ROW)
+        XCTAssertEqual(sqlite3_column_int64(statement, 0), 4, "migrated: an obsd that would ignore the log files refuses it")
+        sqlite3_finalize(statement)
+        sqlite3_close_v2(db)
         XCTAssertEqual(try storage.load().keys.map(\.key), ["k.1", "k.2", "k.3"])
         let restarted = try ObsdProcess.started(sandbox)
         defer { restarted.kill9() }

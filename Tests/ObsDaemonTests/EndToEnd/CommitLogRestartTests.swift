@@ -2,7 +2,7 @@
 // batches, definitions, bindings) go to the log's files, an idle daemon folds them into the
 // tables, and a kill -9 between the append and the next checkpoint loses nothing: the restarted
 // daemon serves what the killed one served, from the tables with the log replayed over them; a
-// clean stop leaves no log. `obsd --check` verifies a schema-3 database's log rows and refuses a
+// clean stop leaves no log. `obsd --check` verifies the log rows an older obsd left and refuses a
 // damaged row (CommitLogFileTests has the files' damage).
 import CSQLite
 import Foundation

@@ -128,7 +128,7 @@ final class WriterThreadTests: XCTestCase {
         for index in 0..<50 { XCTAssertEqual(storedValue(sandbox, "k.\(index)"), "\(index)") }
     }
 
-    /// The rows of the database's log (a schema-3 database's commits not yet checkpointed).
+    /// The rows of the database's log (commits an older obsd left there).
     private func logRows(_ sandbox: Sandbox) -> Int? {
         var db: OpaquePointer?
         defer { sqlite3_close_v2(db) }
