@@ -3,15 +3,14 @@
 // database's rows brought up to date from them by the checkpoint thread (Checkpointer.swift).
 //
 // Appending a group of commits (`commitLog`) is one pwritev of its frame at the end of the newest
-// file: in `normal` mode on the loop thread, before the turn's answers go out; in `strict` mode on
-// the writer thread, followed by an fdatasync (`sync`) before they go out. What Redis does with its
-// append-only file, at the same two promises.
+// file, on the loop thread, before the turn's answers go out; in `strict` mode followed by an
+// fdatasync (`sync`). What Redis does with its append-only file, at the same two promises.
 //
 // Why: the log was a row of the database per group (an SQLite transaction, its WAL append, the
 // WAL's copy into the database file and the row's deletion at the checkpoint), plus a hand-off to
-// the writer thread and back in `normal` mode: about 1.4 µs of the daemon's 2 µs per set at 16 in
-// flight (docs/performance.md, tuning log step 10). A write of the frame costs what the kernel's copy
-// of it costs.
+// the writer thread and back: about 1.4 µs of the daemon's 2 µs per set at 16 in flight in
+// `normal` (docs/performance.md, tuning log step 10). A write of the frame costs what the kernel's
+// copy of it costs.
 //
 // The files: the newest is appended to; once it has `rotateBytes` (or the writer is idle a second
 // with something in it) and the checkpoint thread has nothing queued, it is closed, the next one

@@ -1,9 +1,9 @@
-// The daemon's writer: it owns the newest commit log file (LogFileStorage) for appending. In
-// `strict` mode it is a thread of its own, so that the loop thread (which owns the store) goes on
-// serving while a batch is appended and fdatasynced; in `normal` mode there is no thread: the loop
-// calls `writeNow` and `idle` itself.
+// The daemon's writer: it owns the newest commit log file (LogFileStorage) for appending. The
+// daemon runs it on its loop thread, which calls `writeNow` and `idle` itself
+// (GroupCommitStorage says why); it can also run on a thread of its own (`start`, the tests), so
+// that the loop thread goes on serving while a batch is appended and fdatasynced.
 //
-// The hand-off, one batch at a time (strict):
+// The hand-off, one batch at a time (thread):
 // 1. The loop puts a job in the mailbox and signals `wake` (an eventfd the writer blocks on).
 // 2. The writer takes the job, appends it as one frame (then fdatasyncs), puts the outcome in the
 //    mailbox and signals `done` (an eventfd in the loop's epoll set).
@@ -178,7 +178,7 @@ final class StorageWriter: Sendable {
         }
     }
 
-    /// A batch written on the caller's thread (no writer thread: `normal` mode).
+    /// A batch written on the caller's thread (no writer thread: the daemon).
     func writeNow(_ job: WriteJob) -> WriteOutcome {
         write(job)
     }
