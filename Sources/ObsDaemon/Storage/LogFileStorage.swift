@@ -227,9 +227,12 @@ final class LogFileStorage: StateStorage {
         var written = 0
         while written < total {
             let count = withUnsafeMutableBytes(of: &header) { header -> Int in
-                var vector = [iovec(iov_base: header.baseAddress, iov_len: header.count),
-                              iovec(iov_base: UnsafeMutableRawPointer(mutating: records.baseAddress), iov_len: records.count)]
-                return skip(written, in: &vector) { pwritev(fd, $0, Int32($1), off_t(size + written)) }
+                // On the stack: no allocation per batch.
+                var vector = (iovec(iov_base: header.baseAddress, iov_len: header.count),
+                              iovec(iov_base: UnsafeMutableRawPointer(mutating: records.baseAddress), iov_len: records.count))
+                return withUnsafeMutableBytes(of: &vector) { raw in
+                    skip(written, in: raw.bindMemory(to: iovec.self)) { pwritev(fd, $0, Int32($1), off_t(size + written)) }
+                }
             }
             guard count > 0 else {
                 if count < 0, errno == EINTR { continue }
@@ -246,7 +249,7 @@ final class LogFileStorage: StateStorage {
     }
 
     /// Calls `write` with `vector` past its first `offset` bytes (after a short write).
-    private func skip(_ offset: Int, in vector: inout [iovec], _ write: (UnsafePointer<iovec>, Int) -> Int) -> Int {
+    private func skip(_ offset: Int, in vector: UnsafeMutableBufferPointer<iovec>, _ write: (UnsafePointer<iovec>, Int) -> Int) -> Int {
         var offset = offset
         var first = 0
         while offset >= vector[first].iov_len {
@@ -255,7 +258,7 @@ final class LogFileStorage: StateStorage {
         }
         vector[first].iov_base += offset
         vector[first].iov_len -= offset
-        return vector.withUnsafeBufferPointer { write($0.baseAddress! + first, vector.count - first) }
+        return write(vector.baseAddress! + first, vector.count - first)
     }
 
     /// After an append: a newest file deleted or replaced under obsd would lose what it holds.
