@@ -146,6 +146,11 @@ public final class Daemon {
         do throws(DaemonError) {
             let database: SQLiteStorage
             do throws(ObsError) {
+                // Log files without their database: the database was deleted or moved, and the
+                // files hold only the changes since its last checkpoint. Never served as the state.
+                if !Configuration.fileExists(directory + "/obsd.db"), let file = try LogFileStorage.files(in: directory).first {
+                    throw ObsError(.internal, "database \(directory)/obsd.db is missing but its commit log \(file.path) is there: the database was deleted or moved; put it back, or move the log files away to start with an empty store")
+                }
                 database = try SQLiteStorage(path: directory + "/obsd.db") { [log] in log.error($0) }
             } catch {
                 throw DaemonError(error.message)

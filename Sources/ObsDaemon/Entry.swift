@@ -65,6 +65,10 @@ public enum Obsd {
         }
         let path = settings.databasePath
         guard Configuration.fileExists(path) else {
+            if let file = try? LogFileStorage.files(in: settings.stateDirectory).first {
+                print("database: \(path) is missing but its commit log \(file.path) is there: the database was deleted or moved")
+                return 1
+            }
             print("database: \(path) does not exist yet; it is created at the first start")
             return 0
         }

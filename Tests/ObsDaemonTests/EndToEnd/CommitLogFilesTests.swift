@@ -1,7 +1,8 @@
 // The commit log's files through real obsd binaries (LogFileStorage.swift, CommitLogFile.swift): a
 // frame a crash cut short at the end of the newest file is dropped (it was never acknowledged)
 // and everything acknowledged is served; a flipped byte in a log file refuses the start and is
-// listed by `obsd --check`; a log file that is a symlink, or belongs to another user, is refused;
+// listed by `obsd --check`; a log file that is a symlink, or belongs to another user, or log files
+// whose database is missing, are refused;
 // a schema-3 database (with log rows) opens, migrated, its log rows folded into its tables.
 import CSQLite
 import Foundation
@@ -87,6 +88,23 @@ final class CommitLogFilesTests: XCTestCase {
             XCTAssertTrue(obsd.log.contains("log file \(file):"), "trial \(trial), byte \(offset): \(obsd.log)")
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: file)), bytes, "a refused file is left as it was")
         }
+    }
+
+    /// Log files without their database (deleted or moved): the files hold only the changes since
+    /// the last checkpoint, so obsd refuses to start rather than serve them as the state.
+    func test_logFilesWithoutTheirDatabase_areRefused() throws {
+        let sandbox = try Sandbox()
+        let file = try killedAfterWrites(sandbox, count: 3)
+        for suffix in ["", "-wal", "-shm"] { unlink(sandbox.state + "/obsd.db" + suffix) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
+        XCTAssertEqual(check.waitForExit(), 1, check.output)
+        XCTAssertTrue(check.output.contains("is missing but its commit log"), check.output)
+        let obsd = try ObsdProcess.started(sandbox)
+        XCTAssertEqual(obsd.waitForExit(), 1, obsd.log)
+        XCTAssertTrue(obsd.log.contains("obsd.db is missing but its commit log \(file) is there"), obsd.log)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.state + "/obsd.db"), "no database created")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: file)), bytes, "the log file is left as it was")
     }
 
     /// A log file reached through a symlink, or of another user, is refused, naming it.
