@@ -49,7 +49,7 @@ final class LogFileStorage: StateStorage {
     private let rotateBytes: Int
     private let fileBound: Int
     private let report: @Sendable (String) -> Void
-    /// The newest file (-1 before `load` and after `close`), its number, path, size and identity.
+    /// The newest file (-1 before `load` and after `close`), its number, path and size.
     private var fd: Int32 = -1
     private var number: UInt64 = 0
     private var path = ""
@@ -78,6 +78,7 @@ final class LogFileStorage: StateStorage {
         let files = try Self.files(in: directory)
         var replay: CommitLog.Replay?
         var problems: [String] = []
+        var torn: (path: String, end: Int, bytes: Int)?
         for (index, file) in files.enumerated() {
             let newest = index == files.count - 1
             do throws(ObsError) {
@@ -86,7 +87,7 @@ final class LogFileStorage: StateStorage {
                         if replay == nil { replay = CommitLog.Replay(state) }
                         try Self.replay(frame, of: bytes, file: file.path, onto: &replay!, after: state.rev)
                     }
-                    if contents.torn > 0 { try cutTornTail(file.path, at: contents.end, torn: contents.torn) }
+                    if contents.torn > 0 { torn = (file.path, contents.end, contents.torn) }
                 }
             } catch {
                 problems.append(error.message)
@@ -96,6 +97,7 @@ final class LogFileStorage: StateStorage {
             throw ObsError(.internal, "the commit log in \(directory) cannot be loaded: \(problems.joined(separator: "; ")) (obsd --check lists every problem)",
                            details: ["problems": .array(problems.map { .string($0) })])
         }
+        if let torn { try cutTornTail(torn.path, at: torn.end, torn: torn.bytes) }
         do throws(SystemError) {
             number = (files.last?.number ?? 0) + 1
             try startFile()
