@@ -160,12 +160,15 @@ public final class Daemon {
             #if DEBUG
             let delay = environment["OBSD_TEST_WRITE_DELAY"].flatMap(Double.init) ?? 0
             let rotateBytes = environment["OBSD_TEST_LOG_ROTATE_BYTES"].flatMap(Int.init) ?? LogFileStorage.defaultRotateBytes
+            let fileBound = environment["OBSD_TEST_LOG_FILE_BOUND"].flatMap(Int.init) ?? LogFileStorage.defaultFileBound
             #else
             let delay = 0.0
             let rotateBytes = LogFileStorage.defaultRotateBytes
+            let fileBound = LogFileStorage.defaultFileBound
             #endif
             do throws(SystemError) {
-                let logged = try LogFileStorage(directory: directory, database: database, rotateBytes: rotateBytes) { [log] in log.error($0) }
+                let logged = try LogFileStorage(directory: directory, database: database, rotateBytes: rotateBytes,
+                                                fileBound: fileBound) { [log] in log.error($0) }
                 let writer = try StorageWriter(logged, delay: delay)
                 // The loop appends each turn's frame itself, and in strict mode fdatasyncs it,
                 // before the turn's answers go out, as Redis does: a writer thread cost two

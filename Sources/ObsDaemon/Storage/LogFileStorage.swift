@@ -220,6 +220,8 @@ final class LogFileStorage: StateStorage {
     func commitLog(_ records: UnsafeRawBufferPointer, rev: UInt64) throws(ObsError) {
         if let refusal = refusal ?? checkpointer.refusal { throw refusal }
         guard fd >= 0 else { throw ObsError(.internal, "the commit log is closed") }
+        // At its bound the newest file goes to the checkpoint thread as soon as that has caught up.
+        if size >= fileBound { rotate() }
         guard size < fileBound else {
             let why = checkpointer.failure.map { " (\($0))" } ?? ""
             throw ObsError(.internal, "the commit log \(path) has reached its bound of \(fileBound) bytes before its checkpoint into the database finished\(why)")

@@ -90,6 +90,60 @@ final class CommitLogFilesTests: XCTestCase {
         }
     }
 
+    /// The newest log file is bounded in bytes: while the checkpoint cannot fold the full file
+    /// (here another connection holds the database's write lock, so SQLite's busy timeout fails
+    /// it), appends go on up to the bound (a debug build's OBSD_TEST_LOG_FILE_BOUND, 64 KiB), then
+    /// the write that would pass it is held and new writes are refused with `internal`; reads go
+    /// on. Once the lock is gone the checkpoint catches up, the held write is answered, writes are
+    /// accepted again, and everything acknowledged survives kill -9.
+    func test_theNewestLogFile_isBounded_whileTheCheckpointCannotCatchUp() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess.started(sandbox, environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "4096", "OBSD_TEST_LOG_FILE_BOUND": "65536"])
+        let client = try Client(sandbox.socket, timeout: 3)
+        XCTAssertEqual(client.request(#"{"op":"set","key":"first","value":0}"#)?["ok"] as? Bool, true)
+
+        var holder: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(sandbox.state + "/obsd.db", &holder, SQLITE_OPEN_READWRITE, nil), SQLITE_OK)
+        defer { sqlite3_close_v2(holder) }
+        XCTAssertEqual(sqlite3_exec(holder, "BEGIN IMMEDIATE", nil, nil, nil), SQLITE_OK)
+
+        let value = String(repeating: "v", count: 200)
+        var acknowledged: [Int] = []
+        var held: Int?
+        for index in 0..<100_000 {
+            guard let answer = client.request(#"{"id":\#(index),"op":"set","key":"k.\#(index)","value":"\#(value)"}"#) else {
+                held = index
+                break
+            }
+            XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)")
+            acknowledged.append(index)
+        }
+        let heldIndex = try XCTUnwrap(held, "the log file never reached its bound")
+        let newest = logFiles(sandbox).compactMap { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? nil }.max() ?? 0
+        XCTAssertLessThanOrEqual(newest, 65536 + 4096, "no log file past its bound and one write")
+        XCTAssertGreaterThan(acknowledged.count, 100)
+        let other = try Client(sandbox.socket, timeout: 3)
+        let refused = other.request(#"{"op":"set","key":"other","value":1}"#)
+        XCTAssertEqual((refused?["error"] as? [String: Any])?["code"] as? String, "internal", "\(String(describing: refused))")
+        XCTAssertTrue("\(String(describing: refused))".contains("writes are refused"), "\(String(describing: refused))")
+        XCTAssertEqual(other.request(#"{"op":"get","key":"first"}"#)?["value"] as? Int, 0, "reads go on")
+        XCTAssertTrue(waitFor("the failed checkpoint in the log") { obsd.log.contains("cannot checkpoint its log") }, obsd.log)
+
+        XCTAssertEqual(sqlite3_exec(holder, "ROLLBACK", nil, nil, nil), SQLITE_OK)
+        let late = try Client(sandbox.socket, timeout: 60)
+        XCTAssertTrue(waitFor("the held write answered", timeout: 60) { client.readLine().map { json($0)["id"] as? Int == heldIndex } ?? false })
+        acknowledged.append(heldIndex)
+        XCTAssertTrue(waitFor("writes accepted again", timeout: 60) {
+            late.request(#"{"op":"set","key":"other","value":2}"#)?["ok"] as? Bool == true
+        })
+        obsd.kill9()
+        let restarted = try ObsdProcess.started(sandbox)
+        defer { restarted.kill9() }
+        let reader = try Client(sandbox.socket)
+        let lost = acknowledged.filter { reader.request(#"{"op":"get","key":"k.\#($0)"}"#)?["value"] as? String != value }
+        XCTAssertEqual(lost, [], "acknowledged writes lost")
+    }
+
     /// Log files without their database (deleted or moved): the files hold only the changes since
     /// the last checkpoint, so obsd refuses to start rather than serve them as the state.
     func test_logFilesWithoutTheirDatabase_areRefused() throws {
