@@ -1,5 +1,6 @@
-/// Committed transactions as records of bytes: what the daemon's storage appends to the database's
-/// log (SQLiteStorage+Log.swift) for a group of commits, instead of writing every changed row.
+/// Committed transactions as records of bytes: what the daemon's storage appends to its commit
+/// log (a frame of a log file, CommitLogFile.swift; or a row of SQLiteStorage+Log.swift) for a
+/// group of commits, instead of writing every changed row.
 /// Appending a change is a copy of its name and its value's encoding, on the loop thread; the rows
 /// are written later, once per key however often it changed, by a checkpoint.
 ///

@@ -241,7 +241,7 @@ enum GroupCommitFailure: Error {
     }
 }
 
-/// A group of commits on its way to the database: CommitLog records, the last at `rev`. Handed to
+/// A group of commits on its way to the commit log: CommitLog records, the last at `rev`. Handed to
 /// the writer thread whole, and back once written (the loop does not touch it meanwhile).
 final class CommitBatch: @unchecked Sendable {
     var records = ByteBuffer()
