@@ -53,17 +53,10 @@ extension SQLiteStorage {
     public func checkpoint() throws(ObsError) {
         guard logBytes > 0 else { return }
         if let refusal { throw refusal }
-        do throws(ObsError) {
+        try reportingFailure(of: "\(logBytes) bytes, kept as they are") { () throws(ObsError) in
             try refuseIfTheDatabaseMoved()
             try foldLog()
-        } catch {
-            let message = "database \(path): cannot checkpoint its log (\(logBytes) bytes, kept as they are): \(error.message)"
-            if checkpointFailure != message { report(message) }
-            checkpointFailure = message
-            throw ObsError(.internal, message)
         }
-        if checkpointFailure != nil { report("database \(path): its log is checkpointed again") }
-        checkpointFailure = nil
         logBytes = 0
         try verifyFilesAfterCommit()
     }
@@ -76,7 +69,7 @@ extension SQLiteStorage {
     /// made once, and thrown; on failure nothing changes.
     public func checkpoint(_ log: String, replay: (inout CommitLog.Replay, UInt64) throws(ObsError) -> Void) throws(ObsError) {
         if let refusal { throw refusal }
-        do throws(ObsError) {
+        try reportingFailure(of: "\(log), kept as it is") { () throws(ObsError) in
             try refuseIfTheDatabaseMoved()
             try execute("BEGIN IMMEDIATE")
             do throws(ObsError) {
@@ -99,8 +92,16 @@ extension SQLiteStorage {
                 refusal = ObsError(.internal, "database \(path): \(error.message); writes are refused until obsd is restarted")
                 throw error
             }
+        }
+    }
+
+    /// Runs a checkpoint; its failure is reported once (until a checkpoint succeeds again), naming
+    /// what was not checkpointed (`what`), and thrown.
+    private func reportingFailure(of what: String, _ body: () throws(ObsError) -> Void) throws(ObsError) {
+        do throws(ObsError) {
+            try body()
         } catch {
-            let message = "database \(path): cannot checkpoint its log (\(log), kept as it is): \(error.message)"
+            let message = "database \(path): cannot checkpoint its log (\(what)): \(error.message)"
             if checkpointFailure != message { report(message) }
             checkpointFailure = message
             throw ObsError(.internal, message)

@@ -7,30 +7,6 @@ import XCTest
 @testable import ObsCore
 
 final class CommitLogFileTests: XCTestCase {
-    /// A random transaction at `rev` over a few names, of every record kind.
-    private func randomTransaction(_ random: inout SplitMix64, rev: UInt64) -> StoredTransaction {
-        var transaction = StoredTransaction(rev: rev)
-        let names = ["a", "b.c", "k.1", "k.2", "a-name-longer-than-fifteen-bytes"]
-        let values: [JSONValue] = [1, -7, 2.5, "text", true, .null, [1, "x"], ["b": 1, "a": [2]]]
-        for _ in 0..<(1 + random.below(4)) {
-            let name = random.pick(names)
-            switch random.below(7) {
-            case 0: transaction.deletedKeys.append(name)
-            case 1: transaction.putDefinitions.append(StoredDefinition(key: name, expr: "$a + \(random.below(9))", createdRev: rev))
-            case 2: transaction.deletedDefinitions.append(name)
-            case 3:
-                transaction.putBindings.append(StoredBinding(from: random.pick(names), to: name, map: random.below(2) == 0 ? nil : "value",
-                                                             twoWay: random.below(2) == 0, unmap: random.below(3) == 0 ? "value" : nil))
-            case 4: transaction.deletedBindings.append(name)
-            default:
-                transaction.putKeys.append(StoredKey(key: name, value: random.pick(values), rev: rev, createdRev: 1,
-                                                     version: UInt64(1 + random.below(9)),
-                                                     expiresAt: random.below(3) == 0 ? 1_900_000_000.25 : nil))
-            }
-        }
-        return transaction
-    }
-
     /// A file of `groups` frames of random transactions, and each frame's records and revision.
     private func randomFile(_ random: inout SplitMix64, groups: Int) -> (file: [UInt8], groups: [([UInt8], UInt64)]) {
         var file = CommitLogFile.magic
@@ -40,7 +16,7 @@ final class CommitLogFileTests: XCTestCase {
             var records = ByteBuffer()
             for _ in 0..<(1 + random.below(4)) {
                 rev += 1
-                CommitLog.append(randomTransaction(&random, rev: rev), to: &records)
+                CommitLog.append(random.storedTransaction(rev: rev), to: &records)
             }
             let bytes = Array(records.bytes)
             var header = bytes.withUnsafeBytes { CommitLogFile.header(rev: rev, records: $0) }
@@ -113,7 +89,7 @@ final class CommitLogFileTests: XCTestCase {
             let (_, groups) = randomFile(&random, groups: 1 + random.below(8))
             var base = CommitLog.Replay()
             var seed = ByteBuffer()
-            CommitLog.append(randomTransaction(&random, rev: 1), to: &seed)
+            CommitLog.append(random.storedTransaction(rev: 1), to: &seed)
             try CommitLog.replay(seed.bytes, onto: &base)
             let after = UInt64(random.below(Int(groups.last!.1) + 1))
             var inOrder = base
