@@ -65,6 +65,10 @@ public enum Obsd {
         }
         let path = settings.databasePath
         guard Configuration.fileExists(path) else {
+            if let file = try? LogFileStorage.files(in: settings.stateDirectory).first {
+                print("database: \(path) is missing but its commit log \(file.path) is there: the database was deleted or moved")
+                return 1
+            }
             print("database: \(path) does not exist yet; it is created at the first start")
             return 0
         }
@@ -77,9 +81,17 @@ public enum Obsd {
             } ?? settings.stateDirectory
             let storage = try SQLiteStorage(path: directory + "/obsd.db", mode: .check)
             let log = try storage.storedLog()
-            let store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
-            // The log's rows were verified and replayed by the load, as at start-up.
-            let logged = log.rows == 0 ? "" : "; \(log.rows) log \(log.rows == 1 ? "row" : "rows") (\(log.bytes) bytes) not yet checkpointed, verified"
+            // The rows, log rows an older obsd left and the commit log's files are verified and
+            // replayed as at start-up.
+            let files = try LogFileStorage.check(storage, directory: directory)
+            let store = try Store(configuration: storeConfiguration(settings), storage: MemoryStorage(files.state), clock: SystemClock())
+            var logged = log.rows == 0 ? "" : "; \(log.rows) log \(log.rows == 1 ? "row" : "rows") (\(log.bytes) bytes) not yet checkpointed, verified"
+            if files.files > 0 {
+                logged += "; \(files.files) commit log \(files.files == 1 ? "file" : "files") (\(files.frames) \(files.frames == 1 ? "frame" : "frames")) verified"
+            }
+            if files.torn > 0 {
+                logged += "; a torn last frame of \(files.torn) bytes (a crash in the middle of its write, never acknowledged) is dropped at the next start"
+            }
             print("database: ok (\(path), revision \(store.rev)\(logged))")
             return 0
         } catch {

@@ -26,8 +26,8 @@ enum PrometheusText {
         "overflows": Metric(name: "obsd_overflows_total", type: "counter", help: "Times a slow client's watches overflowed and were sent a fresh snapshot."),
         "requests": Metric(name: "obsd_requests_total", type: "counter", help: "Requests answered since obsd started, by operation.", label: "op"),
         "errors": Metric(name: "obsd_request_errors_total", type: "counter", help: "Requests answered with an error since obsd started, by error code.", label: "code"),
-        "unwritten_revisions": Metric(name: "obsd_unwritten_revisions", type: "gauge", help: "Committed revisions not yet written to the database (durability lag)."),
-        "unwritten_age_s": Metric(name: "obsd_unwritten_age_seconds", type: "gauge", help: "Age of the oldest committed change not yet written to the database (0 when none)."),
+        "unwritten_revisions": Metric(name: "obsd_unwritten_revisions", type: "gauge", help: "Committed revisions not yet written to the commit log (durability lag)."),
+        "unwritten_age_s": Metric(name: "obsd_unwritten_age_seconds", type: "gauge", help: "Age of the oldest committed change not yet written to the commit log (0 when none)."),
     ]
 
     /// Cluster mode's fields (`cluster` in `stats`).

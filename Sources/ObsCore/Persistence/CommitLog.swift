@@ -1,5 +1,6 @@
-/// Committed transactions as records of bytes: what the daemon's storage appends to the database's
-/// log (SQLiteStorage+Log.swift) for a group of commits, instead of writing every changed row.
+/// Committed transactions as records of bytes: what the daemon's storage appends to its commit
+/// log (a frame of a log file, CommitLogFile.swift; or a row of SQLiteStorage+Log.swift) for a
+/// group of commits, instead of writing every changed row.
 /// Appending a change is a copy of its name and its value's encoding, on the loop thread; the rows
 /// are written later, once per key however often it changed, by a checkpoint.
 ///
@@ -26,6 +27,8 @@ public enum CommitLog {
     /// A log that does not read as records.
     public struct Damage: Error {
         public var offset: Int
+        /// Which of `replayNewestFirst`'s groups.
+        public var group = 0
     }
 
     /// Appends the records of `transaction`.
@@ -84,17 +87,80 @@ public enum CommitLog {
         }
     }
 
-    /// Replays `records` onto `state`: the state committing them in order leaves. Throws where a
-    /// record does not read (a damaged log).
-    public static func replay(_ records: UnsafeRawBufferPointer, onto state: inout Replay) throws(Damage) {
+    /// Replays `records` onto `state`: the state committing them in order leaves. Transactions at
+    /// revision `after` or older are skipped (a log file replayed over rows that a checkpoint
+    /// already brought past it). Returns the revision of the last transaction read (0: none);
+    /// throws where a record does not read (a damaged log).
+    @discardableResult
+    public static func replay(_ records: UnsafeRawBufferPointer, onto state: inout Replay, after: UInt64 = 0) throws(Damage) -> UInt64 {
         var offset = 0
+        var last: UInt64 = 0
+        var skipping = false
         while offset < records.count {
             guard records.count - offset >= 5, let kind = Kind(rawValue: records[offset]) else { throw Damage(offset: offset) }
             let length = Int(records.loadUnaligned(fromByteOffset: offset + 1, as: UInt32.self).littleEndian)
             guard records.count - offset - 5 >= length else { throw Damage(offset: offset) }
             var body = Reader(bytes: UnsafeRawBufferPointer(rebasing: records[offset + 5..<offset + 5 + length]))
-            guard (try? body.apply(kind, to: &state)) != nil else { throw Damage(offset: offset) }
+            if kind == .transaction {
+                guard let rev = try? body.number(UInt64.self) else { throw Damage(offset: offset) }
+                last = rev
+                skipping = rev <= after
+                if !skipping { state.rev = rev }
+            } else if !skipping {
+                guard (try? body.apply(kind, to: &state)) != nil else { throw Damage(offset: offset) }
+            }
             offset += 5 + length
+        }
+        return last
+    }
+
+    /// Replays `groups` (each the records of a group of commits, and the revision its last
+    /// transaction has) onto `state` as `replay` would, newest record first: only the last record
+    /// naming a key, definition or binding is decoded, the others are read as far as their names.
+    /// So a checkpoint of many commits to few names costs little more than reading the names (the
+    /// daemon's checkpoint of a closed log file). Throws where a record does not read, or where a
+    /// group's transactions do not end at its revision (`Damage.group` says which group).
+    public static func replayNewestFirst(_ groups: [(records: UnsafeRawBufferPointer, rev: UInt64)], onto state: inout Replay,
+                                         after: UInt64) throws(Damage) {
+        // Oldest first: the change records of the transactions after `after`.
+        var changes: [(group: Int, kind: Kind, body: Range<Int>)] = []
+        for (index, group) in groups.enumerated() {
+            let records = group.records
+            var offset = 0
+            var last: UInt64 = 0
+            var skipping = false
+            while offset < records.count {
+                guard records.count - offset >= 5, let kind = Kind(rawValue: records[offset]) else { throw Damage(offset: offset, group: index) }
+                let length = Int(records.loadUnaligned(fromByteOffset: offset + 1, as: UInt32.self).littleEndian)
+                guard records.count - offset - 5 >= length else { throw Damage(offset: offset, group: index) }
+                let body = offset + 5..<offset + 5 + length
+                if kind == .transaction {
+                    guard length >= 8 else { throw Damage(offset: offset, group: index) }
+                    last = UInt64(littleEndian: records.loadUnaligned(fromByteOffset: body.lowerBound, as: UInt64.self))
+                    skipping = last <= after
+                    if !skipping { state.rev = last }
+                } else if !skipping {
+                    changes.append((index, kind, body))
+                }
+                offset = body.upperBound
+            }
+            guard last == group.rev else { throw Damage(offset: offset, group: index) }
+        }
+        // Newest first: the first record naming something is the last that does.
+        var seenKeys = Set<String>(), seenDefinitions = Set<String>(), seenBindings = Set<String>()
+        for change in changes.reversed() {
+            let bytes = UnsafeRawBufferPointer(rebasing: groups[change.group].records[change.body])
+            var reader = Reader(bytes: bytes)
+            guard let name = try? reader.name(change.kind) else { throw Damage(offset: change.body.lowerBound - 5, group: change.group) }
+            let first: Bool
+            switch change.kind {
+            case .putKey, .deleteKey: first = seenKeys.insert(name).inserted
+            case .putDefinition, .deleteDefinition: first = seenDefinitions.insert(name).inserted
+            case .putBinding, .deleteBinding, .transaction: first = seenBindings.insert(name).inserted
+            }
+            guard first else { continue }
+            var body = Reader(bytes: bytes)
+            guard (try? body.apply(change.kind, to: &state)) != nil else { throw Damage(offset: change.body.lowerBound - 5, group: change.group) }
         }
     }
 
@@ -166,6 +232,34 @@ public enum CommitLog {
         }
 
         mutating func rest() -> String { (try? text(bytes.count - position)) ?? "" }
+
+        mutating func skip(_ count: Int) throws(Short) {
+            guard bytes.count - position >= count else { throw Short() }
+            position += count
+        }
+
+        /// The name a change record is about: a key's, a definition's, a binding's target.
+        mutating func name(_ kind: Kind) throws(Short) -> String {
+            switch kind {
+            case .transaction:
+                throw Short()
+            case .putKey:
+                try skip(24)
+                let expires = try number(UInt8.self) & 1 != 0
+                if expires { try skip(8) }
+                return try text(Int(try number(UInt16.self)))
+            case .putDefinition:
+                try skip(8)
+                return try text(Int(try number(UInt16.self)))
+            case .putBinding:
+                try skip(1)
+                let fromLength = Int(try number(UInt16.self)), toLength = Int(try number(UInt16.self))
+                try skip(4 + fromLength)
+                return try text(toLength)
+            case .deleteKey, .deleteDefinition, .deleteBinding:
+                return rest()
+            }
+        }
 
         mutating func apply(_ kind: Kind, to state: inout Replay) throws(Short) {
             switch kind {

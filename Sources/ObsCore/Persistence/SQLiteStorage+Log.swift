@@ -1,5 +1,8 @@
-// The database's log: a group of commits is one row of CommitLog records (`commitLog`), so a write
-// costs the database one row however many keys the group changed; a checkpoint later writes each
+// The database's own log, for users of ObsCore's SQLiteStorage (obsd keeps its log in files beside
+// the database instead, and folds them in with `checkpoint(_:replay:)`, below; it folds the log
+// rows an older obsd left at its first start): a group of commits is one row of CommitLog records
+// (`commitLog`), so a write costs the database one row however many keys the group changed; a
+// checkpoint later writes each
 // changed key's row once, however often it changed, and empties the log (`checkpoint`), in one
 // transaction. Loading replays the log onto the tables. (SQLite's own WAL is under both: a log row,
 // as any row, is in the kernel once `commitLog` returns, and fsynced by `sync`.)
@@ -50,19 +53,61 @@ extension SQLiteStorage {
     public func checkpoint() throws(ObsError) {
         guard logBytes > 0 else { return }
         if let refusal { throw refusal }
-        do throws(ObsError) {
+        try reportingFailure(of: "\(logBytes) bytes, kept as they are") { () throws(ObsError) in
             try refuseIfTheDatabaseMoved()
             try foldLog()
+        }
+        logBytes = 0
+        try verifyFilesAfterCommit()
+    }
+
+    /// Folds a commit log kept outside the database (obsd's log files, CommitLogFile) into the
+    /// tables in one transaction, and syncs it, so that the caller may then delete what it folded.
+    /// `replay` replays the log's records onto the tables' state, skipping what is at or before
+    /// the tables' revision (its second argument: a log folded once already, by a checkpoint that
+    /// ended before its file was deleted). `log` names it in the report of a failure, which is
+    /// made once, and thrown; on failure nothing changes.
+    public func checkpoint(_ log: String, replay: (inout CommitLog.Replay, UInt64) throws(ObsError) -> Void) throws(ObsError) {
+        if let refusal { throw refusal }
+        try reportingFailure(of: "\(log), kept as it is") { () throws(ObsError) in
+            try refuseIfTheDatabaseMoved()
+            try execute("BEGIN IMMEDIATE")
+            do throws(ObsError) {
+                var state = CommitLog.Replay()
+                try query("SELECT value FROM meta WHERE name = 'rev'") { state.rev = UInt64(bitPattern: sqlite3_column_int64($0, 0)) }
+                let tablesRev = state.rev
+                try replay(&state, tablesRev)
+                if state.rev > tablesRev { try writeRows(state.transaction) }
+                try execute("COMMIT")
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+            try verifyFilesAfterCommit()
+            do throws(ObsError) {
+                try sync()
+            } catch {
+                // The kernel may have dropped the rows it could not write: the log must stay the
+                // only copy of what it holds, so nothing is folded (and deleted) any more.
+                refusal = ObsError(.internal, "database \(path): \(error.message); writes are refused until obsd is restarted")
+                throw error
+            }
+        }
+    }
+
+    /// Runs a checkpoint; its failure is reported once (until a checkpoint succeeds again), naming
+    /// what was not checkpointed (`what`), and thrown.
+    private func reportingFailure(of what: String, _ body: () throws(ObsError) -> Void) throws(ObsError) {
+        do throws(ObsError) {
+            try body()
         } catch {
-            let message = "database \(path): cannot checkpoint its log (\(logBytes) bytes, kept as they are): \(error.message)"
+            let message = "database \(path): cannot checkpoint its log (\(what)): \(error.message)"
             if checkpointFailure != message { report(message) }
             checkpointFailure = message
             throw ObsError(.internal, message)
         }
         if checkpointFailure != nil { report("database \(path): its log is checkpointed again") }
         checkpointFailure = nil
-        logBytes = 0
-        try verifyFilesAfterCommit()
     }
 
     private func foldLog() throws(ObsError) {

@@ -1,6 +1,7 @@
 // The database's schema: creating a new file (whole, or not at all), reading the version of an
-// existing one, and migrating version 1 (rows without checksums) to version 2, and version 2 to
-// version 3 (the log of commits: SQLiteStorage+Log.swift).
+// existing one, and migrating version 1 (rows without checksums) to version 2, version 2 to
+// version 3 (the log of commits: SQLiteStorage+Log.swift), and version 3 to 4 (the log may also be
+// in files beside the database).
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -127,6 +128,13 @@ extension SQLiteStorage {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+}
+
+extension SQLiteStorage {
+    /// Version 3 to 4: no table changes (the log files are beside the database, not in it).
+    func migrateFromVersion3() throws(ObsError) {
+        try execute("UPDATE schema_version SET version = 4")
     }
 }
 

@@ -34,7 +34,9 @@ public final class SQLiteStorage: StateStorage {
     /// The schema this code reads and writes, kept in the `schema_version` table. Version 2 added
     /// the rows' checksums; a version-1 file is migrated when opened for writing.
     /// Version 3 added the log of commits not yet checkpointed (SQLiteStorage+Log.swift).
-    public static let schemaVersion: Int64 = 3
+    /// Version 4 changes no table: it says that commits may also wait in log files beside the
+    /// database (obsd's `obsd.commitlog.N`), so that an obsd that would ignore them refuses it.
+    public static let schemaVersion: Int64 = 4
 
     /// How a database is opened.
     public enum Mode: Sendable {
@@ -61,8 +63,9 @@ public final class SQLiteStorage: StateStorage {
     var checkpointFailure: String?
     /// The files as opened, to notice one deleted or replaced (SQLiteStorage+Files.swift).
     var files: [WatchedFile] = []
-    /// Set once a watched file was found deleted or replaced: every later commit throws it.
-    var refusal: ObsError?
+    /// Set once a watched file was found deleted or replaced (or the fsync of a checkpoint of an
+    /// outside log failed): every later commit throws it.
+    public internal(set) var refusal: ObsError?
     /// Where a problem found between requests goes (the daemon's log).
     let report: @Sendable (String) -> Void
 
@@ -103,6 +106,7 @@ public final class SQLiteStorage: StateStorage {
                 try execute("PRAGMA synchronous=NORMAL")
                 if version == 1 { try migrateFromVersion1() }
                 if version <= 2 { try migrateFromVersion2() }
+                if version <= 3 { try migrateFromVersion3() }
                 logBytes = try storedLog().bytes
                 watchFiles()
             } else {

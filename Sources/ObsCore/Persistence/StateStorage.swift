@@ -122,7 +122,8 @@ public protocol StateStorage: AnyObject {
     /// Writes a group of committed transactions, given as CommitLog records (the last at `rev`),
     /// atomically as a whole.
     func commitLog(_ records: UnsafeRawBufferPointer, rev: UInt64) throws(ObsError)
-    /// Folds what `commitLog` wrote into the storage's tables (SQLiteStorage: its log into its rows).
+    /// Folds what `commitLog` wrote into the storage's tables (SQLiteStorage: its log into its rows;
+    /// obsd's log files: the newest handed to the checkpoint thread, which folds it meanwhile).
     func checkpoint() throws(ObsError)
     /// The bytes `commitLog` wrote that no checkpoint has folded yet.
     var logBytes: Int { get }

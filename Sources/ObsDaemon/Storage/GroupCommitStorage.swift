@@ -1,17 +1,18 @@
 // The daemon's storage, as the store sees it, and the pipelined group commit behind it.
 //
 // The store commits on the loop thread. Each commit is appended to the open batch as CommitLog
-// records (a copy of its changes' names and values: no merging, no row). At the end of a loop turn the open batch goes to the writer thread (StorageWriter), which writes
-// it as one row of the database's log, in one database transaction (and fsyncs it, in strict
-// mode), unless the writer is still busy with the previous batch: then the open batch keeps
-// growing over the next turns and goes as soon as the writer is free. So there are at most two
-// batches: one in flight and one open, and they reach the disk in commit order. The two batches'
-// buffers are used in turn, so that a batch costs no allocation once they have grown.
+// records (a copy of its changes' names and values: no merging, no row). At the end of a loop turn
+// the open batch goes to the writer (StorageWriter), which appends it to the commit log as one
+// frame (LogFileStorage) and, in strict mode, fdatasyncs it.
 //
-// In `normal` mode obsd writes on the loop thread instead (`inline`): with nothing to wait for (no
-// fsync), handing a batch to another thread only added two wake-ups a batch (measured: writing a
-// log row costs tens of microseconds, the hand-off as much, on the same core); the batch is
-// written at the end of the turn, before the turn's lines are flushed.
+// The daemon writes the batch on the loop thread (`inline`), at the end of the turn, before the
+// turn's lines are flushed: appending a frame costs one write (and, strict, an fdatasync), and
+// handing it to another thread added two wake-ups a batch, which measured more CPU per set and no
+// more sets per second. Built with a writer thread instead (the tests do), the writer works while
+// the loop goes on: while it is still busy with the previous batch, the open batch keeps growing
+// over the next turns and goes as soon as the writer is free. So there are at most two batches:
+// one in flight and one open, and they reach the disk in commit order. The two batches' buffers are
+// used in turn, so that a batch costs no allocation once they have grown.
 //
 // Batches are numbered. A line a connection queues while a change is unwritten carries the number
 // of the newest batch holding one (`unwritten`), and is sent only once that batch is written
@@ -67,8 +68,8 @@ final class GroupCommitStorage: StateStorage {
         openBound = Self.defaultOpenBound
     }
 
-    /// `normal` or `strict` mode: starts the writer thread, which owns `writer`'s database; or,
-    /// `inline`, writes each batch on the caller's thread at the end of its turn.
+    /// `normal` or `strict` mode: starts the writer thread, which owns `writer`'s storage; or,
+    /// `inline` (the daemon), writes each batch on the caller's thread at the end of its turn.
     init(writer: StorageWriter, strict: Bool, inline: Bool = false, retryInterval: Double,
          openBound: Int = GroupCommitStorage.defaultOpenBound) throws(SystemError) {
         self.writer = writer
@@ -240,7 +241,7 @@ enum GroupCommitFailure: Error {
     }
 }
 
-/// A group of commits on its way to the database: CommitLog records, the last at `rev`. Handed to
+/// A group of commits on its way to the commit log: CommitLog records, the last at `rev`. Handed to
 /// the writer thread whole, and back once written (the loop does not touch it meanwhile).
 final class CommitBatch: @unchecked Sendable {
     var records = ByteBuffer()

@@ -1,22 +1,24 @@
-// The daemon's second thread: it owns the database for writing, so that the loop thread (which owns
-// the store) goes on serving while a batch is written and, in strict mode, fsynced.
+// The daemon's writer: it owns the newest commit log file (LogFileStorage) for appending. The
+// daemon runs it on its loop thread, which calls `writeNow` and `idle` itself
+// (GroupCommitStorage says why); it can also run on a thread of its own (`start`, the tests), so
+// that the loop thread goes on serving while a batch is appended and fdatasynced.
 //
-// The hand-off, one batch at a time:
+// The hand-off, one batch at a time (thread):
 // 1. The loop puts a job in the mailbox and signals `wake` (an eventfd the writer blocks on).
-// 2. The writer takes the job, writes it as one database transaction (then fsyncs, in strict mode),
-//    puts the outcome in the mailbox and signals `done` (an eventfd in the loop's epoll set).
+// 2. The writer takes the job, appends it as one frame (then fdatasyncs), puts the outcome in the
+//    mailbox and signals `done` (an eventfd in the loop's epoll set).
 // 3. The loop takes the outcome and releases the answers that waited for the batch.
-// The mailbox is a Mutex, held only to move a job or an outcome in or out; the database is behind
+// The mailbox is a Mutex, held only to move a job or an outcome in or out; the storage is behind
 // a Mutex of its own that only the writer takes while the thread runs (load before, close after).
-// While idle, the writer checks once a second that the database and its WAL are still the files it
-// opened (StateStorage.checkFiles), and checkpoints the database's log (SQLiteStorage+Log.swift).
-// In `normal` mode there is no thread: the loop calls `writeNow` and `idle` itself.
+// While idle a second, the writer checks that the newest log file is still the file it opened
+// (StateStorage.checkFiles), and hands it to the checkpoint thread (`checkpoint`), so that an idle
+// daemon's database holds everything.
 import CLinux
 import Glibc
 import ObsCore
 import Synchronization
 
-/// One batch for the writer: written as one database transaction, then fsynced when `sync`.
+/// One batch for the writer: appended as one frame of the commit log, then fsynced when `sync`.
 struct WriteJob: Sendable {
     var batch: CommitBatch
     var sync: Bool
@@ -48,8 +50,8 @@ final class StorageWriter: Sendable {
     /// A test hook (OBSD_TEST_WRITE_DELAY, read by debug builds only): seconds the writer waits
     /// before writing each batch, so that tests can catch a batch in flight.
     private let delay: Double
-    /// Seconds of idleness after which the writer checks the database's files, and checkpoints
-    /// its log.
+    /// Seconds of idleness after which the writer checks the log's file, and hands it to the
+    /// checkpoint.
     static let fileCheckInterval = 1.0
 
     init(_ storage: sending any StateStorage, delay: Double = 0) throws(SystemError) {
@@ -120,7 +122,7 @@ final class StorageWriter: Sendable {
     }
 
     /// Loop thread: ends the writer thread (after its last batch), checkpoints the log (so that
-    /// a stopped daemon's database holds everything in its tables) and closes the database.
+    /// a stopped daemon's database holds everything in its tables) and closes the storage.
     func stop(_ thread: pthread_t?) {
         if let thread {
             mailbox.withLock { $0.stopping = true }
@@ -164,7 +166,7 @@ final class StorageWriter: Sendable {
         }
     }
 
-    /// What the writer does once it has been idle a second: a look at the database's files
+    /// What the writer does once it has been idle a second: a look at the storage's files
     /// (deleted or replaced under obsd), and a checkpoint of the log. The thread's, or (no thread)
     /// the loop's.
     func idle() {
@@ -176,7 +178,7 @@ final class StorageWriter: Sendable {
         }
     }
 
-    /// A batch written on the caller's thread (no writer thread: `normal` mode).
+    /// A batch written on the caller's thread (no writer thread: the daemon).
     func writeNow(_ job: WriteJob) -> WriteOutcome {
         write(job)
     }

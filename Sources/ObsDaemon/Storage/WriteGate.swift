@@ -1,6 +1,6 @@
 // The rule that nothing obsd sends shows a change before that change is written (and, in strict
-// mode, synced), in one place. The store commits on the loop thread and the writer thread writes
-// the turn's commits as numbered batches (GroupCommitStorage); a line a connection queues while
+// mode, synced), in one place. The store commits on the loop thread and the writer writes the
+// turn's commits as numbered batches at the end of the turn (GroupCommitStorage); a line a connection queues while
 // some change is unwritten carries the number of the newest batch holding one, and waits in the
 // connection's queue until that batch is written (`Connection.write`, `releaseWritten`).
 //

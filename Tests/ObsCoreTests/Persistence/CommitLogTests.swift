@@ -21,31 +21,6 @@ final class CommitLogTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// A random transaction at `rev` over a few names: puts and deletes of keys (with and without
-    /// expiry, values of every JSON kind), definitions and bindings.
-    private func randomTransaction(_ random: inout SplitMix64, rev: UInt64) -> StoredTransaction {
-        var transaction = StoredTransaction(rev: rev)
-        let names = ["a", "b.c", "k.1", "k.2", "long.name-with_all.kinds"]
-        let values: [JSONValue] = [1, -7, 2.5, "text", "with \"quotes\" and \u{e9}", true, .null, [1, "x"], ["b": 1, "a": [2]]]
-        for _ in 0..<(1 + random.below(4)) {
-            let name = random.pick(names)
-            switch random.below(7) {
-            case 0: transaction.deletedKeys.append(name)
-            case 1: transaction.putDefinitions.append(StoredDefinition(key: name, expr: "$a + \(random.below(9))", createdRev: rev))
-            case 2: transaction.deletedDefinitions.append(name)
-            case 3:
-                transaction.putBindings.append(StoredBinding(from: random.pick(names), to: name, map: random.below(2) == 0 ? nil : "value",
-                                                             twoWay: random.below(2) == 0, unmap: random.below(3) == 0 ? "value" : nil))
-            case 4: transaction.deletedBindings.append(name)
-            default:
-                transaction.putKeys.append(StoredKey(key: name, value: random.pick(values), rev: rev, createdRev: UInt64(1 + random.below(Int(rev))),
-                                                     version: UInt64(1 + random.below(9)),
-                                                     expiresAt: random.below(3) == 0 ? 1_900_000_000.25 : nil))
-            }
-        }
-        return transaction
-    }
-
     func test_loggedGroups_loadAndCheckpoint_asCommittingEachTransactionWould() throws {
         var random = SplitMix64(seed: 17)
         let model = MemoryStorage()
@@ -56,7 +31,7 @@ final class CommitLogTests: XCTestCase {
             var group = ByteBuffer()
             for _ in 0..<(1 + random.below(5)) {
                 rev += 1
-                let transaction = randomTransaction(&random, rev: rev)
+                let transaction = random.storedTransaction(rev: rev)
                 try model.commit(transaction)
                 CommitLog.append(transaction, to: &group)
             }
@@ -142,7 +117,7 @@ final class CommitLogTests: XCTestCase {
         var allowed = [try model.load()]
         var random = SplitMix64(seed: 5)
         for rev in UInt64(1)...6 {
-            var transaction = randomTransaction(&random, rev: rev)
+            var transaction = random.storedTransaction(rev: rev)
             // Values over a page: a group is several WAL frames, so cuts fall inside groups too.
             transaction.putKeys.append(StoredKey(key: "big.\(rev)", value: .string(String(repeating: "v", count: 5000)), rev: rev,
                                                  createdRev: rev, version: 1))
@@ -182,7 +157,7 @@ final class CommitLogTests: XCTestCase {
         var random = SplitMix64(seed: 23)
         var checkpoints = 0
         for rev in UInt64(1)...300 {
-            let transaction = randomTransaction(&random, rev: rev)
+            let transaction = random.storedTransaction(rev: rev)
             var group = ByteBuffer()
             CommitLog.append(transaction, to: &group)
             let before = storage.logBytes
@@ -208,7 +183,7 @@ final class CommitLogTests: XCTestCase {
         var rev: UInt64 = 0
         func group() -> (StoredTransaction, [UInt8]) {
             rev += 1
-            let transaction = randomTransaction(&random, rev: rev)
+            let transaction = random.storedTransaction(rev: rev)
             var group = ByteBuffer()
             CommitLog.append(transaction, to: &group)
             return (transaction, Array(group.bytes))

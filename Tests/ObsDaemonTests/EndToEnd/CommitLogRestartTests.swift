@@ -1,8 +1,9 @@
-// The database's commit log through the daemon (SQLiteStorage+Log.swift): writes of every kind
-// (sets, deletes, batches, definitions, bindings) go to the log, an idle daemon folds it into the
+// The commit log through the daemon (LogFileStorage.swift): writes of every kind (sets, deletes,
+// batches, definitions, bindings) go to the log's files, an idle daemon folds them into the
 // tables, and a kill -9 between the append and the next checkpoint loses nothing: the restarted
 // daemon serves what the killed one served, from the tables with the log replayed over them; a
-// clean stop leaves the log empty. `obsd --check` verifies the log and refuses a damaged row.
+// clean stop leaves no log. `obsd --check` verifies the log rows an older obsd left and refuses a
+// damaged row (CommitLogFileTests has the files' damage).
 import CSQLite
 import Foundation
 import Glibc
@@ -30,8 +31,9 @@ final class CommitLogRestartTests: XCTestCase {
             XCTAssertEqual(client.request(line)?["ok"] as? Bool, true, line)
         }
         // Idle a second, the daemon folds its log into the tables.
-        waitFor("the idle daemon to checkpoint its log", timeout: 60) { self.log(sandbox)?.rows == 0 }
-        XCTAssertEqual(log(sandbox)?.keys, 5, "a, b, c, gone, mirror in the keys table")
+        XCTAssertTrue(waitFor("the idle daemon to checkpoint its log", timeout: 60) {
+            self.log(sandbox).map { $0.rows == 0 && $0.keys == 5 } == true
+        }, "a, b, c, gone, mirror in the keys table, nothing in the log: \(String(describing: log(sandbox)))")
 
         // Changes over what the tables hold, then kill -9 before the next checkpoint. A round whose
         // log was checkpointed before the kill (a machine stalled for a second) is played again.
@@ -54,13 +56,14 @@ final class CommitLogRestartTests: XCTestCase {
             client = try Client(sandbox.socket)
             XCTAssertEqual(stored(client.dump()), served, "round \(round): the restarted daemon serves what the killed one did")
         }
-        XCTAssertGreaterThan(logged, 0, "no round was killed with rows in the log")
+        XCTAssertGreaterThan(logged, 0, "no round was killed with frames in the log")
         XCTAssertEqual(client.request(#"{"op":"get","key":"sum"}"#)?["value"] as? Int, (10 + lastRound) * 3)
 
         // A clean stop checkpoints: the log is empty and the tables alone give the same state.
         obsd.signal(SIGTERM)
         XCTAssertEqual(obsd.waitForExit(), 0, obsd.log)
         XCTAssertEqual(log(sandbox)?.rows, 0, "a clean stop folds the log into the tables")
+        XCTAssertEqual(log(sandbox)?.files, 0, "and leaves no log file")
         obsd = try ObsdProcess.started(sandbox, arguments)
         XCTAssertEqual(stored(try Client(sandbox.socket).dump()), served)
         obsd.kill9()
@@ -135,8 +138,13 @@ final class CommitLogRestartTests: XCTestCase {
         return dump
     }
 
-    /// The log's rows and the keys table's, read with a connection of our own.
-    private func log(_ sandbox: Sandbox) -> (rows: Int, keys: Int)? {
+    /// The bytes of frames in the commit log's files (`rows`: 0 when they hold none), the files,
+    /// and the keys table's rows, read with a connection of our own.
+    private func log(_ sandbox: Sandbox) -> (rows: Int, files: Int, keys: Int)? {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.state)) ?? []).filter { $0.hasPrefix("obsd.commitlog.") }
+        let framed = names.reduce(0) { total, name in
+            total + max(0, ((try? FileManager.default.attributesOfItem(atPath: sandbox.state + "/" + name))?[.size] as? Int ?? 0) - 8)
+        }
         var db: OpaquePointer?
         defer { sqlite3_close_v2(db) }
         guard sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return nil }
@@ -145,6 +153,6 @@ final class CommitLogRestartTests: XCTestCase {
         defer { sqlite3_finalize(statement) }
         guard sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM log), (SELECT count(*) FROM keys)", -1, &statement, nil) == SQLITE_OK,
               sqlite3_step(statement) == SQLITE_ROW else { return nil }
-        return (Int(sqlite3_column_int64(statement, 0)), Int(sqlite3_column_int64(statement, 1)))
+        return (Int(sqlite3_column_int64(statement, 0)) + framed, names.count, Int(sqlite3_column_int64(statement, 1)))
     }
 }

@@ -16,14 +16,17 @@ final class FullDiskTests: XCTestCase {
         try fullDisk(durability: "normal")
     }
 
-    /// A disk with room for the commit log at its bound (4 MiB) but not for the checkpoint that
-    /// must then fold it into the tables: the checkpoint fails, changes nothing, the write that
-    /// needed it is held and new writes are refused, as for any write the disk cannot take.
+    /// A disk with room for the commit log's files (handed to the checkpoint at 1 MiB here, a
+    /// debug build's OBSD_TEST_LOG_ROTATE_BYTES) but, once it fills, not for the checkpoint that
+    /// must fold them into the tables: the checkpoint fails and changes nothing, the log's files
+    /// stay, and the write that the disk then cannot take is held and new writes are refused.
     func test_normal_aCheckpointOnAFullDisk_isRefusedLikeAWrite_losesNothing_andCatchesUp() throws {
-        try fullDisk(durability: "normal", size: "10m", logMentions: "cannot checkpoint its log")
+        try fullDisk(durability: "normal", size: "10m", logMentions: "cannot checkpoint its log",
+                     environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "1048576"])
     }
 
-    private func fullDisk(durability: String, size: String = "400k", logMentions: String? = nil) throws {
+    private func fullDisk(durability: String, size: String = "400k", logMentions: String? = nil,
+                          environment: [String: String] = [:]) throws {
         try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
         let sandbox = try Sandbox()
         let disk = sandbox.root + "/disk"
@@ -33,7 +36,8 @@ final class FullDiskTests: XCTestCase {
         }
         defer { umount2(disk, Int32(MNT_DETACH)) }
         let state = disk + "/state"
-        let daemon = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", durability])
+        let daemon = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", durability],
+                                     environment: environment)
         defer { daemon.signal(SIGKILL); _ = daemon.waitForExit() }
         XCTAssertTrue(daemon.waitUntilListening())
 

@@ -1,7 +1,9 @@
-// The writer thread: the loop hands each turn's writes to it and goes on serving, so the promises
-// of normal and strict rest on the answers (and change events) waiting for their batch. These tests
-// slow the writer down (OBSD_TEST_WRITE_DELAY) so that a batch is in flight when they look, and
-// read the database file itself with SQLite, so that an answer sent too early is caught.
+// The group commit: each turn's writes are appended to the commit log as one batch (by the loop at
+// the end of the turn in normal mode; by the writer thread, which fsyncs it, in strict mode), so
+// the promises of normal and strict rest on the answers (and change events) waiting for their
+// batch. These tests slow the writer down (OBSD_TEST_WRITE_DELAY) so that a batch is in flight when
+// they look, and read the log's files and the database file themselves, so that an answer sent
+// too early is caught.
 import CSQLite
 import Foundation
 import Glibc
@@ -10,26 +12,29 @@ import TestSupport
 import XCTest
 
 final class WriterThreadTests: XCTestCase {
-    /// The value stored in the database file for `key`, read with a connection of our own (it sees
-    /// every committed transaction, fsynced or not): in the log, where a batch is written, or else
-    /// in the keys table, where a checkpoint moves it.
+    /// The value stored for `key`, read from the files themselves: in the commit log's files,
+    /// where a batch is written, or else in the database's keys table (read with a connection of
+    /// our own: it sees every committed transaction, fsynced or not), where a checkpoint moves it.
+    /// The files are read first: a checkpoint that folds one and deletes it meanwhile has put its
+    /// records in the table before.
     private func storedValue(_ sandbox: Sandbox, _ key: String) -> String? {
+        var logged = CommitLog.Replay()
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.state)) ?? [])
+            .filter { $0.hasPrefix("obsd.commitlog.") }
+            .sorted { Int($0.dropFirst("obsd.commitlog.".count)) ?? 0 < Int($1.dropFirst("obsd.commitlog.".count)) ?? 0 }
+        for name in names {
+            guard let data = FileManager.default.contents(atPath: sandbox.state + "/" + name) else { continue }
+            data.withUnsafeBytes { bytes in
+                guard let contents = try? CommitLogFile.read(bytes, newest: true) else { return }
+                for frame in contents.frames { try? CommitLog.replay(UnsafeRawBufferPointer(rebasing: bytes[frame.records]), onto: &logged) }
+            }
+        }
+        if let value = logged.state.keys.first(where: { $0.key == key })?.value { return value.encoded }
         var db: OpaquePointer?
         defer { sqlite3_close_v2(db) }
         guard sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return nil }
         sqlite3_busy_timeout(db, 5000)
-        // One read transaction for both tables, so that a checkpoint cannot move the key between them.
-        sqlite3_exec(db, "BEGIN", nil, nil, nil)
-        var logged = CommitLog.Replay()
         var statement: OpaquePointer?
-        if sqlite3_prepare_v2(db, "SELECT data FROM log ORDER BY id", -1, &statement, nil) == SQLITE_OK {
-            while sqlite3_step(statement) == SQLITE_ROW {
-                let data = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 0), count: Int(sqlite3_column_bytes(statement, 0)))
-                try? CommitLog.replay(data, onto: &logged)
-            }
-        }
-        sqlite3_finalize(statement)
-        if let value = logged.state.keys.first(where: { $0.key == key })?.value { return value.encoded }
         defer { sqlite3_finalize(statement) }
         guard sqlite3_prepare_v2(db, "SELECT value FROM keys WHERE key = ?1", -1, &statement, nil) == SQLITE_OK else { return nil }
         sqlite3_bind_text(statement, 1, key, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
@@ -117,11 +122,13 @@ final class WriterThreadTests: XCTestCase {
         XCTAssertTrue(sawGoodbye)
         XCTAssertEqual(obsd.waitForExit(), 0, obsd.log)
         XCTAssertEqual(logRows(sandbox), 0, "a clean stop folds the log into the tables")
+        XCTAssertEqual(((try? FileManager.default.contentsOfDirectory(atPath: sandbox.state)) ?? []).filter { $0.hasPrefix("obsd.commitlog.") },
+                       [], "and leaves no commit log file")
         XCTAssertEqual(storedValue(sandbox, "first"), "1")
         for index in 0..<50 { XCTAssertEqual(storedValue(sandbox, "k.\(index)"), "\(index)") }
     }
 
-    /// The rows of the database's log (commits not yet checkpointed into the tables).
+    /// The rows of the database's log (commits an older obsd left there).
     private func logRows(_ sandbox: Sandbox) -> Int? {
         var db: OpaquePointer?
         defer { sqlite3_close_v2(db) }

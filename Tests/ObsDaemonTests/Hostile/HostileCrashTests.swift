@@ -14,6 +14,17 @@ final class HostileCrashTests: XCTestCase {
         try crashTrials(durability: "strict")
     }
 
+    /// The same with the commit log's newest file handed to the checkpoint every 4 KiB (a debug
+    /// build's OBSD_TEST_LOG_ROTATE_BYTES), so that the kill also falls while a file is started,
+    /// folded into the database or deleted.
+    func test_kill9AtRandomMoments_whileLogFilesAreRotatedAndFolded_normal() throws {
+        try crashTrials(durability: "normal", environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "4096"])
+    }
+
+    func test_kill9AtRandomMoments_whileLogFilesAreRotatedAndFolded_strict() throws {
+        try crashTrials(durability: "strict", environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "4096"])
+    }
+
     /// Acknowledged writes of one trial: key names and the highest revision answered.
     private final class Acknowledged: @unchecked Sendable {
         private let lock = NSLock()
@@ -30,7 +41,7 @@ final class HostileCrashTests: XCTestCase {
         var snapshot: ([String], Int) { lock.withLock { (keys, lastRev) } }
     }
 
-    private func crashTrials(durability: String) throws {
+    private func crashTrials(durability: String, environment: [String: String] = [:]) throws {
         let trials = Hostile.pick(quick: 10, long: 100)
         let seed = Hostile.seed()
         var random = SplitMix64(seed: seed)
@@ -39,7 +50,7 @@ final class HostileCrashTests: XCTestCase {
         for trial in 0..<trials {
             let sandbox = try Sandbox()
             let arguments = ["--durability", durability]
-            let obsd = try ObsdProcess.started(sandbox, arguments)
+            let obsd = try ObsdProcess.started(sandbox, arguments, environment: environment)
             XCTAssertTrue(obsd.process.isRunning, obsd.log)
             let acknowledged = Acknowledged()
             let writers = DispatchGroup()
@@ -69,7 +80,7 @@ final class HostileCrashTests: XCTestCase {
             XCTAssertEqual(writers.wait(timeout: .now() + 60), .success)
             let (keys, lastRev) = acknowledged.snapshot
 
-            let restarted = try ObsdProcess.started(sandbox, arguments)
+            let restarted = try ObsdProcess.started(sandbox, arguments, environment: environment)
             let reader = try Client(sandbox.socket)
             var lost: [String] = []
             for chunk in stride(from: 0, to: keys.count, by: 500) {

@@ -84,13 +84,22 @@ final class HostileDatabaseTests: XCTestCase {
     // MARK: - The WAL
 
     /// A database killed with everything since its creation in the WAL: `count` transactions, the
-    /// Nth setting `k.N` to N (so revision N is exactly keys k.1 to k.N).
+    /// Nth setting `k.N` to N (so revision N is exactly keys k.1 to k.N). The commit log's files
+    /// are handed to the checkpoint thread after every write (a debug build's
+    /// OBSD_TEST_LOG_ROTATE_BYTES), so the WAL gets many checkpoints, each a whole earlier
+    /// revision; the kill comes once the log's files hold nothing the WAL does not.
     private func crashedDatabase(_ sandbox: Sandbox, count: Int) throws -> (database: Data, wal: Data) {
-        let obsd = try ObsdProcess.started(sandbox)
+        let obsd = try ObsdProcess.started(sandbox, environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "1"])
         let client = try Client(sandbox.socket)
         for index in 1...count {
             XCTAssertEqual(client.request(#"{"op":"set","key":"k.\#(index)","value":\#(index)}"#)?["rev"] as? Int, index)
         }
+        XCTAssertTrue(waitFor("the commit log folded into the WAL", timeout: 60) {
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.state)) ?? []
+            return files.filter { $0.hasPrefix("obsd.commitlog.") }.allSatisfy { name in
+                ((try? FileManager.default.attributesOfItem(atPath: sandbox.state + "/" + name))?[.size] as? Int ?? 0) <= 8
+            }
+        })
         obsd.kill9()
         return (try Data(contentsOf: URL(fileURLWithPath: sandbox.state + "/obsd.db")),
                 try Data(contentsOf: URL(fileURLWithPath: sandbox.state + "/obsd.db-wal")))
@@ -176,7 +185,10 @@ final class HostileDatabaseTests: XCTestCase {
             var acknowledged: [Int] = []
             var refused = 0
             var unanswered = 0
-            for index in 0..<400 {
+            // The checkpoint thread notices within a second (writes acknowledged meanwhile are in
+            // the commit log's file, which the restart replays), so the writes go on until refused.
+            let deadline = Date().addingTimeInterval(60)
+            for index in 0..<1_000_000 where refused == 0 && Date() < deadline {
                 if index == 100 { XCTAssertEqual(unlink(sandbox.state + "/" + file), 0) }
                 guard let answer = client.request(#"{"op":"set","key":"k.\#(index)","value":\#(index)}"#) else {
                     // Held: written to a file that is gone, so never acknowledged. The connection

@@ -1,0 +1,229 @@
+// The commit log's files through real obsd binaries (LogFileStorage.swift, CommitLogFile.swift): a
+// frame a crash cut short at the end of the newest file is dropped (it was never acknowledged)
+// and everything acknowledged is served; a flipped byte in a log file refuses the start and is
+// listed by `obsd --check`; a log file that is a symlink, or belongs to another user, or log files
+// whose database is missing, are refused;
+// a schema-3 database (with log rows) opens, migrated, its log rows folded into its tables.
+import CSQLite
+import Foundation
+import Glibc
+import ObsCore
+import TestSupport
+import XCTest
+
+final class CommitLogFilesTests: XCTestCase {
+    /// The log files in the state directory, oldest first.
+    private func logFiles(_ sandbox: Sandbox) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.state)) ?? [])
+            .filter { $0.hasPrefix("obsd.commitlog.") }
+            .sorted { Int($0.dropFirst("obsd.commitlog.".count)) ?? 0 < Int($1.dropFirst("obsd.commitlog.".count)) ?? 0 }
+            .map { sandbox.state + "/" + $0 }
+    }
+
+    /// Sets k.1 ... k.`count` (acknowledged), then kill -9: the writes are in the newest log file.
+    private func killedAfterWrites(_ sandbox: Sandbox, count: Int) throws -> String {
+        let obsd = try ObsdProcess.started(sandbox)
+        let client = try Client(sandbox.socket)
+        for index in 1...count {
+            XCTAssertEqual(client.request(#"{"op":"set","key":"k.\#(index)","value":"value \#(index)"}"#)?["ok"] as? Bool, true)
+        }
+        obsd.kill9()
+        let file = try XCTUnwrap(logFiles(sandbox).last)
+        let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+        XCTAssertGreaterThan(size, 8, "the writes are in \(file)")
+        return file
+    }
+
+    /// A crash in the middle of a write leaves the newest file ending inside a frame: the start
+    /// drops it (and says so), serves every acknowledged write, and goes on from there.
+    func test_aFrameCutShortAtTheEnd_isDropped_andEveryAcknowledgedWriteIsServed() throws {
+        let sandbox = try Sandbox()
+        let file = try killedAfterWrites(sandbox, count: 20)
+        // The frame of a write that never completed: a whole header, part of its records.
+        var records = ByteBuffer()
+        var transaction = StoredTransaction(rev: 21)
+        transaction.putKeys = [StoredKey(key: "torn", value: "never acknowledged", rev: 21, createdRev: 21, version: 1)]
+        CommitLog.append(transaction, to: &records)
+        var header = CommitLogFile.header(rev: 21, records: records.bytes)
+        var frame = withUnsafeBytes(of: &header) { Data($0) } + Data(records.bytes)
+        frame = frame.prefix(CommitLogFile.headerSize + 10)
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: file))
+        handle.seekToEndOfFile()
+        handle.write(frame)
+        handle.closeFile()
+
+        let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
+        XCTAssertEqual(check.waitForExit(), 0, check.output)
+        XCTAssertTrue(check.output.contains("a torn last frame of \(frame.count) bytes"), check.output)
+
+        let obsd = try ObsdProcess.started(sandbox)
+        defer { obsd.kill9() }
+        XCTAssertTrue(obsd.process.isRunning, obsd.log)
+        XCTAssertTrue(obsd.log.contains("\(file): its last \(frame.count) bytes were a frame cut short"), obsd.log)
+        let client = try Client(sandbox.socket)
+        for index in 1...20 {
+            XCTAssertEqual(client.request(#"{"op":"get","key":"k.\#(index)"}"#)?["value"] as? String, "value \(index)")
+        }
+        XCTAssertNotEqual(client.request(#"{"op":"get","key":"torn"}"#)?["ok"] as? Bool, true, "the torn frame is not served")
+        XCTAssertEqual(client.request(#"{"op":"set","key":"after","value":1}"#)?["rev"] as? Int, 21, "revisions go on after the last whole frame")
+    }
+
+    /// A flipped byte anywhere in a log file's frames: obsd refuses to start, naming the file, and
+    /// `obsd --check` lists it; the file is left as it was.
+    func test_aFlippedByteInALogFile_refusesTheStart_andCheckListsIt() throws {
+        var random = SplitMix64(seed: Hostile.seed())
+        for trial in 0..<8 {
+            let sandbox = try Sandbox()
+            let file = try killedAfterWrites(sandbox, count: 10)
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            let offset = 8 + random.below(bytes.count - 8)
+            bytes[offset] ^= UInt8(1) << UInt8(random.below(8))
+            try bytes.write(to: URL(fileURLWithPath: file))
+
+            let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
+            XCTAssertEqual(check.waitForExit(), 1, "trial \(trial), byte \(offset): \(check.output)")
+            XCTAssertTrue(check.output.contains("log file \(file):"), "trial \(trial), byte \(offset): \(check.output)")
+            let obsd = try ObsdProcess.started(sandbox)
+            XCTAssertEqual(obsd.waitForExit(), 1, "trial \(trial), byte \(offset): \(obsd.log)")
+            XCTAssertTrue(obsd.log.contains("log file \(file):"), "trial \(trial), byte \(offset): \(obsd.log)")
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: file)), bytes, "a refused file is left as it was")
+        }
+    }
+
+    /// The newest log file is bounded in bytes: while the checkpoint cannot fold the full file
+    /// (here another connection holds the database's write lock, so SQLite's busy timeout fails
+    /// it), appends go on up to the bound (a debug build's OBSD_TEST_LOG_FILE_BOUND, 64 KiB), then
+    /// the write that would pass it is held and new writes are refused with `internal`; reads go
+    /// on. Once the lock is gone the checkpoint catches up, the held write is answered, writes are
+    /// accepted again, and everything acknowledged survives kill -9.
+    func test_theNewestLogFile_isBounded_whileTheCheckpointCannotCatchUp() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess.started(sandbox, environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "4096", "OBSD_TEST_LOG_FILE_BOUND": "65536"])
+        let client = try Client(sandbox.socket, timeout: 3)
+        XCTAssertEqual(client.request(#"{"op":"set","key":"first","value":0}"#)?["ok"] as? Bool, true)
+
+        var holder: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(sandbox.state + "/obsd.db", &holder, SQLITE_OPEN_READWRITE, nil), SQLITE_OK)
+        defer { sqlite3_close_v2(holder) }
+        XCTAssertEqual(sqlite3_exec(holder, "BEGIN IMMEDIATE", nil, nil, nil), SQLITE_OK)
+
+        let value = String(repeating: "v", count: 200)
+        var acknowledged: [Int] = []
+        var held: Int?
+        for index in 0..<100_000 {
+            guard let answer = client.request(#"{"id":\#(index),"op":"set","key":"k.\#(index)","value":"\#(value)"}"#) else {
+                held = index
+                break
+            }
+            XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)")
+            acknowledged.append(index)
+        }
+        let heldIndex = try XCTUnwrap(held, "the log file never reached its bound")
+        let newest = logFiles(sandbox).compactMap { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? nil }.max() ?? 0
+        XCTAssertLessThanOrEqual(newest, 65536 + 4096, "no log file past its bound and one write")
+        XCTAssertGreaterThan(acknowledged.count, 100)
+        let other = try Client(sandbox.socket, timeout: 3)
+        let refused = other.request(#"{"op":"set","key":"other","value":1}"#)
+        XCTAssertEqual((refused?["error"] as? [String: Any])?["code"] as? String, "internal", "\(String(describing: refused))")
+        XCTAssertTrue("\(String(describing: refused))".contains("writes are refused"), "\(String(describing: refused))")
+        XCTAssertEqual(other.request(#"{"op":"get","key":"first"}"#)?["value"] as? Int, 0, "reads go on")
+        XCTAssertTrue(waitFor("the failed checkpoint in the log") { obsd.log.contains("cannot checkpoint its log") }, obsd.log)
+
+        XCTAssertEqual(sqlite3_exec(holder, "ROLLBACK", nil, nil, nil), SQLITE_OK)
+        let late = try Client(sandbox.socket, timeout: 60)
+        XCTAssertTrue(waitFor("the held write answered", timeout: 60) { client.readLine().map { json($0)["id"] as? Int == heldIndex } ?? false })
+        acknowledged.append(heldIndex)
+        XCTAssertTrue(waitFor("writes accepted again", timeout: 60) {
+            late.request(#"{"op":"set","key":"other","value":2}"#)?["ok"] as? Bool == true
+        })
+        obsd.kill9()
+        let restarted = try ObsdProcess.started(sandbox)
+        defer { restarted.kill9() }
+        let reader = try Client(sandbox.socket)
+        let lost = acknowledged.filter { reader.request(#"{"op":"get","key":"k.\#($0)"}"#)?["value"] as? String != value }
+        XCTAssertEqual(lost, [], "acknowledged writes lost")
+    }
+
+    /// Log files without their database (deleted or moved): the files hold only the changes since
+    /// the last checkpoint, so obsd refuses to start rather than serve them as the state.
+    func test_logFilesWithoutTheirDatabase_areRefused() throws {
+        let sandbox = try Sandbox()
+        let file = try killedAfterWrites(sandbox, count: 3)
+        for suffix in ["", "-wal", "-shm"] { unlink(sandbox.state + "/obsd.db" + suffix) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
+        XCTAssertEqual(check.waitForExit(), 1, check.output)
+        XCTAssertTrue(check.output.contains("is missing but its commit log"), check.output)
+        let obsd = try ObsdProcess.started(sandbox)
+        XCTAssertEqual(obsd.waitForExit(), 1, obsd.log)
+        XCTAssertTrue(obsd.log.contains("obsd.db is missing but its commit log \(file) is there"), obsd.log)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.state + "/obsd.db"), "no database created")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: file)), bytes, "the log file is left as it was")
+    }
+
+    /// A log file reached through a symlink, or of another user, is refused, naming it.
+    func test_aSymlinkedLogFile_orOneOfAnotherUser_isRefused() throws {
+        let sandbox = try Sandbox()
+        let file = try killedAfterWrites(sandbox, count: 3)
+        let elsewhere = sandbox.root + "/elsewhere"
+        XCTAssertEqual(rename(file, elsewhere), 0)
+        XCTAssertEqual(symlink(elsewhere, file), 0)
+        let linked = try ObsdProcess.started(sandbox)
+        XCTAssertEqual(linked.waitForExit(), 1, linked.log)
+        XCTAssertTrue(linked.log.contains("log file \(file) is a symlink"), linked.log)
+
+        guard geteuid() == 0 else { return }
+        XCTAssertEqual(unlink(file), 0)
+        XCTAssertEqual(rename(elsewhere, file), 0)
+        XCTAssertEqual(chown(file, 65534, 65534), 0)
+        let foreign = try ObsdProcess.started(sandbox)
+        XCTAssertEqual(foreign.waitForExit(), 1, foreign.log)
+        XCTAssertTrue(foreign.log.contains("log file \(file) belongs to uid 65534"), foreign.log)
+        XCTAssertEqual(chown(file, 0, 0), 0)
+        let restored = try ObsdProcess.started(sandbox)
+        defer { restored.kill9() }
+        XCTAssertEqual(try Client(sandbox.socket).request(#"{"op":"get","key":"k.3"}"#)?["value"] as? String, "value 3")
+    }
+
+    /// A database of schema 3 (the log as rows of the database) opens: its log rows
+    /// are served, and folded into its tables before anything is appended to a log file.
+    func test_aDatabaseWithLogRows_opens_andItsRowsAreFolded() throws {
+        let sandbox = try Sandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.state, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        do {
+            let storage = try SQLiteStorage(path: sandbox.state + "/obsd.db")
+            for rev in UInt64(1)...3 {
+                var group = ByteBuffer()
+                var transaction = StoredTransaction(rev: rev)
+                transaction.putKeys = [StoredKey(key: "k.\(rev)", value: .string("logged-\(rev)"), rev: rev, createdRev: rev, version: 1)]
+                CommitLog.append(transaction, to: &group)
+                try storage.commitLog(group.bytes, rev: rev)
+            }
+            XCTAssertEqual(try storage.storedLog().rows, 3)
+            storage.close()
+        }
+        var db: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READWRITE, nil), SQLITE_OK)
+        XCTAssertEqual(sqlite3_exec(db, "UPDATE schema_version SET version = 3", nil, nil, nil), SQLITE_OK)
+        sqlite3_close_v2(db)
+        let obsd = try ObsdProcess.started(sandbox)
+        let client = try Client(sandbox.socket)
+        for rev in 1...3 { XCTAssertEqual(client.request(#"{"op":"get","key":"k.\#(rev)"}"#)?["value"] as? String, "logged-\(rev)") }
+        XCTAssertEqual(client.request(#"{"op":"set","key":"new","value":1}"#)?["rev"] as? Int, 4)
+        obsd.kill9()
+        let storage = try SQLiteStorage(path: sandbox.state + "/obsd.db", mode: .check)
+        XCTAssertEqual(try storage.storedLog().rows, 0, "the log rows were folded into the tables at the start")
+        var statement: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READONLY, nil), SQLITE_OK)
+        XCTAssertEqual(sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &statement, nil), SQLITE_OK)
+        XCTAssertEqual(sqlite3_step(statement), SQLITE_ROW)
+        XCTAssertEqual(sqlite3_column_int64(statement, 0), 4, "migrated: an obsd that would ignore the log files refuses it")
+        sqlite3_finalize(statement)
+        sqlite3_close_v2(db)
+        XCTAssertEqual(try storage.load().keys.map(\.key), ["k.1", "k.2", "k.3"])
+        let restarted = try ObsdProcess.started(sandbox)
+        defer { restarted.kill9() }
+        XCTAssertEqual(try Client(sandbox.socket).request(#"{"op":"get","key":"new"}"#)?["value"] as? Int, 1, "replayed from the log file")
+    }
+}
