@@ -92,9 +92,15 @@ public final class ObsdProcess {
     }
 
     /// Resident memory in KiB, from /proc.
-    public var residentKiB: Int {
+    public var residentKiB: Int { statusKiB("VmRSS:") }
+
+    /// Resident anonymous memory (the heap, stacks: what obsd holds, without the pages of files it
+    /// maps, such as a commit log file being folded, which the kernel can drop) in KiB.
+    public var anonymousKiB: Int { statusKiB("RssAnon:") }
+
+    private func statusKiB(_ field: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 }

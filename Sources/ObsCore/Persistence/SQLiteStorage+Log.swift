@@ -92,6 +92,25 @@ extension SQLiteStorage {
                 refusal = ObsError(.internal, "database \(path): \(error.message); writes are refused until obsd is restarted")
                 throw error
             }
+            try copyWALIntoDatabase()
+        }
+    }
+
+    /// Copies the WAL into the database file, synced, and empties it: the caller is about to
+    /// delete the only other copy of what it folded, and a WAL is where SQLite cannot tell damage
+    /// from an end (it takes a frame whose checksum fails for the end of the WAL and drops every
+    /// frame after it without a word), while in the database file every row carries its own
+    /// checksum (`RowChecksum`). Fails, and the log is kept for the next try, when a reader holds
+    /// the WAL (`obsd --check` running at that moment).
+    private func copyWALIntoDatabase() throws(ObsError) {
+        guard let db else { throw ObsError(.internal, "database \(path) is closed") }
+        var frames: Int32 = 0
+        var copied: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, &frames, &copied)
+        guard rc == SQLITE_OK, frames == copied else {
+            throw rc == SQLITE_OK || rc == SQLITE_BUSY
+                ? ObsError(.internal, "database \(path): its WAL could not be copied into it (\(copied) of \(frames) frames; a reader holds it?)")
+                : failure("cannot copy the WAL into the database", rc)
         }
     }
 
