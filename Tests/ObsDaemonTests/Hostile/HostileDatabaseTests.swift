@@ -3,6 +3,7 @@
 // value, never a mix of transactions.
 import Foundation
 import Glibc
+import ObsCore
 import TestSupport
 import XCTest
 
@@ -84,25 +85,24 @@ final class HostileDatabaseTests: XCTestCase {
     // MARK: - The WAL
 
     /// A database killed with everything since its creation in the WAL: `count` transactions, the
-    /// Nth setting `k.N` to N (so revision N is exactly keys k.1 to k.N). The commit log's files
-    /// are handed to the checkpoint thread after every write (a debug build's
-    /// OBSD_TEST_LOG_ROTATE_BYTES), so the WAL gets many checkpoints, each a whole earlier
-    /// revision; the kill comes once the log's files hold nothing the WAL does not.
+    /// Nth setting `k.N` to N (so revision N is exactly keys k.1 to k.N), each one SQLite
+    /// transaction written by ObsCore's `SQLiteStorage` (as obsd's checkpoint writes its folds,
+    /// and an older obsd wrote every batch), the files copied while it is open: what a kill -9
+    /// leaves. (obsd itself copies the WAL into the database after every fold and empties it, so
+    /// a running obsd leaves no WAL worth damaging; CommitLogFilesTests checks that.)
     private func crashedDatabase(_ sandbox: Sandbox, count: Int) throws -> (database: Data, wal: Data) {
-        let obsd = try ObsdProcess.started(sandbox, environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "1"])
-        let client = try Client(sandbox.socket)
+        try FileManager.default.createDirectory(atPath: sandbox.state, withIntermediateDirectories: true)
+        let storage = try SQLiteStorage(path: sandbox.state + "/obsd.db")
+        defer { storage.close() }
         for index in 1...count {
-            XCTAssertEqual(client.request(#"{"op":"set","key":"k.\#(index)","value":\#(index)}"#)?["rev"] as? Int, index)
+            var transaction = StoredTransaction(rev: UInt64(index))
+            transaction.putKeys = [StoredKey(key: "k.\(index)", value: .int(Int64(index)), rev: UInt64(index),
+                                             createdRev: UInt64(index), version: 1)]
+            try storage.commit(transaction)
         }
-        XCTAssertTrue(waitFor("the commit log folded into the WAL", timeout: 60) {
-            let files = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.state)) ?? []
-            return files.filter { $0.hasPrefix("obsd.commitlog.") }.allSatisfy { name in
-                ((try? FileManager.default.attributesOfItem(atPath: sandbox.state + "/" + name))?[.size] as? Int ?? 0) <= 8
-            }
-        })
-        obsd.kill9()
-        return (try Data(contentsOf: URL(fileURLWithPath: sandbox.state + "/obsd.db")),
-                try Data(contentsOf: URL(fileURLWithPath: sandbox.state + "/obsd.db-wal")))
+        let wal = try Data(contentsOf: URL(fileURLWithPath: sandbox.state + "/obsd.db-wal"))
+        XCTAssertGreaterThan(wal.count, 32 * 1024, "the transactions are in the WAL")
+        return (try Data(contentsOf: URL(fileURLWithPath: sandbox.state + "/obsd.db")), wal)
     }
 
     /// Starts obsd on `database` and `wal` (nil: no WAL file): nil if refused (naming the file),
