@@ -128,7 +128,7 @@ final class Driver {
         }
         for operation in pending where !isAuthentication(operation) { fail(operation, .closed) }
         sockets.cleanup()
-        sockets.arm(nil)
+        sockets.disarm()
         if !completions.isEmpty { sockets.wake() }
     }
 

@@ -60,6 +60,7 @@ final class Transfer {
             _ = obs_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
         }
         obs_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        driver.sockets.adopt(easy)
         obs_curl_setopt_write_function(easy, { data, size, count, context in
             guard let context else { return 0 }
             let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
