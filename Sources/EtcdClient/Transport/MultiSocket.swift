@@ -44,6 +44,9 @@ final class MultiSocket {
     private var armed: Monotonic?
     private var awake = false
     private var ready = [epoll_event](repeating: epoll_event(), count: 64)
+    /// The idle connections libcurl keeps (to any member): more than the requests a daemon has in
+    /// flight at once, as a rule.
+    static let maxIdleConnections = 32
 
     init() throws(EtcdError) {
         guard let multi = obs_curl_multi_init() else { throw .invalidConfiguration("curl_multi_init failed") }
@@ -70,6 +73,10 @@ final class MultiSocket {
             Unmanaged<MultiSocket>.fromOpaque(context!).takeUnretainedValue().watch(socket, what)
             return 0
         }
+        // libcurl's default keeps four idle connections per easy handle added at the moment the
+        // connection is given back: with requests done one after another, as few as a handful,
+        // so that after a burst it closes connections the next burst opens again.
+        obs_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, MultiSocket.maxIdleConnections)
         obs_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
         obs_curl_multi_setopt_timer_function(multi) { _, milliseconds, context in
             let this = Unmanaged<MultiSocket>.fromOpaque(context!).takeUnretainedValue()
