@@ -198,7 +198,7 @@ final class MultiSocket {
 
     // MARK: libcurl's callbacks
 
-    private func watch(_ socket: Int32, _ what: Int32) {
+    func watch(_ socket: Int32, _ what: Int32) {
         let events: UInt32
         switch what {
         case CURL_POLL_IN: events = EPOLLIN.rawValue
@@ -225,13 +225,13 @@ final class MultiSocket {
     }
 
     /// libcurl made a connection's socket: its number is new, whatever the table held for it.
-    private func made(_ socket: Int32) {
+    func made(_ socket: Int32) {
         registered[socket] = nil
         connections.insert(socket)
     }
 
     /// libcurl is about to close a connection's socket.
-    private func closing(_ socket: Int32) {
+    func closing(_ socket: Int32) {
         unregister(socket)
         watched.remove(socket)
         connections.remove(socket)
