@@ -113,6 +113,14 @@ CURLcode obs_curl_setopt_write_function(CURL *handle, curl_write_callback callba
     return api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
 }
 
+CURLcode obs_curl_setopt_sockopt_function(CURL *handle, curl_sockopt_callback callback) {
+    return api.easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, callback);
+}
+
+CURLcode obs_curl_setopt_closesocket_function(CURL *handle, curl_closesocket_callback callback) {
+    return api.easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+
 CURLcode obs_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return api.easy_getinfo(handle, info, value);
 }

@@ -84,6 +84,49 @@ final class EtcdFailoverTests: XCTestCase {
         }
     }
 
+    /// The member behind an idle pooled connection goes away, closing it. The client keeps a pooled
+    /// connection's socket in its epoll set (MultiSocket.swift): the close makes that socket
+    /// readable, and the client must take it out rather than wake its caller on every turn, idle as
+    /// it is. The next request still goes through: libcurl finds the connection dead and makes a new
+    /// one. A second client submits at once, before its loop has heard of the close: libcurl closes
+    /// the dead socket itself, and with every lower descriptor number taken, each socket it makes
+    /// next (to the dead member, refused; to the next member) gets that number again, which the
+    /// client's epoll set must not mistake for the one it had.
+    func test_aPooledConnectionClosedByTheMember_doesNotKeepTheLoopAwake_andTheNextRequestWorks() throws {
+        let cluster = try startEtcdCluster()
+        try cluster.moveLeader(to: 1)
+        let idle = try ClientDriver(cluster)
+        let eager = try ClientDriver(cluster)
+        let prefix = uniquePrefix()
+        for driver in [idle, eager] {
+            _ = try driver.put(prefix + "k", "before")
+            XCTAssertEqual(driver.client.currentEndpoint, cluster.endpoints[0], "member 0 answered: its connection is pooled")
+        }
+
+        cluster.kill(0)
+        let fillers = takeFreeDescriptorNumbers()
+        defer { for filler in fillers { close(filler) } }
+        _ = try eager.put(prefix + "k", "eager")
+
+        // A second of idling as the daemon's loop does: wait for the descriptor, take what is
+        // there. Readable at most for a deadline that passed (the timer set for the last
+        // request), not on every turn.
+        var wakeups = 0
+        let cpuBefore = processCPUSeconds()
+        let end = Date().addingTimeInterval(1)
+        while Date() < end {
+            var descriptor = pollfd(fd: idle.client.completionFD, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, 100) > 0 { wakeups += 1 }
+            _ = idle.client.takeCompletions()
+        }
+        XCTAssertLessThan(wakeups, 5, "the client's descriptor stayed readable while idle")
+        XCTAssertLessThan(processCPUSeconds() - cpuBefore, 0.5, "CPU spent idling")
+
+        _ = try idle.put(prefix + "k", "after")
+        XCTAssertEqual(try idle.range(RangeRequest(key: bytes(prefix + "k"))).kvs.map { text($0.value) }, ["after"])
+        XCTAssertTrue(cluster.endpoints.dropFirst().contains(idle.client.currentEndpoint))
+    }
+
     func test_quorumLost_requestsFailUnavailableWithinTheTimeout_withoutBlockingTheCaller() throws {
         let cluster = try startEtcdCluster()
         let timeout = 2.0
@@ -139,5 +182,28 @@ final class EtcdFailoverTests: XCTestCase {
         for value in values.dropLast() {
             XCTAssertTrue(mayBeApplied.contains(value), "\(value) was refused for certain, yet applied")
         }
+    }
+}
+
+/// The CPU time the test process has used, user and system.
+private func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Takes every free descriptor number below the highest in use, so that a socket made next gets
+/// the number of the one closed before it.
+private func takeFreeDescriptorNumbers() -> [Int32] {
+    let highest = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }.max() ?? 0
+    var taken: [Int32] = []
+    while true {
+        let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0, descriptor < highest else {
+            if descriptor >= 0 { close(descriptor) }
+            return taken
+        }
+        taken.append(descriptor)
     }
 }

@@ -42,6 +42,12 @@ final class Driver {
     var decided: [Transfer] = []
     private var nextID: UInt64 = 1
     private(set) var closed = false
+    /// Easy handles of unary requests that are done, for the next ones (EasyHandle.swift).
+    private var spareHandles: [EasyHandle] = []
+    /// More than the requests a daemon has in flight at once, as a rule; the spares beyond are freed.
+    private static let maxSpareHandles = 32
+    /// The header lists of the current token, with and without "require leader".
+    private var headerLists: (token: String?, leader: HeaderList, noLeader: HeaderList)?
 
     /// Completions not yet taken, and about the bytes they hold.
     private var completions: [EtcdCompletion] = []
@@ -127,8 +133,9 @@ final class Driver {
             pending.append(transfer.operation)
         }
         for operation in pending where !isAuthentication(operation) { fail(operation, .closed) }
+        spareHandles.removeAll()
         sockets.cleanup()
-        sockets.arm(nil)
+        sockets.disarm()
         if !completions.isEmpty { sockets.wake() }
     }
 
@@ -181,16 +188,29 @@ final class Driver {
         let index = (operation.firstEndpoint + operation.attempts) % configuration.endpoints.count
         var bearer: String?
         if case .have(let value) = token, !isAuthentication(operation) { bearer = value }
+        let handle = operation.isWatch ? EasyHandle(configuration, sockets: sockets)
+            : spareHandles.popLast() ?? EasyHandle(configuration, sockets: sockets)
         let transfer = Transfer(operation, endpointIndex: index, endpoint: configuration.endpoints[index], driver: self,
-                                token: bearer, configuration: configuration)
+                                handle: handle, headers: headers(token: bearer, requiresLeader: operation.requiresLeader),
+                                configuration: configuration)
         transfers[transfer.easy] = transfer
         if operation.isWatch { watches[operation.id] = transfer }
         obs_curl_multi_add_handle(multi, transfer.easy)
     }
 
+    private func headers(token: String?, requiresLeader: Bool) -> HeaderList {
+        if let lists = headerLists, lists.token == token { return requiresLeader ? lists.leader : lists.noLeader }
+        let lists = (token: token, leader: HeaderList(token: token, requiresLeader: true),
+                     noLeader: HeaderList(token: token, requiresLeader: false))
+        headerLists = lists
+        return requiresLeader ? lists.leader : lists.noLeader
+    }
+
     /// Takes the transfer out of libcurl and out of the tables.
     func remove(_ transfer: Transfer) {
-        guard transfers.removeValue(forKey: transfer.easy) != nil else { return }
+        // A handle given back to the spares may serve another transfer by now.
+        guard transfers[transfer.easy] === transfer else { return }
+        transfers[transfer.easy] = nil
         obs_curl_multi_remove_handle(multi, transfer.easy)
         if transfer.operation.isWatch, watches[transfer.operation.id] === transfer {
             watches[transfer.operation.id] = nil
@@ -205,6 +225,8 @@ final class Driver {
             let code = message.pointee.data.result
             remove(transfer)
             finished(transfer, code)
+            // A watch's handle may have been paused; a unary one is as good as new.
+            if !transfer.operation.isWatch, spareHandles.count < Self.maxSpareHandles { spareHandles.append(transfer.handle) }
         }
         let decided = self.decided
         self.decided.removeAll()

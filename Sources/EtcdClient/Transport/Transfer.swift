@@ -18,10 +18,13 @@ final class Transfer {
     let operation: Operation
     let endpointIndex: Int
     let endpoint: String
-    let easy: UnsafeMutableRawPointer
+    /// The easy handle, the transfer's until it is done; a unary request's then goes back to the
+    /// driver's spares (EasyHandle.swift).
+    let handle: EasyHandle
+    var easy: UnsafeMutableRawPointer { handle.easy }
     unowned let driver: Driver
-    private var headers: UnsafeMutablePointer<curl_slist>?
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    /// Kept for as long as libcurl may send them.
+    private let headers: HeaderList
     private let maxResponseBytes: Int
     /// A unary answer, as received.
     private(set) var body: [UInt8] = []
@@ -31,65 +34,25 @@ final class Transfer {
     var paused = false
     var verdict: Verdict?
 
-    init(_ operation: Operation, endpointIndex: Int, endpoint: String, driver: Driver, token: String?,
-         configuration: EtcdConfiguration) {
+    init(_ operation: Operation, endpointIndex: Int, endpoint: String, driver: Driver, handle: EasyHandle,
+         headers: HeaderList, configuration: EtcdConfiguration) {
         self.operation = operation
         self.endpointIndex = endpointIndex
         self.endpoint = endpoint
         self.driver = driver
+        self.handle = handle
+        self.headers = headers
         maxResponseBytes = configuration.maxResponseBytes
         framer = JSONObjectFramer(maxBytes: configuration.maxResponseBytes)
-        errorBuffer.initialize(to: 0)
-        guard let easy = obs_curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
-        self.easy = easy
-
-        var lines = ["Content-Type: application/json", "Expect:"]
-        if let token, !token.isEmpty { lines.append("Authorization: \(token)") }
-        // etcd's "require leader" metadata: a member without a leader refuses at once (unary
-        // calls) or ends the stream (watches) instead of waiting or staying silent.
-        if operation.requiresLeader { lines.append("Grpc-Metadata-hasleader: true") }
-        for line in lines { headers = obs_curl_slist_append(headers, line) }
-
-        obs_curl_setopt_string(easy, CURLOPT_URL, endpoint + operation.call.path)
-        obs_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        obs_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
-        obs_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        obs_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headers)
-        obs_curl_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(operation.call.body.count))
-        operation.call.body.withUnsafeBytes { bytes in
-            _ = obs_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-        }
-        obs_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
-        obs_curl_setopt_write_function(easy, { data, size, count, context in
-            guard let context else { return 0 }
-            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-            return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
-        })
-        obs_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque())
-
         let left = max(1, operation.deadline.millisecondsLeft)
-        obs_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(left, configuration.connectTimeout.milliseconds))
         // A watch lasts as long as it is wanted: its setup deadline is the driver's to keep.
-        if !operation.isWatch { obs_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, left) }
-        obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, configuration.keepAliveSeconds)
-        obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPINTVL, configuration.keepAliveSeconds)
-        if let caFile = configuration.caFile { obs_curl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
-        if let certFile = configuration.certFile { obs_curl_setopt_string(easy, CURLOPT_SSLCERT, certFile) }
-        if let keyFile = configuration.keyFile { obs_curl_setopt_string(easy, CURLOPT_SSLKEY, keyFile) }
-    }
-
-    deinit {
-        obs_curl_easy_cleanup(easy)
-        obs_curl_slist_free_all(headers)
-        errorBuffer.deallocate()
+        handle.prepare(url: endpoint + operation.call.path, headers: headers, body: operation.call.body, for: self,
+                       connectTimeoutMilliseconds: min(left, configuration.connectTimeout.milliseconds),
+                       timeoutMilliseconds: operation.isWatch ? 0 : left)
     }
 
     /// libcurl's message for a failed transfer: the details when it left some.
-    func errorMessage(_ code: CURLcode) -> String {
-        let details = String(cString: errorBuffer)
-        return details.isEmpty ? String(cString: obs_curl_easy_strerror(code)) : details
-    }
+    func errorMessage(_ code: CURLcode) -> String { handle.errorMessage(code) }
 
     var httpStatus: Int {
         var status = 0
@@ -112,7 +75,7 @@ final class Transfer {
     /// it with CURLE_WRITE_ERROR); a watch hands each whole message over, or pauses while the
     /// round's completions reach their bound (libcurl keeps these bytes and offers them again on
     /// resume).
-    private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard operation.isWatch else {
             guard body.count + bytes.count <= maxResponseBytes else {
                 tooLarge = true

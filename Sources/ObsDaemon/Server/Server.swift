@@ -183,6 +183,11 @@ final class Server {
             if hangup { drop(connection) }
             return
         }
+        // Input left registered while an answer is pending (updateInterest), and the client sent
+        // more meanwhile: it stays in the socket, and input is taken out of epoll until the answer.
+        if !hangup, !stopping, connection.session?.holdsRequests == true {
+            return updateInterest(connection, keepingInputWhileHeld: false)
+        }
         // Four buffers per turn: enough for throughput, small enough that one client cannot hold
         // the loop while others wait (level-triggered epoll reports the rest next turn). A read
         // that does not fill the buffer took everything there was: reading again would only cost
@@ -311,12 +316,19 @@ final class Server {
 
     /// Input while the connection may send requests; output only while a write is blocked. Output
     /// queued this turn (the connection is dirty) is written by the end-of-turn flush without
-    /// asking epoll, so a request and its answer cost no epoll_ctl at all.
-    private func updateInterest(_ connection: Connection) {
+    /// asking epoll, so a request and its answer cost no epoll_ctl at all. While a request's answer
+    /// is pending (cluster mode: etcd's), input stays registered, unless `keepingInputWhileHeld` is
+    /// false: a client that waits for its answer, as most do, then costs no epoll_ctl either (one
+    /// to stop reading, one to read again); one that sends more meanwhile wakes the loop once,
+    /// and `readable` takes input out then.
+    private func updateInterest(_ connection: Connection, keepingInputWhileHeld: Bool = true) {
         guard connection.isOpen else { return }
         var wanted: UInt32 = 0
-        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes, connection.session?.holdsRequests != true {
-            wanted |= EventLoop.input
+        if !connection.readClosed, connection.pendingBytes <= limits.outputBufferBytes {
+            if connection.session?.holdsRequests != true
+                || (keepingInputWhileHeld && !stopping && connection.interest & EventLoop.input != 0) {
+                wanted |= EventLoop.input
+            }
         }
         if connection.hasSendableOutput, !connection.isDirty { wanted |= EventLoop.output }
         guard wanted != connection.interest else { return }

@@ -468,6 +468,51 @@ final class ClusterFailureTests: XCTestCase {
 
     /// Two members down: writes fail with `unavailable` within the timeout, reads go on; when they
     /// are back, every watcher gets every change.
+    /// A client that goes on sending while its `set` waits for etcd (every member frozen): obsd
+    /// reads none of it meanwhile, so it stays in the socket, bounded by the kernel's buffers (the
+    /// loop leaves the connection's input registered while the answer is pending, and takes it out
+    /// when the client sends more); once etcd is back, every request is answered, in order.
+    func test_requestsSentWhileAnAnswerIsPending_stayInTheSocket_thenAreAnsweredInOrder() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1, timeout: "60s")
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"k","value":"warm"}"#)["ok"] as? Bool, true, hosts.logs)
+        let client = try hosts.client(0)
+
+        for member in 0..<3 { etcd.pause(member) }
+        let padding = String(repeating: "x", count: 4000)
+        var pending: [UInt8] = []
+        var accepted = 0
+        var lines = 0
+        while accepted < 8 << 20 {
+            if pending.isEmpty {
+                pending = Array(#"{"id":\#(lines),"op":"set","key":"k","value":"\#(lines) \#(padding)"}"#.utf8) + [0x0A]
+                lines += 1
+            }
+            let sent = pending.withUnsafeBytes { send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if sent < 0, errno == EAGAIN {
+                // The socket is full: sending goes on only if obsd reads.
+                var writable = pollfd(fd: client.fd, events: Int16(POLLOUT), revents: 0)
+                guard poll(&writable, 1, 500) > 0 else { break }
+                continue
+            }
+            guard sent > 0 else { return XCTFail("send: \(String(cString: strerror(errno)))") }
+            accepted += sent
+            pending.removeFirst(sent)
+        }
+        XCTAssertLessThan(accepted, 2 << 20, "obsd read \(accepted) bytes of requests while an answer was pending")
+
+        for member in 0..<3 { etcd.resume(member) }
+        XCTAssertTrue(client.send(pending))
+        for id in 0..<lines {
+            let answer = json(client.readLine())
+            XCTAssertEqual(answer["id"] as? Int, id, "\(answer)\n\(hosts.logs)")
+            guard answer["ok"] as? Bool == true else { return XCTFail("\(answer)\n\(hosts.logs)") }
+        }
+        let last = try hosts.request(0, #"{"op":"get","key":"k"}"#)["value"] as? String
+        XCTAssertEqual(last, "\(lines - 1) \(padding)")
+    }
+
     func test_quorumLost_writesUnavailable_readsGoOn_thenEveryChangeArrives() throws {
         let etcd = try startEtcdCluster()
         defer { etcd.shutDown() }
