@@ -50,6 +50,8 @@ final class HostileDescriptorTests: XCTestCase {
         let sandbox = try Sandbox()
         let obsd = try startLimited(sandbox, soft: 128, hard: 128)
         XCTAssertTrue(obsd.process.isRunning, obsd.log)
+        // obsd may log the ceiling just after it starts listening.
+        XCTAssertTrue(waitFor("the connection ceiling in the log") { obsd.log.contains("serving at most") }, obsd.log)
         let line = obsd.log.split(separator: "\n").first { $0.contains("serving at most") } ?? ""
         let ceiling = try XCTUnwrap(line.split(separator: " ").last.flatMap { Int($0) }, obsd.log)
         XCTAssertLessThan(ceiling, 128)
