@@ -38,8 +38,11 @@ extension WatchHub {
 
     /// One event to each watch of `entry` that has not had it in this transaction (a watch whose
     /// patterns match the key twice gets it once).
+    /// (The entry's list keeps its watches alive through the loop, even if a delivery stops one:
+    /// the loop retains none, which for 1,000 watches cost more than their deliveries.)
     private func deliver(_ record: EventRecord, toWatchesOf entry: WatchedPattern) {
-        for watch in entry.watches where watch.active && watch.collectRev != rev {
+        entry.watches.forEachGuaranteed { watch in
+            guard watch.active && watch.collectRev != rev else { return }
             watch.collectRev = rev
             deliver(record, to: watch)
             if watch.flushesWhenDrained { flushLatest(watch) }
@@ -67,7 +70,8 @@ extension WatchHub {
         var only: Int?
         var perWatch = false
         func collect(_ offset: Int, _ entry: WatchedPattern) {
-            for watch in entry.watches where watch.active {
+            entry.watches.forEachGuaranteed { watch in
+                guard watch.active else { return }
                 if watch.collectRev != rev {
                     watch.collectRev = rev
                     watch.collected.removeAll(keepingCapacity: true)
@@ -95,7 +99,7 @@ extension WatchHub {
             for entry in entries { deliver(record, toWatchesOf: entry) }
             return
         }
-        for watch in touched {
+        touched.forEachGuaranteed { watch in
             if watch.collected.count > 1 { sortByKey(&watch.collected, start) }
             for offset in watch.collected { deliver(EventRecord(base: start + offset), to: watch) }
             if watch.flushesWhenDrained { flushLatest(watch) }
@@ -146,7 +150,8 @@ extension WatchHub {
         let body = open.bytes
         var delivered = 0
         patterns.forEachEntry(matching: channel) { entry in
-            for watch in entry.watches where watch.active && watch.channels && watch.publishStamp != stamp {
+            entry.watches.forEachGuaranteed { watch in
+                guard watch.active && watch.channels && watch.publishStamp != stamp else { return }
                 watch.publishStamp = stamp
                 if sendEvent(head: watch.heads.publish, body: body, needsSync: false, of: watch, rev: rev) { delivered += 1 }
             }
