@@ -1,8 +1,10 @@
 extension Array where Element: AnyObject {
-    /// Calls `body` with each element, retaining none: for the store's loops over a transaction's
-    /// keys, which the transaction's list keeps alive until it is reset (each element retained
-    /// once there, not once more per loop: a loop over 50 keys of a chain cost 100 atomic
-    /// reference-count operations per loop). `body` must not change this array.
+    /// Calls `body` with each element, retaining none: for loops over a list that keeps its
+    /// elements alive through the loop (a transaction's keys, which its list holds until it is
+    /// reset; a pattern entry's watches). Each element is retained once, by the list, not once
+    /// more per loop: a loop over the 50 keys of a chain cost 100 atomic reference-count
+    /// operations, one over 1,000 watches stalled on each. `body` must not change the array (nor
+    /// the variable or property it was read from) and must not free its elements.
     @inline(__always)
     func forEachGuaranteed(_ body: (Element) -> Void) {
         withUnsafeBufferPointer { buffer in
