@@ -78,7 +78,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     var exists: Bool { kind != nil }
 
     override func update() -> Bool {
-        guard let definition else {
+        guard let definition = definition.map(Unmanaged.passUnretained) else {
             markChecked()
             let changed = forced || committed != content
             committed = content
@@ -88,7 +88,11 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
         store.touch(self)
         let result: KeyContent
         do {
-            let value = try engine.track(self) { try definition.expression.evaluate(in: StoreContext(store: store)) }
+            // The node keeps its definition for the evaluation (an evaluation defines nothing):
+            // read unretained.
+            let value = try engine.track(self) {
+                try definition._withUnsafeGuaranteedRef { try $0.expression.evaluate(in: StoreContext(store: store)) }
+            }
             // Values no client could decode (and that chains could deepen without end) are refused:
             // a value travels inside a line's object, which takes one level of the limit.
             let depth = store.configuration.maxJSONDepth - 1
