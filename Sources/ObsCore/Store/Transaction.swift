@@ -34,41 +34,42 @@ struct KeySnapshot {
 /// The store reuses one record from transaction to transaction (`Store.spareTransaction`), so that
 /// its lists keep their capacity.
 final class Transaction {
+    // Read for every key a transaction records and commits, by the store's one thread: no
+    // dynamic exclusivity checks on any of its state.
     /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
-    private(set) var serial: UInt64
+    @exclusivity(unchecked) private(set) var serial: UInt64
     /// The keys it touched, in order; each keeps its state before the transaction
-    /// (`KeyNode.before`). (Appended to for every key a transaction records, by the store's one
-    /// thread: no dynamic exclusivity checks.)
+    /// (`KeyNode.before`).
     @exclusivity(unchecked) var touched: [KeyNode] = []
     /// Plain keys made nodes during the transaction (to be made records again at its end, if
     /// nothing else needs them as nodes).
     @exclusivity(unchecked) var promoted: [KeyNode] = []
     /// Keys written with `always: true`: a change event even when equal.
-    var forced: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) var forced: Set<ObjectIdentifier> = []
     /// Keys whose definition or metadata (expression, TTL, owner) changed: a revision even without
     /// an event.
-    var redefined: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) var redefined: Set<ObjectIdentifier> = []
     /// Bindings by target, as they were before the transaction touched them.
-    var bindingsBefore: [String: KeyBinding?] = [:]
-    var bindingOrder: [String] = []
+    @exclusivity(unchecked) var bindingsBefore: [String: KeyBinding?] = [:]
+    @exclusivity(unchecked) var bindingOrder: [String] = []
     /// The `reason` of the delete events (TTL expiry, ephemeral removal).
-    private(set) var reason: String?
+    @exclusivity(unchecked) private(set) var reason: String?
     /// Applying what a shared log decided (cluster mode): bindings write nothing (the log's
     /// transaction holds what they wrote where it was decided).
-    private(set) var replicated: Bool
+    @exclusivity(unchecked) private(set) var replicated: Bool
     /// Cluster mode: the keys whose state decided the outcome (`depends`) are recorded.
-    private(set) var recordsDependencies: Bool
+    @exclusivity(unchecked) private(set) var recordsDependencies: Bool
     /// Keys whose state decided what this transaction does, beyond what it writes blindly: an
     /// `if_rev` key, an incremented key, a key expired or removed as ephemeral. A shared log
     /// commits the transaction only if none of them changed since this store applied it.
-    var depends: [String] = []
+    @exclusivity(unchecked) var depends: [String] = []
     /// Keys whose revisions the shared log gave (applied, not computed at commit).
-    var replicatedMetadata: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) var replicatedMetadata: Set<ObjectIdentifier> = []
     /// Applying a transaction the shared log committed without comparing the bindings its
     /// proposer had applied, which changed since (`Store.apply(_:bindingsUnseen:)`): the binding
     /// effects it set off wrote nothing where it was proposed, and are noted here to run again.
-    var bindingsUnseen = false
-    var missedBindings: [BindingEffect] = []
+    @exclusivity(unchecked) var bindingsUnseen = false
+    @exclusivity(unchecked) var missedBindings: [BindingEffect] = []
 
     init(serial: UInt64, reason: String?, replicated: Bool = false, recordsDependencies: Bool = false) {
         self.serial = serial
