@@ -213,17 +213,9 @@ final class CommitLogFilesTests: XCTestCase {
     /// are served, and folded into its tables before anything is appended to a log file.
     func test_aDatabaseWithLogRows_opens_andItsRowsAreFolded() throws {
         let sandbox = try Sandbox()
-        try FileManager.default.createDirectory(atPath: sandbox.state, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        let database = try databaseWithLogRows(sandbox)
         do {
-            let storage = try SQLiteStorage(path: sandbox.state + "/obsd.db")
-            for rev in UInt64(1)...3 {
-                var group = ByteBuffer()
-                var transaction = StoredTransaction(rev: rev)
-                transaction.putKeys = [StoredKey(key: "k.\(rev)", value: .string("logged-\(rev)"), rev: rev, createdRev: rev, version: 1)]
-                CommitLog.append(transaction, to: &group)
-                try storage.commitLog(group.bytes, rev: rev)
-            }
+            let storage = try SQLiteStorage(path: database, mode: .check)
             XCTAssertEqual(try storage.storedLog().rows, 3)
             storage.close()
         }

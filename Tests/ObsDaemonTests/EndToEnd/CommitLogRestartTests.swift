@@ -73,20 +73,7 @@ final class CommitLogRestartTests: XCTestCase {
     /// row damaged on disk is listed (and the daemon refuses to start), naming the row.
     func test_check_verifiesTheLog_andRefusesADamagedRow() throws {
         let sandbox = try Sandbox()
-        try FileManager.default.createDirectory(atPath: sandbox.state, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let database = sandbox.state + "/obsd.db"
-        do {
-            let storage = try SQLiteStorage(path: database)
-            for rev in UInt64(1)...3 {
-                var group = ByteBuffer()
-                var transaction = StoredTransaction(rev: rev)
-                transaction.putKeys = [StoredKey(key: "k.\(rev)", value: .string("logged-\(rev)"), rev: rev, createdRev: rev, version: 1)]
-                CommitLog.append(transaction, to: &group)
-                try storage.commitLog(group.bytes, rev: rev)
-            }
-            storage.close()
-        }
+        let database = try databaseWithLogRows(sandbox)
         let good = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
         XCTAssertEqual(good.waitForExit(), 0, good.output)
         XCTAssertTrue(good.output.contains("revision 3; 3 log rows"), good.output)
