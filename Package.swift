@@ -9,15 +9,16 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
-/// How a release obsd is linked on Linux: by the toolchain's lld, with the functions it runs most
-/// laid out first (scripts/link-order writes the list), so that its code is resident in a few
-/// hundred KiB instead of pages scattered over all of it; and with its relocations packed
-/// (`DT_RELR`) where the C library this builds against can read them (glibc 2.36), which spares
-/// reading 1.8 MB of them at every start. docs/performance.md, "The empty daemon".
-let daemonLinking: [LinkerSetting] = {
+/// How release obsd and obsctl are linked on Linux: by the toolchain's lld, with the functions they
+/// run when they start and serve laid out first (scripts/link-order writes the lists), so that
+/// their code is resident in a few hundred KiB instead of pages scattered over all of it; and with
+/// their relocations packed (`DT_RELR`) where the C library this builds against can read them
+/// (glibc 2.36), which spares reading 1.8 MB of them at every start. docs/performance.md,
+/// "The empty daemon".
+func orderedLinking(_ target: String) -> [LinkerSetting] {
     let directory = String(#filePath.dropLast("/Package.swift".count))
     var flags = ["-use-ld=lld",
-                 "-Xlinker", "--symbol-ordering-file=\(directory)/Sources/obsd/link-order.txt",
+                 "-Xlinker", "--symbol-ordering-file=\(directory)/Sources/\(target)/link-order.txt",
                  "-Xlinker", "--no-warn-symbol-ordering"]
     #if canImport(Glibc)
     // "glibc 2.36", from the C library the manifest itself runs on, which is the one obsd links.
@@ -32,7 +33,7 @@ let daemonLinking: [LinkerSetting] = {
     }
     #endif
     return [.unsafeFlags(flags, .when(platforms: [.linux], configuration: .release))]
-}()
+}
 
 let package = Package(
     name: "obsd",
@@ -70,8 +71,9 @@ let package = Package(
                 swiftSettings: strict),
         .target(name: "ObsDaemon", dependencies: ["ObsCore", "ObsClient", "CLinux", "EtcdClient"], swiftSettings: strict),
         .executableTarget(name: "obsd", dependencies: ["ObsDaemon"], exclude: ["link-order.txt"], swiftSettings: strict,
-                         linkerSettings: daemonLinking),
-        .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], swiftSettings: strict),
+                         linkerSettings: orderedLinking("obsd")),
+        .executableTarget(name: "obsctl", dependencies: ["ObsctlCore"], exclude: ["link-order.txt"], swiftSettings: strict,
+                         linkerSettings: orderedLinking("obsctl")),
         // libcurl for EtcdClient's HTTP and TLS: the headers of Debian's libcurl4-openssl-dev, the
         // library loaded (dlopen) when the first etcd client is made, so that single-host obsd
         // never maps it (Sources/CCurl/include/CCurl.h).
