@@ -70,8 +70,10 @@ public let obsdHelp: String = {
     let column = 26
     for option in obsdOptions {
         let head = "  " + option.names + (option.value.map { " " + $0 } ?? "")
-        text += head + String(repeating: " ", count: column - head.count)
-            + TextWrap.wrap(option.help, width: 96, indent: column, first: column) + "\n"
+        // A name too long for its column gets its help on the next line, as obsctl's do.
+        let gap = head.count + 2 > column ? "\n" + String(repeating: " ", count: column)
+            : String(repeating: " ", count: column - head.count)
+        text += head + gap + TextWrap.wrap(option.help, width: 96, indent: column, first: column) + "\n"
     }
     return text
 }()

@@ -304,6 +304,22 @@ final class CommandLineTests: XCTestCase {
             XCTAssertTrue(obsdHelp.contains(flag), flag)
         }
     }
+
+    /// Every option's name stands apart from its help: two spaces or a line of its own, however
+    /// long the name (`--etcd-password PASSWORD` once ran into its text).
+    func test_help_everyOptionNameIsSetApartFromItsHelp() {
+        let options = obsdHelp.components(separatedBy: "OPTIONS:\n")[1].split(separator: "\n", omittingEmptySubsequences: false)
+        let heads = options.filter { $0.hasPrefix("  -") }
+        XCTAssertGreaterThan(heads.count, 10)
+        for line in heads {
+            let name = line.dropFirst(2).prefix { $0 != " " }
+            let rest = line.dropFirst(2 + name.count)
+            // NAME [VALUE] then at least two spaces, or nothing (the help on the next line).
+            let afterValue = rest.hasPrefix(" ") && !rest.hasPrefix("  ")
+                ? rest.dropFirst().drop { $0 != " " } : rest
+            XCTAssertTrue(afterValue.isEmpty || afterValue.hasPrefix("  "), "\(line)")
+        }
+    }
 }
 
 final class ShippedConfigTests: XCTestCase {
