@@ -171,23 +171,31 @@ private func durableRows(_ durability: String, _ servers: [ServerProcess], _ opt
 }
 
 /// Deliveries per second at the highest rate, and set-to-last-watcher latency at 1,000 sets/s.
+/// The servers take turns run after run, as in the request rows, so that a change in the
+/// machine's load over the minutes of a row weighs on both alike: both servers' watchers stay
+/// connected for the whole row.
 private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: ComparisonOptions, external: (String, Int),
                         shape: (Wire) -> FanoutShape) throws(BenchError) -> [ComparisonRow] {
     var rate = ComparisonRow(name: "\(name): deliveries", unit: "/s", higherIsBetter: true)
     var p50 = ComparisonRow(name: "\(name): latency p50 at 1,000/s", unit: "ms", higherIsBetter: false)
     var p99 = ComparisonRow(name: "\(name): latency p99 at 1,000/s", unit: "ms", higherIsBetter: false)
-    for server in servers {
-        if let client = options.externalClient {
-            for run in try externalFanout(client, server, shape: external.0, watchers: external.1, seconds: options.seconds,
-                                          runs: options.runs) {
-                record(&rate, server.wire, run.rate)
-                record(&p50, server.wire, run.p50)
-                record(&p99, server.wire, run.p99)
-            }
-            continue
-        }
-        let run = try FanoutRun(server, shape(server.wire), window: 64)
+    if let client = options.externalClient {
         for _ in 0..<options.runs {
+            for server in servers {
+                for run in try externalFanout(client, server, shape: external.0, watchers: external.1,
+                                              seconds: options.seconds, runs: 1) {
+                    record(&rate, server.wire, run.rate)
+                    record(&p50, server.wire, run.p50)
+                    record(&p99, server.wire, run.p99)
+                }
+            }
+        }
+        return [rate, p50, p99]
+    }
+    var runs: [FanoutRun] = []
+    for server in servers { runs.append(try FanoutRun(server, shape(server.wire), window: 64)) }
+    for _ in 0..<options.runs {
+        for (server, run) in zip(servers, runs) {
             record(&rate, server.wire, try run.rate(seconds: options.seconds).deliveriesPerSecond)
             let latency = try run.paced(perSecond: 1000, seconds: options.seconds)
             record(&p50, server.wire, latency.p50 * 1000)
