@@ -15,7 +15,12 @@ let strict: [SwiftSetting] = [
 /// their relocations packed (`DT_RELR`) where the C library this builds against can read them
 /// (glibc 2.36), which spares reading 1.8 MB of them at every start. docs/performance.md,
 /// "The empty daemon".
+/// A toolchain without lld (swift.org's have it beside `swift`) links as before.
 func orderedLinking(_ target: String) -> [LinkerSetting] {
+    #if canImport(Glibc)
+    let path = getenv("PATH").map { String(cString: $0) } ?? ""
+    guard path.split(separator: ":").contains(where: { access("\($0)/ld.lld", X_OK) == 0 }) else { return [] }
+    #endif
     let directory = String(#filePath.dropLast("/Package.swift".count))
     var flags = ["-use-ld=lld",
                  "-Xlinker", "--symbol-ordering-file=\(directory)/Sources/\(target)/link-order.txt",
