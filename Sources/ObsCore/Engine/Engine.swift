@@ -156,6 +156,12 @@ final class Engine: @unchecked Sendable {
     private func runIfChanged(_ watcher: Unmanaged<ReactiveNode>) {
         let flags = watcher.flags.subtracting(.queued)
         watcher.flags = flags
+        if !flags.contains(.watcher) {
+            // An eager computed, brought up to date as a read would. One that stopped being eager
+            // since it was queued is left as it is, to be brought up to date when next read.
+            if flags.contains(.eager) { watcher._withUnsafeGuaranteedRef { refresh($0) } }
+            return
+        }
         if flags.contains(.disposed) {
             watcher.flags = flags.subtracting([.dirty, .pending])
             return

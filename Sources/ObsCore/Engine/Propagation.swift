@@ -13,12 +13,14 @@
 ///    and marks every node below it `pending`, breadth first in subscription order, with an
 ///    explicit queue (no recursion). A node already marked stops the walk, so marking is proportional to
 ///    the nodes not yet marked in this transaction, and terminates on any graph. Watchers reached
-///    are queued once each (`queued`). The source keeps the value its subscribers last saw: the
+///    are queued once each (`queued`), and so are `eager` computeds, which are marked like any
+///    other computed besides. The source keeps the value its subscribers last saw: the
 ///    first check after the writes compares the two, so writing a value and then the old value
 ///    back in one transaction recomputes nothing.
 /// 3. When the outermost transaction ends, the queue is flushed: effects first (they may write,
 ///    which marks more nodes, in the same transaction), then observers. A queued watcher runs only if
-///    it is `dirty`, or `pending` and a walk of its dependencies (step 4) finds a real change.
+///    it is `dirty`, or `pending` and a walk of its dependencies (step 4) finds a real change; a
+///    queued eager computed is brought up to date as a read would.
 /// 4. Checking (pull). `checkDirty` walks a node's dependencies in the order they were last read,
 ///    descending into `pending` computeds with an explicit stack. A `dirty` node met on the way
 ///    is updated (a computed recomputed, a source compared with what its subscribers last saw);
@@ -57,11 +59,14 @@
 extension Engine {
     /// Step 2 for a source that changed: it becomes `dirty` (its subscribers will compare its
     /// value with the one they last saw) and everything below it `pending`. Further writes to a
-    /// source already dirty in this transaction mark nothing.
+    /// source already dirty in this transaction mark nothing. An eager computed made to recompute
+    /// this way is queued for the flush (even if already dirty: it may have become eager since).
     @inline(__always)
     func propagate(from source: ReactiveNode) {
-        if source.flags.contains(.dirty) { return }
-        source.flags.insert(.dirty)
+        let flags = source.flags
+        if flags.contains(.eager) { enqueue(source.ref, flags) }
+        if flags.contains(.dirty) { return }
+        source.flags = flags.union(.dirty)
         if let subs = source.subs { markPending(from: subs) }
     }
 
@@ -140,8 +145,8 @@ extension Engine {
     static var prefetchingPages: Int { 64 }
 
     /// Marks one subscriber the walk reached: a computed is marked `pending` and its subscribers
-    /// queued for the walk, a watcher is marked and queued for the flush; one already marked in
-    /// this transaction stops the walk there.
+    /// queued for the walk (an eager one is queued for the flush too), a watcher is marked and
+    /// queued for the flush; one already marked in this transaction stops the walk there.
     @inline(__always)
     private func mark(_ node: Unmanaged<ReactiveNode>) {
         let flags = node.flags
@@ -149,16 +154,20 @@ extension Engine {
         node.flags = flags.union(.pending)
         if flags.contains(.watcher) {
             enqueue(node, flags)
-        } else if let below = node.subs {
-            below.prefetch()
-            linkStack.append(below)
+        } else {
+            if flags.contains(.eager) { enqueue(node, flags) }
+            if let below = node.subs {
+                below.prefetch()
+                linkStack.append(below)
+            }
         }
     }
 
-    /// Queues a watcher, once per transaction. The queue does not retain it: a watcher that is
-    /// cancelled while queued is kept alive until the flush by `keepUntilSettled`.
+    /// Queues a watcher or an eager computed, once per transaction. The queue does not retain it:
+    /// a watcher that is cancelled while queued is kept alive until the flush by
+    /// `keepUntilSettled`; an eager computed's owner keeps it (the store its keys).
     @inline(__always)
-    private func enqueue(_ watcher: Unmanaged<ReactiveNode>, _ flags: NodeFlags) {
+    func enqueue(_ watcher: Unmanaged<ReactiveNode>, _ flags: NodeFlags) {
         if flags.contains(.queued) { return }
         watcher.flags.insert(.queued)
         if flags.contains(.effect) {

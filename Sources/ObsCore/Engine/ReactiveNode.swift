@@ -32,6 +32,10 @@ struct NodeFlags: OptionSet, Sendable {
     @inlinable static var hasValue: NodeFlags { NodeFlags(rawValue: 1 << 10) }
     /// An observable written with a change forced (not compared) since its subscribers last looked.
     @inlinable static var forcedChange: NodeFlags { NodeFlags(rawValue: 1 << 11) }
+    /// A computed brought up to date at the end of every transaction that reaches it, as if an
+    /// observer read it, with no observer: no object, link or queue entry of its own (the store's
+    /// computed keys, whose every change history and watches need).
+    @inlinable static var eager: NodeFlags { NodeFlags(rawValue: 1 << 12) }
 }
 
 /// A node of the reactive graph: an observable, a computed value, or an observer.

@@ -145,6 +145,23 @@ final class EvalBinary: Evaluable {
     }
 
     static func apply(_ op: BinaryOperator, _ a: JSONValue, _ b: JSONValue, at pos: Int) throws(ObsError) -> JSONValue {
+        // Two integers, the common case (counters, offsets, chains of `$x + 1`), taken before the
+        // general switches, which copy both values into a tuple of enums that may hold strings,
+        // arrays and objects (a retain and a release of each, and outlined copies).
+        if case .int(let x) = a, case .int(let y) = b {
+            switch op {
+            case .add:
+                let (sum, overflow) = x.addingReportingOverflow(y)
+                if !overflow { return .int(sum) }
+            case .equal: return .bool(x == y)
+            case .notEqual: return .bool(x != y)
+            case .less: return .bool(x < y)
+            case .lessEqual: return .bool(x <= y)
+            case .greater: return .bool(x > y)
+            case .greaterEqual: return .bool(x >= y)
+            default: break
+            }
+        }
         switch op {
         case .equal: return .bool(a == b)
         case .notEqual: return .bool(a != b)

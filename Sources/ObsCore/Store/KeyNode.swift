@@ -60,9 +60,6 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     @exclusivity(unchecked) var owner: UInt64?
     /// Bumped on every applied write; a two-way binding recognises its partner's writes by it.
     @exclusivity(unchecked) var writeCount: UInt64 = 0
-    /// Computed keys: the watcher that makes the store evaluate it in every transaction that
-    /// reaches it (history and watches need every change).
-    @exclusivity(unchecked) var observer: KeyObserver?
     /// The serial of the last transaction that recorded this node, and the node's state before it
     /// (kept on the node: recording a key costs no growing array of snapshots; cleared when the
     /// transaction ends, so that it keeps no old value alive).
@@ -158,18 +155,6 @@ final class Definition {
     let expression: Expression
 
     init(_ expression: Expression) { self.expression = expression }
-}
-
-/// The watcher of one computed key. It does nothing when run: being queued is what makes the
-/// engine check, and so evaluate, the computed at the end of every transaction that reaches it;
-/// the computed records its own change.
-final class KeyObserver: ReactiveNode, @unchecked Sendable {
-    init(observing node: KeyNode) {
-        super.init(role: .observer)
-        engine.attach(self, to: node)
-    }
-
-    func cancel() { dispose() }
 }
 
 extension ObsError {

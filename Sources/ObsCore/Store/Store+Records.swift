@@ -124,7 +124,7 @@ extension Store {
     /// reads through the engine (no computed, binding or `match()` subscribed), with no TTL, no
     /// owner and no binding into or out of it.
     func demoteIfPlain(_ node: KeyNode) {
-        guard node.kind == .value, !node.isComputed, node.observer == nil, !node.hasSubscribers,
+        guard node.kind == .value, !node.isComputed, !node.flags.contains(.eager), !node.hasSubscribers,
               node.expiresAt == nil, node.owner == nil, !node.forced, bindings.isEmpty || bindings[node.name] == nil,
               case .value(let value) = node.content, node.committed == node.content,
               let slot = slot(of: node.name), case .node(let found) = keys.entry(at: slot), found === node else { return }

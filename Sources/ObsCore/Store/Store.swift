@@ -98,8 +98,7 @@ public final class Store {
         }
         keys.forEach { entry in
             guard case .node(let node) = entry, node.isComputed else { return }
-            node.observer?.cancel()
-            node.observer = nil
+            node.flags.remove(.eager)
             engine.detachDependencies(of: node)
         }
         engine.exit()
@@ -152,15 +151,16 @@ public final class Store {
         if node.isComputed, expression == nil {
             // As a source again, it compares later writes with what its readers last saw.
             node.committed = node.content
-            node.observer?.cancel()
-            node.observer = nil
+            node.flags.remove(.eager)
             engine.detachDependencies(of: node)
             timeNodes[ObjectIdentifier(node)] = nil
         }
         node.expression = expression
         guard let expression else { return }
+        // Evaluated at the end of every transaction that reaches it, read or not: history and
+        // watches need every change of every key.
+        node.flags.insert(.eager)
         markChanged(node)
-        if node.observer == nil { node.observer = KeyObserver(observing: node) }
         if expression.usesTime {
             timeNodes[ObjectIdentifier(node)] = node
             if nextTimeRefresh == nil { nextTimeRefresh = clock.monotonic + configuration.timeRefreshInterval }
