@@ -64,9 +64,10 @@ extension Engine {
     @inline(__always)
     func propagate(from source: ReactiveNode) {
         let flags = source.flags
+        if !flags.contains(.dirty) { source.flags = flags.union(.dirty) }
+        // After the flags are written: `enqueue` adds `queued` to them.
         if flags.contains(.eager) { enqueue(source.ref, flags) }
         if flags.contains(.dirty) { return }
-        source.flags = flags.union(.dirty)
         if let subs = source.subs { markPending(from: subs) }
     }
 

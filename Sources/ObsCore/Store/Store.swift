@@ -98,7 +98,7 @@ public final class Store {
         }
         keys.forEach { entry in
             guard case .node(let node) = entry, node.isComputed else { return }
-            node.flags.remove(.eager)
+            stopEager(node)
             engine.detachDependencies(of: node)
         }
         engine.exit()
@@ -151,9 +151,17 @@ public final class Store {
         if node.isComputed, expression == nil {
             // As a source again, it compares later writes with what its readers last saw.
             node.committed = node.content
-            node.flags.remove(.eager)
+            stopEager(node)
             engine.detachDependencies(of: node)
             timeNodes[ObjectIdentifier(node)] = nil
+        }
+        if !node.isComputed, expression != nil {
+            // A value key becoming computed. Its readers must recompute if they have not seen its
+            // last write yet (written earlier in this transaction): its evaluation compares with
+            // that write, not with what they saw, and would find no change if it gives the same.
+            if node.forced || node.committed != node.content, let subs = node.subs { engine.shallowPropagate(subs) }
+            node.committed = node.content
+            node.forced = false
         }
         node.expression = expression
         guard let expression else { return }
@@ -167,6 +175,14 @@ public final class Store {
         } else {
             timeNodes[ObjectIdentifier(node)] = nil
         }
+    }
+
+    /// Stops a computed key being evaluated in every transaction. The engine's queue does not
+    /// retain what it holds: a node queued now is kept alive until the transaction settles, in
+    /// case the key table lets it go before then.
+    private func stopEager(_ node: KeyNode) {
+        node.flags.remove(.eager)
+        if node.flags.contains(.queued) { engine.keepUntilSettled(node) }
     }
 
     /// Makes a computed recompute in this transaction and its readers check it.

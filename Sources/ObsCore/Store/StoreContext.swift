@@ -24,6 +24,9 @@ struct StoreContext: ExpressionContext {
         let names: [String]
         if engine.isTracking {
             let members = store.matchSource(for: parsed)
+            // Settled first, as a key is: a source left dirty with no reader (by a transaction
+            // taken back) would otherwise stay dirty, and a dirty source marks nothing when bumped.
+            engine.settleSource(members.node)
             engine.recordRead(of: members.node)
             names = members.names.sorted(by: JSONValue.utf8Precedes)
         } else {
