@@ -38,6 +38,11 @@ public protocol SessionOutput: AnyObject {
     /// Queues the line made of `head` then `body` (ending with "\n"), copying the bytes: how the
     /// session writes its answers and events, with no `EncodedLine` (and no allocation) per line.
     func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool)
+    /// `write(head:body:needsSync:)` of an event that other outputs get too: `sharing` is a number
+    /// that stands for `body`'s bytes (nonzero, the same number only ever for the same bytes), so
+    /// that an output which sends lines by reference can keep one copy of the line for every
+    /// connection that gets it with the same head. The bytes are valid only during the call.
+    func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, sharing: UInt64)
     /// Bytes written but not yet sent to the peer: past the store's limit, watches stop queuing.
     var pendingBytes: Int { get }
 }
@@ -46,5 +51,10 @@ extension SessionOutput {
     /// An output that keeps lines as `EncodedLine`s (a test's capture) gets one per line.
     public func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
         write(EncodedLine(head: Array(head), body: Array(body), needsSync: needsSync))
+    }
+
+    /// An output that copies every line gets the shared ones as any other.
+    public func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, sharing: UInt64) {
+        write(head: head, body: body, needsSync: needsSync)
     }
 }

@@ -34,6 +34,11 @@ final class SessionLines: WatchSink {
         output.write(head: head, body: body, needsSync: needsSync)
     }
 
+    func send(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, sharing: UInt64) {
+        guard !holding else { return hold(head, body, needsSync) }
+        output.write(head: head, body: body, needsSync: needsSync, sharing: sharing)
+    }
+
     // Out of line: the delivery path (`send` for every event) stays small enough to inline
     // (measured: 6% fewer instructions per delivery to 100 watchers).
     @inline(never)

@@ -27,24 +27,29 @@ extension WatchHub {
         let events = EventRecords(open.bytes)
         history.append(rev: rev, events: events.bytes)
         guard patterns.count > 0, !events.bytes.isEmpty else { return }
+        // The number of the body at offset 0; the others are numbered by their offsets.
+        let serial = bodySerial &+ 1
+        bodySerial &+= UInt64(events.bytes.count) &+ 1
         let first = EventRecord(base: events.bytes.baseAddress!)
         if first.length == events.bytes.count {
             // One event, the usual transaction: each watch gets it as it is found.
-            patterns.forEachEntry(matching: first.key) { entry in deliver(first, toWatchesOf: entry) }
+            patterns.forEachEntry(matching: first.key) { entry in deliver(first, sharing: serial, toWatchesOf: entry) }
             return
         }
-        deliverEach(events)
+        deliverEach(events, serial: serial)
     }
 
     /// One event to each watch of `entry` that has not had it in this transaction (a watch whose
     /// patterns match the key twice gets it once).
     /// (The entry's list keeps its watches alive through the loop, even if a delivery stops one:
     /// the loop retains none, which for 1,000 watches cost more than their deliveries.)
-    private func deliver(_ record: EventRecord, toWatchesOf entry: WatchedPattern) {
+    /// `sharing`: the record's body number, used when the entry has several watches.
+    private func deliver(_ record: EventRecord, sharing: UInt64, toWatchesOf entry: WatchedPattern) {
+        let sharing = entry.watches.count > 1 ? sharing : 0
         entry.watches.forEachGuaranteed { watch in
             guard watch.active && watch.collectRev != rev else { return }
             watch.collectRev = rev
-            deliver(record, to: watch)
+            deliver(record, to: watch, sharing: sharing)
             if watch.flushesWhenDrained { flushLatest(watch) }
         }
     }
@@ -55,7 +60,7 @@ extension WatchHub {
     /// first entry that matches a second event on, the events are collected per watch, so that
     /// each watch gets its events together, in key order, and an event that two of its patterns
     /// match once.
-    private func deliverEach(_ events: EventRecords) {
+    private func deliverEach(_ events: EventRecords, serial: UInt64) {
         var entries = matching
         var touched = collecting
         matching = []
@@ -96,23 +101,26 @@ extension WatchHub {
         guard let only else { return }
         if !perWatch {
             let record = EventRecord(base: start + only)
-            for entry in entries { deliver(record, toWatchesOf: entry) }
+            for entry in entries { deliver(record, sharing: serial &+ UInt64(only), toWatchesOf: entry) }
             return
         }
+        let shared = touched.count > 1
         touched.forEachGuaranteed { watch in
             if watch.collected.count > 1 { sortByKey(&watch.collected, start) }
-            for offset in watch.collected { deliver(EventRecord(base: start + offset), to: watch) }
+            for offset in watch.collected {
+                deliver(EventRecord(base: start + offset), to: watch, sharing: shared ? serial &+ UInt64(offset) : 0)
+            }
             if watch.flushesWhenDrained { flushLatest(watch) }
         }
     }
 
     /// One event to one watch: sent, or held by a watch that holds events.
-    private func deliver(_ record: EventRecord, to watch: Watch) {
+    private func deliver(_ record: EventRecord, to watch: Watch, sharing: UInt64) {
         if watch.holdsEvents {
             hold(KeyEvent(record, rev: rev), in: watch, now: clock.monotonic)
             return
         }
-        sendEvent(head: watch.heads.head(record.kind), body: record.body, needsSync: true, of: watch, rev: rev)
+        sendEvent(head: watch.heads.head(record.kind), body: record.body, needsSync: true, of: watch, rev: rev, sharing: sharing)
     }
 
     /// The events of `transaction`, given as values (tests, and callers without a store).
@@ -148,12 +156,15 @@ extension WatchHub {
         }
         open.append("}\n")
         let body = open.bytes
+        bodySerial &+= 1
+        let serial = bodySerial
         var delivered = 0
         patterns.forEachEntry(matching: channel) { entry in
+            let sharing = entry.watches.count > 1 ? serial : 0
             entry.watches.forEachGuaranteed { watch in
                 guard watch.active && watch.channels && watch.publishStamp != stamp else { return }
                 watch.publishStamp = stamp
-                if sendEvent(head: watch.heads.publish, body: body, needsSync: false, of: watch, rev: rev) { delivered += 1 }
+                if sendEvent(head: watch.heads.publish, body: body, needsSync: false, of: watch, rev: rev, sharing: sharing) { delivered += 1 }
             }
         }
         return delivered

@@ -37,6 +37,9 @@ final class WatchHub {
     private var clientSerial: UInt64 = 0
     /// `publish` calls: each delivery is stamped so that a watch gets a message once.
     @exclusivity(unchecked) var publishes: UInt64 = 0
+    /// Numbers the bodies of events delivered to several watches (`sharing`), one per byte of
+    /// each transaction's records and one per publish, so that no two bodies get the same number.
+    @exclusivity(unchecked) var bodySerial: UInt64 = 0
 
     init(configuration: StoreConfiguration, clock: any StoreClock, rev: UInt64) {
         self.configuration = configuration
@@ -118,8 +121,11 @@ final class WatchHub {
     }
 
     /// `sendEvent` of the line made of `head` and `body`, copied by the sink.
+    /// `sharing` (nonzero) says that other watches get the same body in this delivery
+    /// (`SessionOutput.write(head:body:needsSync:sharing:)`).
     @discardableResult
-    func sendEvent(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, of watch: Watch, rev: UInt64) -> Bool {
+    func sendEvent(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, of watch: Watch, rev: UInt64,
+                   sharing: UInt64 = 0) -> Bool {
         guard watch.active else { return false }
         let sent = watch.clientReference._withUnsafeGuaranteedRef { client in
             guard !client.overflowed else { return false }
@@ -129,7 +135,7 @@ final class WatchHub {
                 stats.overflows += 1
                 return false
             }
-            client.sink.send(head: head, body: body, needsSync: needsSync)
+            client.sink.send(head: head, body: body, needsSync: needsSync, sharing: sharing)
             return true
         }
         guard sent else { return false }

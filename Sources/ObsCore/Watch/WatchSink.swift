@@ -6,6 +6,9 @@ protocol WatchSink: AnyObject {
     func send(_ line: EncodedLine)
     /// Queues the line made of `head` then `body`, copying the bytes (no `EncodedLine` per line).
     func send(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool)
+    /// `send(head:body:needsSync:)` of an event that other clients get too (`sharing`: see
+    /// `SessionOutput.write(head:body:needsSync:sharing:)`).
+    func send(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, sharing: UInt64)
     /// Bytes queued for the client and not yet taken by it: past the limit, the client's watches
     /// overflow.
     var unsentBytes: Int { get }
@@ -15,6 +18,10 @@ extension WatchSink {
     /// A sink that keeps `EncodedLine`s (a test's recording) gets one per line.
     func send(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
         send(EncodedLine(head: Array(head), body: Array(body), needsSync: needsSync))
+    }
+
+    func send(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, sharing: UInt64) {
+        send(head: head, body: body, needsSync: needsSync)
     }
 }
 

@@ -4,8 +4,11 @@
 // Output is one byte buffer: every line the session writes (its answers, and the events of its
 // watches) is copied to the end of it, and the buffer is written only at the end of a loop turn,
 // with one write(2), so a connection costs one system call per turn however many lines it got, and
-// a line costs a copy of its bytes, not an allocation. (An event sent to a thousand watchers is
-// encoded once and copied into a thousand buffers; the kernel copies each into its socket anyway.)
+// a line costs a copy of its bytes, not an allocation. An event that several connections get is
+// the exception: its line is kept once for all of them (`SharedLines`), and each connection queues
+// only where it is, after its own bytes (`references`), until the turn's flush writes both with one
+// writev(2). Whatever that cannot write is copied into the buffer then, so that between turns the
+// buffer is all there is.
 //
 // Back-pressure: while a connection's unsent output is over the limit, obsd stops reading its
 // requests (so a client that pipelines without reading cannot make obsd buffer without bound) and
@@ -28,7 +31,7 @@ final class Connection: SessionOutput {
     @exclusivity(unchecked) private var head = 0
 
     /// Bytes queued and not yet written.
-    var pendingBytes: Int { output.count - head }
+    var pendingBytes: Int { output.count - head + referencedBytes }
 
     /// The peer closed its side (or we stopped reading): finish writing, then close.
     @exclusivity(unchecked) var readClosed = false
@@ -44,6 +47,12 @@ final class Connection: SessionOutput {
     @exclusivity(unchecked) var isOpen = true
     /// Queued in the server's list of connections to flush this turn.
     @exclusivity(unchecked) var isDirty = false
+    /// This turn's lines queued by reference, after `output`'s bytes, as `iovec`s: the first entry
+    /// is left for `output`'s unsent bytes (filled by `flush`). Empty between turns, and whenever
+    /// lines wait for a batch (`holds`).
+    @exclusivity(unchecked) private var references = ByteBuffer()
+    /// Bytes of the lines in `references`.
+    @exclusivity(unchecked) private var referencedBytes = 0
     /// Where the connections with output this turn are listed.
     private let flushList: FlushList
     /// What decides whether a line waits for a batch to be written (nil in memory mode, where
@@ -72,6 +81,7 @@ final class Connection: SessionOutput {
 
     func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
         guard head.count + body.count > 0 else { return }
+        if referencedBytes > 0 { copyReferences() }
         if let gate, let batch = gate.batch(toWaitFor: needsSync), batch > (holds.last?.batch ?? 0) {
             if holds.isEmpty { gate.hold(self) }
             holds.append(Hold(from: output.count, batch: batch))
@@ -79,6 +89,49 @@ final class Connection: SessionOutput {
         output.append(head)
         output.append(body)
         markDirty()
+    }
+
+    /// A line other connections get too: queued by reference to the turn's copy of it when there is
+    /// one and nothing waits for a batch, copied otherwise.
+    func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, sharing: UInt64) {
+        guard sharing != 0, holds.isEmpty, gate?.batch(toWaitFor: needsSync) == nil,
+              let line = flushList.shared.line(head: head, body: body, sharing: sharing) else {
+            return write(head: head, body: body, needsSync: needsSync)
+        }
+        refer(to: line)
+        markDirty()
+    }
+
+    private func refer(to line: UnsafeRawBufferPointer) {
+        let size = MemoryLayout<iovec>.stride
+        if references.count == 0 {
+            references.reserve(size * 16)
+            references.didAppend(size)
+        } else {
+            // The line right after the last one in the turn's memory (the next event, copied in
+            // for this connection): one entry for both.
+            let last = (references.end - size).assumingMemoryBound(to: iovec.self)
+            if last.pointee.iov_base.map({ UnsafeRawPointer($0) + last.pointee.iov_len }) == line.baseAddress {
+                last.pointee.iov_len += line.count
+                referencedBytes += line.count
+                return
+            }
+        }
+        references.reserve(size)
+        references.end.storeBytes(of: iovec(iov_base: UnsafeMutableRawPointer(mutating: line.baseAddress), iov_len: line.count),
+                                  as: iovec.self)
+        references.didAppend(size)
+        referencedBytes += line.count
+    }
+
+    /// Copies the lines queued by reference to the end of `output`, in order.
+    private func copyReferences(from entry: Int = 1) {
+        let entries = references.base!.assumingMemoryBound(to: iovec.self)
+        for index in entry..<references.count / MemoryLayout<iovec>.stride {
+            output.append(UnsafeRawBufferPointer(start: entries[index].iov_base, count: entries[index].iov_len))
+        }
+        references.removeAll(keepingCapacityUpTo: Self.keptReferences)
+        referencedBytes = 0
     }
 
     /// Lists the connection for this turn's flush, once.
@@ -92,7 +145,7 @@ final class Connection: SessionOutput {
     private var heldFrom: Int? { holds.first?.from }
 
     /// Whether some queued output may be written now (held lines may not).
-    var hasSendableOutput: Bool { head < (heldFrom ?? output.count) }
+    var hasSendableOutput: Bool { head < (heldFrom ?? output.count) || referencedBytes > 0 }
 
     /// Every batch up to `written` is written: the lines that waited for them may go. Returns
     /// whether some lines still wait (for a later batch).
@@ -108,6 +161,7 @@ final class Connection: SessionOutput {
 
     /// Writes as much of the output as the socket takes (up to the held lines), with one write.
     func flush() -> FlushResult {
+        if referencedBytes > 0 { return flushReferences() }
         let end = heldFrom ?? output.count
         guard head < end else { return heldFrom == nil ? .done : .held }
         let written = Glibc.write(fd, output.base! + head, end - head)
@@ -130,19 +184,72 @@ final class Connection: SessionOutput {
         return result
     }
 
+    /// `flush` with lines queued by reference (so nothing waits for a batch): `output`'s unsent
+    /// bytes and those lines, with writev. What the socket does not take is copied into `output`,
+    /// since the lines' memory is taken again after this turn.
+    private func flushReferences() -> FlushResult {
+        let entries = references.base!.assumingMemoryBound(to: iovec.self)
+        let count = references.count / MemoryLayout<iovec>.stride
+        entries[0] = iovec(iov_base: output.base.map { $0 + head }, iov_len: output.count - head)
+        var index = 0
+        var progress = false
+        while index < count {
+            let batch = min(count - index, Self.maxEntriesPerWrite)
+            let written = writev(fd, entries + index, Int32(batch))
+            if written < 0 {
+                if errno == EAGAIN || errno == EINTR { break }
+                return .failed
+            }
+            progress = progress || written > 0
+            var left = written
+            let end = index + batch
+            while index < end, left >= entries[index].iov_len {
+                left -= entries[index].iov_len
+                index += 1
+            }
+            if index < end {
+                entries[index].iov_base! += left
+                entries[index].iov_len -= left
+                break
+            }
+        }
+        if index == count {
+            output.removeAll(keepingCapacityUpTo: Self.keptCapacity)
+            head = 0
+            references.removeAll(keepingCapacityUpTo: Self.keptReferences)
+            referencedBytes = 0
+            return .done
+        }
+        // Left: the rest of `output` (when the first entry was not all written), then lines.
+        head = index == 0 ? output.count - entries[0].iov_len : output.count
+        output.removeFirst(head)
+        head = 0
+        copyReferences(from: max(index, 1))
+        return .blocked(progress: progress)
+    }
+
+    /// Entries per writev (the kernel's IOV_MAX).
+    private static let maxEntriesPerWrite = 1024
+
     /// The most buffer a connection keeps once its output is written: enough for a turn's events
     /// of any ordinary watch, without every idle connection holding what a burst once needed.
     private static let keptCapacity = 1 << 18
+    /// The same for the references of a turn.
+    private static let keptReferences = 1 << 14
 
     /// Drops whatever is still queued (the connection is being closed).
     func discardOutput() {
         output.removeAll(keepingCapacityUpTo: Self.keptCapacity)
+        references.removeAll(keepingCapacityUpTo: Self.keptReferences)
+        referencedBytes = 0
         holds.removeAll()
         head = 0
     }
 }
 
-/// The connections that got output during a loop turn, written by the turn's flush.
+/// The connections that got output during a loop turn, written by the turn's flush, and the lines
+/// they share.
 final class FlushList {
     @exclusivity(unchecked) var connections: [Connection] = []
+    let shared = SharedLines()
 }

@@ -256,12 +256,17 @@ final class Server {
         // The list is swapped with the spare one (whatever this flush lists again goes to the
         // next turn's), so that neither array is ever copied: no allocation per turn.
         swap(&flushList.connections, &flushing)
+        // Every connection that queued a shared line is listed here; lines queued from now on
+        // (a drained connection's resync) are copied, so that none refers to the turn's lines
+        // once they are taken again.
+        flushList.shared.close()
         for connection in flushing {
             connection.isDirty = false
             guard connection.isOpen else { continue }
             write(connection, now: now)
         }
         flushing.removeAll(keepingCapacity: true)
+        flushList.shared.reset()
     }
 
     /// Connections whose socket became writable again.

@@ -1,5 +1,6 @@
 import Glibc
 import ObsCore
+import TestSupport
 import XCTest
 @testable import ObsDaemon
 
@@ -98,6 +99,141 @@ final class ConnectionOutputTests: XCTestCase {
         XCTAssertEqual(storage.written, 2)
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }
         XCTAssertEqual(readAll(pair[1]), "ack2\nafter\n")
+    }
+
+    /// A shared line is kept once per turn for every connection that gets it with the same head;
+    /// another head, or another body, is another line; nothing is kept while the turn's flush
+    /// runs, and the memory is taken again after it.
+    func test_sharedLines_keepOneCopyPerBodyAndHead_forOneTurn() {
+        let lines = SharedLines()
+        func line(_ head: String, _ body: String, _ sharing: UInt64) -> UnsafeRawBufferPointer? {
+            Array(head.utf8).withUnsafeBytes { head in
+                Array(body.utf8).withUnsafeBytes { body in lines.line(head: head, body: body, sharing: sharing) }
+            }
+        }
+        let head1 = #"{"event":"change","watch":1"#
+        let head2 = #"{"event":"change","watch":2"#
+        let first = line(head1, ",\"key\":\"k\"}\n", 7)
+        XCTAssertEqual(first.map { String(decoding: $0, as: UTF8.self) }, head1 + ",\"key\":\"k\"}\n")
+        XCTAssertEqual(line(head1, ",\"key\":\"k\"}\n", 7)?.baseAddress, first?.baseAddress, "the same line: one copy")
+        let other = line(head2, ",\"key\":\"k\"}\n", 7)
+        XCTAssertEqual(other.map { String(decoding: $0, as: UTF8.self) }, head2 + ",\"key\":\"k\"}\n")
+        XCTAssertNotEqual(other?.baseAddress, first?.baseAddress)
+        XCTAssertEqual(line(head1, ",\"key\":\"k\"}\n", 7)?.baseAddress, first?.baseAddress, "both heads kept")
+        XCTAssertNotEqual(line(head1, ",\"key\":\"j\"}\n", 8)?.baseAddress, first?.baseAddress)
+
+        lines.close()
+        XCTAssertNil(line(head1, ",\"key\":\"k\"}\n", 7), "nothing is taken while the flush runs")
+        lines.reset()
+        let again = line(head1, ",\"key\":\"x\"}\n", 9)
+        XCTAssertEqual(again?.baseAddress, first?.baseAddress, "after the turn the memory is taken again")
+        XCTAssertNotEqual(line(head1, ",\"key\":\"k\"}\n", 7)?.baseAddress, first?.baseAddress,
+                          "a line of the last turn is not found again")
+
+        XCTAssertNil(line("", String(repeating: "x", count: SharedLines.chunkBytes + 1), 10), "longer than a chunk")
+        let big = String(repeating: "y", count: SharedLines.chunkBytes - 1) + "\n"
+        for sharing in 0..<UInt64(SharedLines.maxChunks - 1) { XCTAssertNotNil(line("", big, 100 + sharing)) }
+        XCTAssertNil(line("", big, 200), "the turn's room is used up")
+    }
+
+    /// Lines shared with other connections and the connection's own, interleaved, through a small
+    /// send buffer: the queue resumes at the exact byte, also when a flush leaves shared lines
+    /// unwritten and the turn's memory is then used for other lines.
+    func test_partialWrites_ofSharedAndOwnLines_resumeAtTheExactByte_acrossTurns() {
+        var pair: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        defer { close(pair[0]); close(pair[1]) }
+        var small: Int32 = 4096
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+
+        let flushList = FlushList()
+        let peer = PeerCredentials(pid: 0, uid: 0, gid: 0)
+        let connection = Connection(fd: pair[0], peer: peer, gate: nil, flushList: flushList)
+        // Another connection, never flushed, that takes the turn's memory for other lines.
+        let other = Connection(fd: -1, peer: peer, gate: nil, flushList: flushList)
+        var expected: [UInt8] = []
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 3000)
+        var sharing: UInt64 = 0
+        var random = SplitMix64(seed: 16)
+        for turn in 0..<200 {
+            for index in 0..<Int(random.next() % 40) {
+                let head = Array("{\"event\":\"change\",\"watch\":\(random.next() % 3 + 1)".utf8)
+                let body = Array(",\"turn\":\(turn),\"line\":\(index)\(String(repeating: "b", count: Int(random.next() % 300)))}\n".utf8)
+                sharing += 1
+                if random.next() % 4 == 0 {
+                    connection.write(EncodedLine(body: body))
+                    expected += body
+                } else {
+                    head.withUnsafeBytes { head in
+                        body.withUnsafeBytes { body in connection.write(head: head, body: body, needsSync: false, sharing: sharing) }
+                    }
+                    expected += head + body
+                }
+            }
+            XCTAssertLessThanOrEqual(connection.pendingBytes, expected.count - received.count)
+            flushList.shared.close()
+            if case .failed = connection.flush() { return XCTFail("flush failed") }
+            flushList.shared.reset()
+            let junk = Array(String(repeating: "J", count: 2000).utf8) + [0x0A]
+            junk.withUnsafeBytes { junk in
+                for filler in 0..<8 {
+                    other.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: junk, needsSync: false, sharing: 1_000_000 + UInt64(turn * 8 + filler))
+                }
+            }
+            other.discardOutput()
+            flushList.shared.reset()
+            let count = read(pair[1], &buffer, Int(random.next() % 3000) + 1)
+            if count > 0 { received += buffer[..<count] }
+        }
+        while received.count < expected.count {
+            if case .failed = connection.flush() { return XCTFail("flush failed") }
+            let count = read(pair[1], &buffer, buffer.count)
+            if count > 0 { received += buffer[..<count] }
+        }
+        XCTAssertEqual(String(decoding: received, as: UTF8.self), String(decoding: expected, as: UTF8.self))
+        if case .done = connection.flush() {} else { XCTFail("nothing should be left") }
+    }
+
+    /// While a line waits for its batch, a shared line after it is copied and waits too: the
+    /// order on the connection is the order of the writes.
+    func test_aSharedLine_afterAHeldOne_waitsForTheSameBatch() throws {
+        var pair: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        defer { close(pair[0]); close(pair[1]) }
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+        let storage = try GroupCommitStorage(writer: try StorageWriter(MemoryStorage()), strict: false, retryInterval: 1)
+        defer { try? storage.close() }
+        let store = try Store(storage: MemoryStorage(), clock: ManualClock())
+        let gate = WriteGate(storage: storage, store: store, log: Logger(level: .error, journal: false))
+        let flushList = FlushList()
+        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: gate, flushList: flushList)
+        func shared(_ text: String, _ sharing: UInt64) {
+            Array(text.utf8).withUnsafeBytes {
+                connection.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: $0, needsSync: true, sharing: sharing)
+            }
+        }
+
+        shared("event0\n", 1)
+        var transaction = StoredTransaction(rev: 1)
+        transaction.putKeys = [StoredKey(key: "k", value: .int(1), rev: 1, createdRev: 1, version: 1)]
+        try storage.commit(transaction)
+        connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
+        shared("event1\n", 2)
+        guard case .held = connection.flush() else { return XCTFail("expected ack1 to be held") }
+        XCTAssertEqual(readAll(pair[1]), "event0\n")
+        // The turn's memory is taken again: the held line must not refer to it.
+        flushList.shared.reset()
+        shared("junk!!\n", 3)
+
+        try storage.endTurn(now: 0)
+        var descriptor = pollfd(fd: gate.completionFD!, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&descriptor, 1, -1), 1)
+        try gate.endTurn(now: 0, writerFinished: true)
+        guard case .done = connection.flush() else { return XCTFail("expected everything written") }
+        XCTAssertEqual(readAll(pair[1]), "ack1\nevent1\njunk!!\n")
     }
 
     private func readAll(_ fd: Int32) -> String {
