@@ -41,6 +41,10 @@ final class Watch {
     let debounce: Double?
     let progress: Double?
     let channels: Bool
+    /// Whether events wait in `pending` instead of going out at once.
+    let holdsEvents: Bool
+    /// Whether held events go out as soon as the client's output is empty (`latest` alone).
+    let flushesWhenDrained: Bool
     @exclusivity(unchecked) var active = true
 
     /// Events held back per key (latest, throttle, debounce), merged.
@@ -70,6 +74,9 @@ final class Watch {
         debounce = options.debounce
         progress = options.progress
         channels = options.channels
+        // Stored, not computed: both are read for every event delivered.
+        holdsEvents = options.mode == .latest || options.throttle != nil || options.debounce != nil
+        flushesWhenDrained = options.mode == .latest && options.throttle == nil && options.debounce == nil
         lastSent = now
         heads = WatchHeads(watch: id)
     }
@@ -81,11 +88,6 @@ final class Watch {
 
     var patterns: [KeyPattern] { entries.map(\.pattern) }
 
-    /// Whether events wait in `pending` instead of going out at once.
-    var holdsEvents: Bool { mode == .latest || throttle != nil || debounce != nil }
-
-    /// Whether held events go out as soon as the client's output is empty (`latest` alone).
-    var flushesWhenDrained: Bool { mode == .latest && throttle == nil && debounce == nil }
 
     /// Combines a held event with a newer one for the same key: the result goes from the state the
     /// client last saw to the newest; nil when they are the same (nothing to send).

@@ -51,8 +51,13 @@ final class Connection: SessionOutput {
     /// is left for `output`'s unsent bytes (filled by `flush`). Empty between turns, and whenever
     /// lines wait for a batch (`holds`).
     @exclusivity(unchecked) private var references = ByteBuffer()
-    /// Bytes of the lines in `references`.
+    /// Bytes of the lines in `references` and `run`.
     @exclusivity(unchecked) private var referencedBytes = 0
+    /// The last lines queued by reference, while they follow one another in the turn's memory (as
+    /// the turn's events to watches with the same id do): one entry of `references` once another
+    /// line or the flush ends it.
+    @exclusivity(unchecked) private var runStart: UnsafeRawPointer?
+    @exclusivity(unchecked) private var runEnd: UnsafeRawPointer?
     /// Where the connections with output this turn are listed.
     private let flushList: FlushList
     /// What decides whether a line waits for a batch to be written (nil in memory mode, where
@@ -102,30 +107,34 @@ final class Connection: SessionOutput {
         markDirty()
     }
 
+    @inline(__always)
     private func refer(to line: UnsafeRawBufferPointer) {
-        let size = MemoryLayout<iovec>.stride
-        if references.count == 0 {
-            references.reserve(size * 16)
-            references.didAppend(size)
-        } else {
-            // The line right after the last one in the turn's memory (the next event, copied in
-            // for this connection): one entry for both.
-            let last = (references.end - size).assumingMemoryBound(to: iovec.self)
-            if last.pointee.iov_base.map({ UnsafeRawPointer($0) + last.pointee.iov_len }) == line.baseAddress {
-                last.pointee.iov_len += line.count
-                referencedBytes += line.count
-                return
-            }
-        }
-        references.reserve(size)
-        references.end.storeBytes(of: iovec(iov_base: UnsafeMutableRawPointer(mutating: line.baseAddress), iov_len: line.count),
-                                  as: iovec.self)
-        references.didAppend(size)
         referencedBytes += line.count
+        if line.baseAddress == runEnd {
+            runEnd = line.baseAddress! + line.count
+            return
+        }
+        endRun()
+        runStart = line.baseAddress
+        runEnd = line.baseAddress! + line.count
+    }
+
+    /// Lists the run of lines as an entry of `references`.
+    private func endRun() {
+        guard let start = runStart, let end = runEnd else { return }
+        let size = MemoryLayout<iovec>.stride
+        // The first entry is left for `output`'s bytes.
+        references.reserve(references.count == 0 ? size * 16 : size)
+        if references.count == 0 { references.didAppend(size) }
+        references.end.storeBytes(of: iovec(iov_base: UnsafeMutableRawPointer(mutating: start), iov_len: end - start), as: iovec.self)
+        references.didAppend(size)
+        runStart = nil
+        runEnd = nil
     }
 
     /// Copies the lines queued by reference to the end of `output`, in order.
     private func copyReferences(from entry: Int = 1) {
+        endRun()
         let entries = references.base!.assumingMemoryBound(to: iovec.self)
         for index in entry..<references.count / MemoryLayout<iovec>.stride {
             output.append(UnsafeRawBufferPointer(start: entries[index].iov_base, count: entries[index].iov_len))
@@ -188,6 +197,7 @@ final class Connection: SessionOutput {
     /// bytes and those lines, with writev. What the socket does not take is copied into `output`,
     /// since the lines' memory is taken again after this turn.
     private func flushReferences() -> FlushResult {
+        endRun()
         let entries = references.base!.assumingMemoryBound(to: iovec.self)
         let count = references.count / MemoryLayout<iovec>.stride
         entries[0] = iovec(iov_base: output.base.map { $0 + head }, iov_len: output.count - head)
@@ -242,6 +252,8 @@ final class Connection: SessionOutput {
         output.removeAll(keepingCapacityUpTo: Self.keptCapacity)
         references.removeAll(keepingCapacityUpTo: Self.keptReferences)
         referencedBytes = 0
+        runStart = nil
+        runEnd = nil
         holds.removeAll()
         head = 0
     }

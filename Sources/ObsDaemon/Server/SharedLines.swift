@@ -63,12 +63,27 @@ final class SharedLines {
         let index = Int(truncatingIfNeeded: ((sharing ^ tail) &* 0x9E37_79B9_7F4A_7C15) >> 58)
         let slot = slots + index
         if slot.pointee.sharing == sharing, slot.pointee.headCount == head.count,
-           head.count == 0 || memcmp(slot.pointee.line.baseAddress!, head.baseAddress!, head.count) == 0 {
+           Self.equal(head, slot.pointee.line.baseAddress!) {
             return slot.pointee.line
         }
         guard let line = copy(head, body) else { return nil }
         slot.pointee = Slot(sharing: sharing, headCount: head.count, line: line)
         return line
+    }
+
+    /// Whether `kept` starts with `head`'s bytes: eight at a time (a head is some 27 bytes; a call
+    /// to memcmp cost a fifth of the lookup).
+    @inline(__always)
+    private static func equal(_ head: UnsafeRawBufferPointer, _ kept: UnsafeRawPointer) -> Bool {
+        let count = head.count
+        guard count >= 8 else { return count == 0 || memcmp(kept, head.baseAddress!, count) == 0 }
+        var offset = 0
+        while offset < count - 8 {
+            guard head.loadUnaligned(fromByteOffset: offset, as: UInt64.self) == kept.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            else { return false }
+            offset += 8
+        }
+        return head.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) == kept.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
     }
 
     private func copy(_ head: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
