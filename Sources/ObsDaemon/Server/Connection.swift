@@ -201,7 +201,8 @@ final class Connection: SessionOutput {
         let entries = references.base!.assumingMemoryBound(to: iovec.self)
         let count = references.count / MemoryLayout<iovec>.stride
         entries[0] = iovec(iov_base: output.base.map { $0 + head }, iov_len: output.count - head)
-        var index = 0
+        // Usually a watcher has no bytes of its own: its lines alone, often a single entry.
+        var index = head < output.count ? 0 : 1
         var progress = false
         while index < count {
             let batch = min(count - index, Self.maxEntriesPerWrite)
