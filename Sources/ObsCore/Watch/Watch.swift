@@ -88,7 +88,6 @@ final class Watch {
 
     var patterns: [KeyPattern] { entries.map(\.pattern) }
 
-
     /// Combines a held event with a newer one for the same key: the result goes from the state the
     /// client last saw to the newest; nil when they are the same (nothing to send).
     static func merge(_ first: KeyEvent?, _ next: KeyEvent) -> KeyEvent? {

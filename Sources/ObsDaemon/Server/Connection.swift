@@ -51,7 +51,7 @@ final class Connection: SessionOutput {
     /// is left for `output`'s unsent bytes (filled by `flush`). Empty between turns, and whenever
     /// lines wait for a batch (`holds`).
     @exclusivity(unchecked) private var references = ByteBuffer()
-    /// Bytes of the lines in `references` and `run`.
+    /// Bytes of the lines in `references` and in the run (`runStart`).
     @exclusivity(unchecked) private var referencedBytes = 0
     /// The last lines queued by reference, while they follow one another in the turn's memory (as
     /// the turn's events to watches with the same id do): one entry of `references` once another

@@ -8,13 +8,8 @@ import XCTest
 /// middle of heads and bodies and the queue must resume at the exact byte.
 final class ConnectionOutputTests: XCTestCase {
     func test_partialWrites_resumeAtTheExactByte_acrossHeadsAndBodies() {
-        var pair: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        let pair = smallBufferPair()
         defer { close(pair[0]); close(pair[1]) }
-        var small: Int32 = 4096
-        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
-        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
 
         let flushList = FlushList()
         let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: nil, flushList: flushList)
@@ -54,51 +49,33 @@ final class ConnectionOutputTests: XCTestCase {
     ///     queue:   before | ack1 read1 | ack2 after
     ///     batch:     -    |     1      |     2
     func test_linesWaitForTheBatchTheyWereQueuedUnder_andEachBatchReleasesOnlyItsOwn() throws {
-        var pair: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
-        defer { close(pair[0]); close(pair[1]) }
-        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
-        let storage = try GroupCommitStorage(writer: try StorageWriter(MemoryStorage()), strict: false, retryInterval: 1)
-        defer { try? storage.close() }
-        let store = try Store(storage: MemoryStorage(), clock: ManualClock())
-        let gate = WriteGate(storage: storage, store: store, log: Logger(level: .error, journal: false))
-        let flushList = FlushList()
-        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: gate, flushList: flushList)
-        func commit(_ rev: UInt64) throws {
-            var transaction = StoredTransaction(rev: rev)
-            transaction.putKeys = [StoredKey(key: "k", value: .int(Int64(rev)), rev: rev, createdRev: 1, version: rev)]
-            try storage.commit(transaction)
-        }
-        func waitForWriter() throws {
-            var descriptor = pollfd(fd: gate.completionFD!, events: Int16(POLLIN), revents: 0)
-            XCTAssertEqual(poll(&descriptor, 1, -1), 1)
-            try gate.endTurn(now: 0, writerFinished: true)
-        }
+        let gated = try GatedConnection()
+        let (connection, storage, flushList) = (gated.connection, gated.storage, gated.flushList)
 
         connection.write(EncodedLine(body: Array("before\n".utf8)))
-        try commit(1)
+        try gated.commit(1)
         connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("read1\n".utf8)))
         try storage.endTurn(now: 0)
-        try commit(2)
+        try gated.commit(2)
         connection.write(EncodedLine(body: Array("ack2\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("after\n".utf8)))
         XCTAssertEqual(flushList.connections.count, 1, "listed for the turn's flush once")
 
         guard case .held = connection.flush() else { return XCTFail("expected ack1 to be held") }
-        XCTAssertEqual(readAll(pair[1]), "before\n")
+        XCTAssertEqual(readAll(gated.peer), "before\n")
         XCTAssertFalse(connection.hasSendableOutput)
 
-        try waitForWriter()
+        try gated.waitForWriter()
         XCTAssertEqual(storage.written, 1)
         guard case .held = connection.flush() else { return XCTFail("expected ack2 to be held") }
-        XCTAssertEqual(readAll(pair[1]), "ack1\nread1\n")
+        XCTAssertEqual(readAll(gated.peer), "ack1\nread1\n")
 
         try storage.endTurn(now: 0)
-        try waitForWriter()
+        try gated.waitForWriter()
         XCTAssertEqual(storage.written, 2)
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }
-        XCTAssertEqual(readAll(pair[1]), "ack2\nafter\n")
+        XCTAssertEqual(readAll(gated.peer), "ack2\nafter\n")
     }
 
     /// A shared line is kept once per turn for every connection that gets it with the same head;
@@ -140,13 +117,8 @@ final class ConnectionOutputTests: XCTestCase {
     /// send buffer: the queue resumes at the exact byte, also when a flush leaves shared lines
     /// unwritten and the turn's memory is then used for other lines.
     func test_partialWrites_ofSharedAndOwnLines_resumeAtTheExactByte_acrossTurns() {
-        var pair: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        let pair = smallBufferPair()
         defer { close(pair[0]); close(pair[1]) }
-        var small: Int32 = 4096
-        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
-        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
 
         let flushList = FlushList()
         let peer = PeerCredentials(pid: 0, uid: 0, gid: 0)
@@ -200,16 +172,8 @@ final class ConnectionOutputTests: XCTestCase {
     /// While a line waits for its batch, a shared line after it is copied and waits too: the
     /// order on the connection is the order of the writes.
     func test_aSharedLine_afterAHeldOne_waitsForTheSameBatch() throws {
-        var pair: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
-        defer { close(pair[0]); close(pair[1]) }
-        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
-        let storage = try GroupCommitStorage(writer: try StorageWriter(MemoryStorage()), strict: false, retryInterval: 1)
-        defer { try? storage.close() }
-        let store = try Store(storage: MemoryStorage(), clock: ManualClock())
-        let gate = WriteGate(storage: storage, store: store, log: Logger(level: .error, journal: false))
-        let flushList = FlushList()
-        let connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: gate, flushList: flushList)
+        let gated = try GatedConnection()
+        let connection = gated.connection
         func shared(_ text: String, _ sharing: UInt64) {
             Array(text.utf8).withUnsafeBytes {
                 connection.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: $0, needsSync: true, sharing: sharing)
@@ -217,23 +181,30 @@ final class ConnectionOutputTests: XCTestCase {
         }
 
         shared("event0\n", 1)
-        var transaction = StoredTransaction(rev: 1)
-        transaction.putKeys = [StoredKey(key: "k", value: .int(1), rev: 1, createdRev: 1, version: 1)]
-        try storage.commit(transaction)
+        try gated.commit(1)
         connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
         shared("event1\n", 2)
         guard case .held = connection.flush() else { return XCTFail("expected ack1 to be held") }
-        XCTAssertEqual(readAll(pair[1]), "event0\n")
+        XCTAssertEqual(readAll(gated.peer), "event0\n")
         // The turn's memory is taken again: the held line must not refer to it.
-        flushList.shared.reset()
+        gated.flushList.shared.reset()
         shared("junk!!\n", 3)
 
-        try storage.endTurn(now: 0)
-        var descriptor = pollfd(fd: gate.completionFD!, events: Int16(POLLIN), revents: 0)
-        XCTAssertEqual(poll(&descriptor, 1, -1), 1)
-        try gate.endTurn(now: 0, writerFinished: true)
+        try gated.storage.endTurn(now: 0)
+        try gated.waitForWriter()
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }
-        XCTAssertEqual(readAll(pair[1]), "ack1\nevent1\njunk!!\n")
+        XCTAssertEqual(readAll(gated.peer), "ack1\nevent1\njunk!!\n")
+    }
+
+    /// A non-blocking socket pair whose first end has a 4 KiB send buffer, so that writes stop short.
+    private func smallBufferPair() -> [Int32] {
+        var pair: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        var small: Int32 = 4096
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+        return pair
     }
 
     private func readAll(_ fd: Int32) -> String {
@@ -245,5 +216,47 @@ final class ConnectionOutputTests: XCTestCase {
             bytes += buffer[..<count]
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// A connection over a socket pair whose lines wait for the batches of a real group commit and
+/// writer thread, over a store kept in memory; `peer` is the reading end.
+private final class GatedConnection {
+    private var pair: [Int32] = [0, 0]
+    let storage: GroupCommitStorage
+    let store: Store
+    let gate: WriteGate
+    let flushList = FlushList()
+    let connection: Connection
+
+    var peer: Int32 { pair[1] }
+
+    init() throws {
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+        storage = try GroupCommitStorage(writer: try StorageWriter(MemoryStorage()), strict: false, retryInterval: 1)
+        store = try Store(storage: MemoryStorage(), clock: ManualClock())
+        gate = WriteGate(storage: storage, store: store, log: Logger(level: .error, journal: false))
+        connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: gate, flushList: flushList)
+    }
+
+    deinit {
+        try? storage.close()
+        close(pair[0])
+        close(pair[1])
+    }
+
+    /// Commits a change of `k` at `rev` into the open batch.
+    func commit(_ rev: UInt64) throws {
+        var transaction = StoredTransaction(rev: rev)
+        transaction.putKeys = [StoredKey(key: "k", value: .int(Int64(rev)), rev: rev, createdRev: 1, version: rev)]
+        try storage.commit(transaction)
+    }
+
+    /// Waits until the writer has written the batch handed to it, and lets the gate release its lines.
+    func waitForWriter() throws {
+        var descriptor = pollfd(fd: gate.completionFD!, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&descriptor, 1, -1), 1)
+        try gate.endTurn(now: 0, writerFinished: true)
     }
 }
