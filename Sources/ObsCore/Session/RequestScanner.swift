@@ -241,6 +241,21 @@ extension RequestScanner.Token {
         UnsafeRawBufferPointer(rebasing: line[start + 1..<end - 1])
     }
 
+    /// The token's value: what `JSONValue.parse` makes of it (a scanned string has no escapes and
+    /// ASCII bytes only, so its bytes are its text).
+    func json(in line: UnsafeRawBufferPointer) -> JSONValue {
+        switch kind {
+        case .string: .string(String(decoding: contents(in: line), as: UTF8.self))
+        case .integer: .int(integer(in: line))
+        case .literal:
+            switch line[start] {
+            case UInt8(ascii: "t"): .bool(true)
+            case UInt8(ascii: "f"): .bool(false)
+            default: .null
+            }
+        }
+    }
+
     /// An integer token's value (it has at most 18 digits: it fits).
     func integer(in line: UnsafeRawBufferPointer) -> Int64 {
         var value: Int64 = 0

@@ -2,6 +2,8 @@
 /// keys (Store+PlainKeys.swift), `ping` and `publish`. The scanner (RequestScanner.swift) finds the
 /// fields, the checks are the operation table's, and the answer is encoded into the store's answer
 /// buffer and copied to the output: no `JSONValue`, `Request`, `Reply` or `EncodedLine` is made.
+/// A `set` of a key that is a node (one that computeds read: Store+NodeKeySets.swift) runs the
+/// general path's transaction with the value made from its token.
 /// Whatever the hot path cannot answer exactly as the general path would (a field of another type,
 /// an operation it does not take, a key that is a node, any error) it leaves, before changing or
 /// counting anything, to the general path.
@@ -32,8 +34,22 @@ extension Session {
                 return false
             }
         case .set:
-            guard access == .write, store.writeRefusal == nil, let key = request.key, key.kind == .string, let value = request.value,
-                  let write = store.prepareSet(key.contents(in: line), value.bytes(in: line)) else { return false }
+            guard access == .write, store.writeRefusal == nil, let key = request.key, key.kind == .string, let value = request.value else {
+                return false
+            }
+            guard let write = store.prepareSet(key.contents(in: line), value.bytes(in: line)) else {
+                guard let node = store.settableNode(key.contents(in: line), valueBytes: value.end - value.start) else { return false }
+                answer(.set, request, line) { buffer, _ throws(ObsError) in
+                    store.requestLineBytes = line.count
+                    defer { store.requestLineBytes = nil }
+                    let (changed, commit) = try store.set(node, value.json(in: line))
+                    buffer.append(#","rev":"#)
+                    JSONValue.appendDigits(commit.rev, to: &buffer)
+                    buffer.append(changed ? #","changed":true"# : #","changed":false"#)
+                    return commit.persisted
+                }
+                return true
+            }
             answer(.set, request, line) { buffer, keepsCommits throws(ObsError) in
                 let rev = try store.commit(write)
                 buffer.append(#","rev":"#)
