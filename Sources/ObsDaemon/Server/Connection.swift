@@ -48,11 +48,10 @@ final class Connection: SessionOutput {
     /// Queued in the server's list of connections to flush this turn.
     @exclusivity(unchecked) var isDirty = false
     /// This turn's lines queued by reference, after `output`'s bytes, as `iovec`s: the first entry
-    /// is left for `output`'s unsent bytes (filled by `flush`). Empty between turns, and whenever
-    /// lines wait for a batch (`holds`).
+    /// is left for `output`'s unsent bytes (filled by `flush`). Empty between turns.
     @exclusivity(unchecked) private var references = ByteBuffer()
     /// Bytes of the lines in `references` and in the run (`runStart`).
-    @exclusivity(unchecked) private var referencedBytes = 0
+    @exclusivity(unchecked) private(set) var referencedBytes = 0
     /// The last lines queued by reference, while they follow one another in the turn's memory (as
     /// the turn's events to watches with the same id do): one entry of `references` once another
     /// line or the flush ends it.
@@ -87,24 +86,34 @@ final class Connection: SessionOutput {
     func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool) {
         guard head.count + body.count > 0 else { return }
         if referencedBytes > 0 { copyReferences() }
-        if let gate, let batch = gate.batch(toWaitFor: needsSync), batch > (holds.last?.batch ?? 0) {
-            if holds.isEmpty { gate.hold(self) }
-            holds.append(Hold(from: output.count, batch: batch))
-        }
+        hold(from: output.count, needsSync: needsSync)
         output.append(head)
         output.append(body)
         markDirty()
     }
 
     /// A line other connections get too: queued by reference to the turn's copy of it when there is
-    /// one and nothing waits for a batch, copied otherwise.
+    /// one, copied otherwise. A line that waits for a batch is held where it will be once the
+    /// references are copied behind `output`'s bytes: the batch is written at the end of the turn,
+    /// before its flush, so the flush usually finds it released and writes the line from the
+    /// turn's copy; if not (a failed write), the flush copies the references first.
     func write(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, sharing: UInt64) {
-        guard sharing != 0, holds.isEmpty, gate?.batch(toWaitFor: needsSync) == nil,
-              let line = flushList.shared.line(head: head, body: body, sharing: sharing) else {
+        guard sharing != 0, let line = flushList.shared.line(head: head, body: body, sharing: sharing) else {
             return write(head: head, body: body, needsSync: needsSync)
         }
+        hold(from: output.count + referencedBytes, needsSync: needsSync)
         refer(to: line)
         markDirty()
+    }
+
+    /// Holds what is queued from byte `from` on (counting referenced lines as if copied behind
+    /// `output`) until the batch a line queued now must wait for is written, if there is one and
+    /// the last hold is for an earlier batch.
+    @inline(__always)
+    private func hold(from: Int, needsSync: Bool) {
+        guard let gate, let batch = gate.batch(toWaitFor: needsSync), batch > (holds.last?.batch ?? 0) else { return }
+        if holds.isEmpty { gate.hold(self) }
+        holds.append(Hold(from: from, batch: batch))
     }
 
     @inline(__always)
@@ -150,11 +159,12 @@ final class Connection: SessionOutput {
         flushList.connections.append(self)
     }
 
-    /// Where the first line that waits for a batch starts, if one does.
+    /// Where the first line that waits for a batch starts, if one does (an offset in `output`, or
+    /// past its end within the referenced lines, as if they were copied behind it).
     private var heldFrom: Int? { holds.first?.from }
 
     /// Whether some queued output may be written now (held lines may not).
-    var hasSendableOutput: Bool { head < (heldFrom ?? output.count) || referencedBytes > 0 }
+    var hasSendableOutput: Bool { head < (heldFrom ?? output.count + referencedBytes) }
 
     /// Every batch up to `written` is written: the lines that waited for them may go. Returns
     /// whether some lines still wait (for a later batch).
@@ -170,7 +180,12 @@ final class Connection: SessionOutput {
 
     /// Writes as much of the output as the socket takes (up to the held lines), with one write.
     func flush() -> FlushResult {
-        if referencedBytes > 0 { return flushReferences() }
+        if referencedBytes > 0 {
+            guard !holds.isEmpty else { return flushReferences() }
+            // Lines still wait for a batch (its write failed, or a writer thread has it): the
+            // turn's lines are copied behind `output`, where the holds' offsets already count them.
+            copyReferences()
+        }
         let end = heldFrom ?? output.count
         guard head < end else { return heldFrom == nil ? .done : .held }
         let written = Glibc.write(fd, output.base! + head, end - head)
@@ -193,7 +208,7 @@ final class Connection: SessionOutput {
         return result
     }
 
-    /// `flush` with lines queued by reference (so nothing waits for a batch): `output`'s unsent
+    /// `flush` with lines queued by reference and nothing waiting for a batch: `output`'s unsent
     /// bytes and those lines, with writev. What the socket does not take is copied into `output`,
     /// since the lines' memory is taken again after this turn.
     private func flushReferences() -> FlushResult {

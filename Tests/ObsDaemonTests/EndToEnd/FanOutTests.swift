@@ -15,8 +15,19 @@ final class FanOutTests: XCTestCase {
     /// reads every line whole, once, in order, under its own watch id; one sends a ping halfway
     /// (its answer comes among the events).
     func test_eventsForManyConnections_arriveWholeOnceAndInOrder_underEachWatchsOwnID() throws {
+        try fanOut { _ in ["--memory"] }
+    }
+
+    /// The same with a database: every line waits for its batch to be written, which happens at
+    /// the end of the turn, before the lines are written (from the turn's one copy).
+    func test_eventsForManyConnections_arriveWholeOnceAndInOrder_inStrictDurability() throws {
+        try fanOut { ["--durability", "strict", "--state-dir", $0.state] }
+    }
+
+    /// `mode`: obsd's arguments for its storage, given the sandbox.
+    private func fanOut(_ mode: (Sandbox) -> [String]) throws {
         let sandbox = try Sandbox()
-        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--memory"])
+        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket] + mode(sandbox))
         XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
         let count = 24
         let watchers = try (0..<count).map { _ in try Client(sandbox.socket) }

@@ -169,8 +169,46 @@ final class ConnectionOutputTests: XCTestCase {
         if case .done = connection.flush() {} else { XCTFail("nothing should be left") }
     }
 
-    /// While a line waits for its batch, a shared line after it is copied and waits too: the
-    /// order on the connection is the order of the writes.
+    /// A shared line that waits for a batch is queued by reference; once the batch is written
+    /// (before the turn's flush, as the daemon writes it) the flush writes it from the turn's copy,
+    /// after the lines before it.
+    func test_aSharedLineWaitingForABatch_goesByReference_whenTheBatchIsWrittenBeforeTheFlush() throws {
+        let gated = try GatedConnection()
+        let connection = gated.connection
+        func shared(_ text: String, _ sharing: UInt64) {
+            Array(text.utf8).withUnsafeBytes {
+                connection.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: $0, needsSync: true, sharing: sharing)
+            }
+        }
+        func writeBatch() throws {
+            try gated.storage.endTurn(now: 0)
+            try gated.waitForWriter()
+        }
+
+        try gated.commit(1)
+        shared("event1\n", 1)
+        XCTAssertEqual(connection.referencedBytes, 7, "queued by reference, not copied")
+        XCTAssertFalse(connection.hasSendableOutput, "it waits for batch 1")
+        try writeBatch()
+        XCTAssertTrue(connection.hasSendableOutput)
+        XCTAssertEqual(connection.referencedBytes, 7)
+        guard case .done = connection.flush() else { return XCTFail("expected everything written") }
+        XCTAssertEqual(readAll(gated.peer), "event1\n")
+
+        try gated.commit(2)
+        connection.write(EncodedLine(body: Array("ack2\n".utf8), needsSync: true))
+        shared("event2\n", 2)
+        XCTAssertEqual(connection.referencedBytes, 7)
+        XCTAssertFalse(connection.hasSendableOutput, "both wait for batch 2")
+        try writeBatch()
+        guard case .done = connection.flush() else { return XCTFail("expected everything written") }
+        XCTAssertEqual(readAll(gated.peer), "ack2\nevent2\n")
+        XCTAssertEqual(connection.referencedBytes, 0)
+    }
+
+    /// While a line waits for its batch, a shared line after it waits too, and a flush before the
+    /// batch is written copies it (the turn's memory is taken again after the flush): the order on
+    /// the connection is the order of the writes.
     func test_aSharedLine_afterAHeldOne_waitsForTheSameBatch() throws {
         let gated = try GatedConnection()
         let connection = gated.connection
@@ -184,8 +222,10 @@ final class ConnectionOutputTests: XCTestCase {
         try gated.commit(1)
         connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
         shared("event1\n", 2)
+        XCTAssertGreaterThan(connection.referencedBytes, 0)
         guard case .held = connection.flush() else { return XCTFail("expected ack1 to be held") }
         XCTAssertEqual(readAll(gated.peer), "event0\n")
+        XCTAssertEqual(connection.referencedBytes, 0, "what waits is copied by the flush")
         // The turn's memory is taken again: the held line must not refer to it.
         gated.flushList.shared.reset()
         shared("junk!!\n", 3)
