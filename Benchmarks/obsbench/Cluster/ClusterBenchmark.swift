@@ -6,7 +6,7 @@
 // on host A seen by a watcher on host B) is measured by the same functions (ClusterHarness.swift),
 // against the same cluster, in the same run, each row of each system in turn, round after round.
 //
-// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2] [--tmpfs] [--obsd PATH]
+// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2] [--tmpfs] [--etcd-metrics] [--obsd PATH]
 import EtcdClient
 import EtcdTestCluster
 import Foundation
@@ -19,14 +19,16 @@ private struct ClusterOptions {
     /// on the watcher's host only (RawEtcd.swift).
     var rawWatches = 1
     var tmpfs = false
+    /// Read etcd's counters around each throughput row and print them per write (EtcdMetrics.swift).
+    var etcdMetrics = false
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     let inFlight = [1, 16]
 
     init(_ arguments: ArraySlice<String>) throws(BenchError) {
         var remaining = arguments
         while let flag = remaining.popFirst() {
-            if flag == "--tmpfs" {
-                tmpfs = true
+            if flag == "--tmpfs" || flag == "--etcd-metrics" {
+                if flag == "--tmpfs" { tmpfs = true } else { etcdMetrics = true }
                 continue
             }
             guard let value = remaining.popFirst() else { throw BenchError("\(flag) needs a value") }
@@ -74,10 +76,16 @@ func runClusterBenchmark() {
                               parts: CPUParts(parts: [("etcd", etcdPIDs), ("obsbench", [getpid()])]), watches: options.rawWatches)
         let obsd = try ObsdSystem(cluster, obsdPath: options.obsdPath)
         let columns = try measureAlternately([raw, obsd], rounds: options.rounds, samples: options.samples,
-                                             seconds: options.seconds, inFlight: options.inFlight)
+                                             seconds: options.seconds, inFlight: options.inFlight,
+                                             metrics: options.etcdMetrics ? EtcdMetrics(urls: cluster.members.map(\.clientURL), pids: etcdPIDs) : nil)
         printClusterTable(columns, inFlight: options.inFlight)
         print()
         printCPUPerWrite(columns, inFlight: options.inFlight)
+        if options.etcdMetrics {
+            print()
+            printCountersPerWrite(columns, inFlight: options.inFlight)
+            print()
+        }
         print("- load average at the end: \(loadAverages())")
         print()
     } catch {

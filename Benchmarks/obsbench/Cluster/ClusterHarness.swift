@@ -23,6 +23,8 @@ protocol MeasuredSystem: AnyObject {
 /// One throughput row of one system.
 struct ThroughputRow {
     var writesPerSecond: Double
+    /// Acknowledged writes.
+    var writes: Int
     /// CPU microseconds per acknowledged write of each part of the system.
     var cpuPerWrite: [(part: String, microseconds: Double)]
 }
@@ -34,6 +36,8 @@ struct ClusterColumn {
     var latencies: [Double] = []
     /// Each round's throughput row, by writes in flight.
     var throughput: [Int: [ThroughputRow]] = [:]
+    /// etcd's counters over every round's throughput row, by writes in flight (`--etcd-metrics`).
+    var counters: [Int: CounterDeltas] = [:]
 
     init(name: String) { self.name = name }
 
@@ -51,9 +55,9 @@ struct ClusterColumn {
 
 /// Measures every system `rounds` times, row after row, each row of every system before the next
 /// row: the latency (`samples` in all, split between the rounds), then throughput at each number
-/// of writes in flight.
+/// of writes in flight. With `metrics`, etcd's counters are read before and after each throughput row.
 func measureAlternately(_ systems: [any MeasuredSystem], rounds: Int, samples: Int, seconds: Double,
-                        inFlight: [Int]) throws(BenchError) -> [ClusterColumn] {
+                        inFlight: [Int], metrics: EtcdMetrics? = nil) throws(BenchError) -> [ClusterColumn] {
     var columns = systems.map { ClusterColumn(name: $0.name) }
     for round in 0..<rounds {
         for (index, system) in systems.enumerated() {
@@ -61,7 +65,12 @@ func measureAlternately(_ systems: [any MeasuredSystem], rounds: Int, samples: I
         }
         for depth in inFlight {
             for (index, system) in systems.enumerated() {
-                columns[index].throughput[depth, default: []].append(try system.throughput(seconds: seconds, inFlight: depth))
+                let before = try metrics?.scrape()
+                let row = try system.throughput(seconds: seconds, inFlight: depth)
+                columns[index].throughput[depth, default: []].append(row)
+                if let metrics, let before {
+                    columns[index].counters[depth, default: CounterDeltas()].add(before: before, after: try metrics.scrape(), writes: row.writes)
+                }
             }
         }
     }
@@ -118,7 +127,7 @@ func measureThroughput<Failure: Error>(seconds: Double, inFlight: Int, parts: CP
     }
     let elapsed = benchNow() - start
     let used = zip(parts.read(), cpuBefore).map { $0 - $1 }
-    return ThroughputRow(writesPerSecond: Double(acknowledged) / elapsed,
+    return ThroughputRow(writesPerSecond: Double(acknowledged) / elapsed, writes: acknowledged,
                          cpuPerWrite: zip(parts.parts, used).map { ($0.name, $1 / Double(max(1, acknowledged)) * 1e6) })
 }
 

@@ -132,6 +132,10 @@ final class ObsdSystem: MeasuredSystem {
     /// One connection per write in flight, made on first use.
     private var connections: [ObsdLine] = []
     private var nextValue = 0
+    /// The next value written by a throughput row, counted on across rows: a `set` of the value a
+    /// key already has (an earlier row's) changes nothing, and obsd sends etcd no write for it,
+    /// only a transaction of compares, where raw etcd's every put is a write.
+    private var nextLoadValue = 0
 
     init(_ cluster: EtcdCluster, obsdPath: String) throws(BenchError) {
         hosts = try ObsdClusterHosts(cluster, obsdPath: obsdPath, prefix: "/bench/obsd/")
@@ -173,7 +177,8 @@ final class ObsdSystem: MeasuredSystem {
         return try measureThroughput(seconds: seconds, inFlight: inFlight, parts: parts, send: { (index: Int) throws(BenchError) in
             let connection = free.removeLast()
             busy.insert(connection)
-            connections[connection].send(#"{"op":"set","key":"bench.load.\#(index % 1000)","value":\#(index)}"#)
+            connections[connection].send(#"{"op":"set","key":"bench.load.\#(index % 1000)","value":\#(nextLoadValue)}"#)
+            nextLoadValue += 1
         }, awaitAcknowledged: { () throws(BenchError) -> Int in
             var count = 0
             while count == 0 {
