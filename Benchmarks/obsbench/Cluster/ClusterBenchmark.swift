@@ -27,9 +27,15 @@ private struct ClusterOptions {
     init(_ arguments: ArraySlice<String>) throws(BenchError) {
         var remaining = arguments
         while let flag = remaining.popFirst() {
-            if flag == "--tmpfs" || flag == "--etcd-metrics" {
-                if flag == "--tmpfs" { tmpfs = true } else { etcdMetrics = true }
+            switch flag {
+            case "--tmpfs":
+                tmpfs = true
                 continue
+            case "--etcd-metrics":
+                etcdMetrics = true
+                continue
+            default:
+                break
             }
             guard let value = remaining.popFirst() else { throw BenchError("\(flag) needs a value") }
             switch flag {
