@@ -5,8 +5,8 @@
 /// A `set` of a key that is a node (one that computeds read: Store+NodeKeySets.swift) runs the
 /// general path's transaction with the value made from its token.
 /// Whatever the hot path cannot answer exactly as the general path would (a field of another type,
-/// an operation it does not take, a key that is a node, any error) it leaves, before changing or
-/// counting anything, to the general path.
+/// an operation it does not take, a `get` or `incr` of a key that is a node, an error it can see
+/// before writing) it leaves, before changing or counting anything, to the general path.
 extension Session {
     /// Answers `line` if it is a hot request; false when the general path must.
     func handleHot(_ line: UnsafeRawBufferPointer) -> Bool {

@@ -7,11 +7,13 @@ import TestSupport
 /// value made from the line's token); everything it answers must be answered exactly as the
 /// general path (JSONValue.parse, the operation table) answers it. Two stores get the
 /// same random lines, one with the hot path and one without; every line written to every session
-/// (answers and events), the stats and the dump must be the same bytes.
+/// (answers and events, and whether each waits for a sync), the stats and the dump must be the
+/// same bytes.
 final class HotPathParityTests: XCTestCase {
     /// Lines of every kind the scanner meets: hot requests written as clients write them, and the
     /// near misses it must leave to the general path (escapes, fractions, -0, leading zeros,
-    /// big numbers, containers, other fields, duplicate members, bad syntax, bad names, nodes).
+    /// big numbers, containers, other fields, duplicate members, bad syntax, bad names), and keys
+    /// that are nodes (of which it answers sets only).
     private func randomLine(_ random: inout SplitMix64) -> String {
         let keys = ["a", "b.c", "k.1", "k.2", "long.name.with.many.segments-and_more", "c", "bad..key", "x y", ""]
         let values = ["1", "-7", "0", "-0", "01", "1.5", "2e3", "123456789012345678", "9223372036854775807", "99999999999999999999",
@@ -58,6 +60,13 @@ final class HotPathParityTests: XCTestCase {
         return line
     }
 
+    /// The lines a client got since the last call, each marked when it waits for a sync (strict
+    /// durability holds it until then; the store's storage keeps commits, so writes are marked).
+    private static func take(_ client: Client) -> [String] {
+        defer { client.output.lines.removeAll() }
+        return client.output.lines.map { ($0.needsSync ? "sync " : "") + $0.text }
+    }
+
     func test_hotAndGeneralPaths_writeTheSameLines() {
         for seed in UInt64(1)...6 {
             var random = SplitMix64(seed: seed)
@@ -65,8 +74,8 @@ final class HotPathParityTests: XCTestCase {
             general.store.answersHotRequests = false
             let hotClients = (0..<3).map { _ in hot.connect() }
             let generalClients = (0..<3).map { _ in general.connect() }
-            // Watches on both, so that events are compared too; a computed and a binding make some
-            // keys nodes, which the hot path must leave alone.
+            // Watches on both, so that events are compared too; computeds make some keys nodes,
+            // whose sets the hot path answers through the general path's transaction.
             for (harness, clients) in [(hot, hotClients), (general, generalClients)] {
                 clients[1].request(#"{"op":"watch","keys":["**"],"initial":false}"#)
                 clients[2].request(#"{"op":"watch","keys":["k.*","a"],"mode":"latest","initial":false}"#)
@@ -76,7 +85,7 @@ final class HotPathParityTests: XCTestCase {
                 clients[0].request(#"{"op":"define","key":"pair","expr":"[$k.1, $a]"}"#)
                 _ = harness
             }
-            var scanned = 0
+            var scanned = 0, synced = 0
             var previous = ""
             for step in 0..<1500 {
                 // A line sent again now and then: a set that changes nothing, an incr of a key
@@ -90,13 +99,15 @@ final class HotPathParityTests: XCTestCase {
                 hotClients[sender].session.receive(line)
                 generalClients[sender].session.receive(line)
                 for index in 0..<3 {
-                    let hotLines = hotClients[index].output.take()
-                    let generalLines = generalClients[index].output.take()
+                    let hotLines = Self.take(hotClients[index])
+                    let generalLines = Self.take(generalClients[index])
+                    synced += hotLines.filter { $0.hasPrefix("sync ") }.count
                     XCTAssertEqual(hotLines, generalLines, "seed \(seed), step \(step), client \(index), line \(line)")
                     if hotLines != generalLines { return }
                 }
             }
             XCTAssertGreaterThan(scanned, 300, "a good part of the lines should be the scanner's")
+            XCTAssertGreaterThan(synced, 100, "writes should be marked as waiting for a sync: \(synced)")
             XCTAssertEqual(hotClients[0].send(#"{"op":"dump"}"#), generalClients[0].send(#"{"op":"dump"}"#))
             let stats = { (client: Client) in client.request(#"{"op":"stats"}"#).filter { $0.key != "uptime_s" } }
             XCTAssertEqual(stats(hotClients[0]), stats(generalClients[0]))
