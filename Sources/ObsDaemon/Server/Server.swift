@@ -276,7 +276,8 @@ final class Server {
     }
 
     private func write(_ connection: Connection, now: Double) {
-        switch connection.flush() {
+        let result = connection.flush()
+        switch result {
         case .failed:
             drop(connection)
             return
@@ -302,7 +303,9 @@ final class Server {
         }
         if connection.pendingBytes > limits.outputBufferBytes {
             connection.overLimit = true
-            if connection.stalledSince == nil { setStalled(connection, since: now) }
+            // Over the limit with everything it may be sent written (the rest waits for a batch
+            // the disk has not taken): the client is not the one that is slow.
+            if case .held = result {} else if connection.stalledSince == nil { setStalled(connection, since: now) }
         } else if connection.overLimit || connection.session?.isOverflowing == true {
             // Back under the limit. A session can also overflow in a turn whose flush takes it
             // under the limit at once (lines that waited for a batch go out together), without

@@ -115,8 +115,6 @@ final class HotPathParityTests: XCTestCase {
         }
     }
 
-    /// The hot path does answer what it is for (the parity test would pass, uselessly, if it never
-    /// did), and leaves the rest.
     /// The scanner's eight-bytes-at-a-time search against the byte rule it stands for: every byte
     /// value at every position of a word, then random words of bytes drawn mostly from the
     /// interesting ones, several special bytes in one word included. The first special byte must be
@@ -143,6 +141,8 @@ final class HotPathParityTests: XCTestCase {
         }
     }
 
+    /// The hot path does answer what it is for (the parity test would pass, uselessly, if it never
+    /// did), and leaves the rest.
     func test_hotPath_answersTheHotOperations_andLeavesTheRest() {
         let harness = Harness()
         let client = harness.connect()

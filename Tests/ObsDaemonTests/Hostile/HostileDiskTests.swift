@@ -114,4 +114,34 @@ final class HostileDiskTests: XCTestCase {
         }
         Hostile.report("disk full under load (600 KiB tmpfs)", figures.joined(separator: "; "))
     }
+    /// A watcher over the output limit only because its event waits for a batch that the full disk
+    /// cannot take reads everything it is sent: it keeps its connection through a disk-full longer
+    /// than client_timeout, and gets the event once there is room.
+    func test_aWatcherOverTheLimitOnlyByAnEventWaitingForTheDisk_staysConnected() throws {
+        let sandbox = try Sandbox()
+        let disk = try tmpfs(sandbox, size: "2m")
+        try sandbox.write("output_buffer_bytes = 64K\nclient_timeout = 1s\n", to: sandbox.config)
+        let obsd = try ObsdProcess.started(sandbox, state: disk + "/state", ["--config", sandbox.config])
+        let watcher = try Client(sandbox.socket, timeout: 30)
+        XCTAssertEqual(watcher.request(#"{"op":"watch","keys":["big"],"initial":false}"#)?["ok"] as? Bool, true)
+        XCTAssertEqual(watcher.readLine().map { $0.contains(#""event":"synced""#) }, true)
+
+        // Fill the disk, so that the batch of the next write cannot be written.
+        let filler = disk + "/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
+        let chunk = [UInt8](repeating: 0x61, count: 64 << 10)
+        while write(fd, chunk, chunk.count) > 0 {}
+        close(fd)
+        let value = String(repeating: "v", count: 100_000)
+        let writer = try Client(sandbox.socket, timeout: 30)
+        XCTAssertTrue(writer.send(#"{"op":"set","key":"big","value":"\#(value)"}"# + "\n"))
+        // Three times client_timeout with the event (over the limit) waiting for the disk.
+        Thread.sleep(forTimeInterval: 3)
+        XCTAssertEqual(unlink(filler), 0)
+        XCTAssertEqual(writer.readLine().map { $0.contains(#""ok":true"#) }, true, obsd.log)
+        let event = watcher.readLine()
+        XCTAssertEqual(event.map { $0.contains(#""event":"change""#) && $0.contains(value) }, true,
+                       "the watcher was disconnected, or got something else: \(event?.prefix(200) ?? "nothing")\n\(obsd.log)")
+        Hostile.report("an event over the output limit waiting for a full disk", "the watcher stays connected and gets it once there is room")
+    }
 }
