@@ -70,20 +70,7 @@ struct EtcdMetrics {
     }
 
     private static func fetch(_ url: String) throws(BenchError) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "--silent", "--show-error", "--max-time", "10", url]
-        let output = Pipe()
-        process.standardOutput = output
-        do {
-            try process.run()
-        } catch {
-            throw BenchError("cannot run curl for \(url): \(error)")
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchError("curl \(url) failed") }
-        return String(decoding: data, as: UTF8.self)
+        try processOutput("/usr/bin/env", ["curl", "--silent", "--show-error", "--max-time", "10", url])
     }
 
     /// The samples of `names` in a Prometheus text page, summed over their labels but the gRPC method.

@@ -248,13 +248,5 @@ private func machineContext(_ options: ComparisonOptions) -> [String: String] {
 }
 
 private func commandOutput(_ executable: String, _ arguments: [String]) -> String? {
-    let process = Process()
-    let pipe = Pipe()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardOutput = pipe
-    guard (try? process.run()) != nil else { return nil }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    (try? processOutput(executable, arguments))?.trimmingCharacters(in: .whitespacesAndNewlines)
 }

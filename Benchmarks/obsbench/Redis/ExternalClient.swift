@@ -30,20 +30,7 @@ func externalFanout(_ client: String, _ server: ServerProcess, shape: String, wa
 
 /// Runs obsload and reads its `name=value` lines.
 private func runClient(_ path: String, _ arguments: [String]) throws(BenchError) -> [[String: Double]] {
-    let process = Process()
-    let pipe = Pipe()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.standardOutput = pipe
-    do {
-        try process.run()
-    } catch {
-        throw BenchError("cannot run \(path): \(error)")
-    }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw BenchError("obsload \(arguments.first ?? "") failed") }
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+    try processOutput(path, arguments).split(separator: "\n").map { line in
         var fields: [String: Double] = [:]
         for pair in line.split(separator: " ") {
             let parts = pair.split(separator: "=", maxSplits: 1)

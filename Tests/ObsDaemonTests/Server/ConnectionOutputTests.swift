@@ -175,11 +175,7 @@ final class ConnectionOutputTests: XCTestCase {
     func test_aSharedLineWaitingForABatch_goesByReference_whenTheBatchIsWrittenBeforeTheFlush() throws {
         let gated = try GatedConnection()
         let connection = gated.connection
-        func shared(_ text: String, _ sharing: UInt64) {
-            Array(text.utf8).withUnsafeBytes {
-                connection.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: $0, needsSync: true, sharing: sharing)
-            }
-        }
+        let shared = gated.writeShared
         func writeBatch() throws {
             try gated.storage.endTurn(now: 0)
             try gated.waitForWriter()
@@ -212,11 +208,7 @@ final class ConnectionOutputTests: XCTestCase {
     func test_aSharedLine_afterAHeldOne_waitsForTheSameBatch() throws {
         let gated = try GatedConnection()
         let connection = gated.connection
-        func shared(_ text: String, _ sharing: UInt64) {
-            Array(text.utf8).withUnsafeBytes {
-                connection.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: $0, needsSync: true, sharing: sharing)
-            }
-        }
+        let shared = gated.writeShared
 
         shared("event0\n", 1)
         try gated.commit(1)
@@ -284,6 +276,14 @@ private final class GatedConnection {
         try? storage.close()
         close(pair[0])
         close(pair[1])
+    }
+
+    /// Queues `text` as a line other connections get too (its body number `sharing`), waiting for
+    /// the batch of the changes committed before it.
+    func writeShared(_ text: String, _ sharing: UInt64) {
+        Array(text.utf8).withUnsafeBytes {
+            connection.write(head: UnsafeRawBufferPointer(start: nil, count: 0), body: $0, needsSync: true, sharing: sharing)
+        }
     }
 
     /// Commits a change of `k` at `rev` into the open batch.
