@@ -2,11 +2,12 @@
 /// keys (Store+PlainKeys.swift), `ping` and `publish`. The scanner (RequestScanner.swift) finds the
 /// fields, the checks are the operation table's, and the answer is encoded into the store's answer
 /// buffer and copied to the output: no `JSONValue`, `Request`, `Reply` or `EncodedLine` is made.
-/// A `set` of a key that is a node (one that computeds read: Store+NodeKeySets.swift) runs the
-/// general path's transaction with the value made from its token.
-/// Whatever the hot path cannot answer exactly as the general path would (a field of another type,
-/// an operation it does not take, a `get` or `incr` of a key that is a node, an error it can see
-/// before writing) it leaves, before changing or counting anything, to the general path.
+/// A `set` or `incr` of a key that is a node (one that computeds read: Store+NodeKeySets.swift)
+/// runs the general path's transaction with the value made from its token; an error the
+/// transaction throws is answered as the general path answers it.
+/// Whatever else the hot path cannot answer exactly as the general path would (a field of another
+/// type, an operation it does not take, a `get` of a key that is a node, an error it can see before
+/// writing) it leaves, before changing or counting anything, to the general path.
 extension Session {
     /// Answers `line` if it is a hot request; false when the general path must.
     func handleHot(_ line: UnsafeRawBufferPointer) -> Bool {
@@ -38,7 +39,8 @@ extension Session {
                 return false
             }
             guard let write = store.prepareSet(key.contents(in: line), value.bytes(in: line)) else {
-                guard let node = store.settableNode(key.contents(in: line), valueBytes: value.end - value.start) else { return false }
+                guard value.end - value.start <= store.configuration.maxValueBytes,
+                      let node = store.writableNode(key.contents(in: line)) else { return false }
                 answer(.set, request, line) { buffer, _ throws(ObsError) in
                     store.requestLineBytes = line.count
                     defer { store.requestLineBytes = nil }
@@ -59,8 +61,20 @@ extension Session {
             }
         case .incr:
             guard access == .write, store.writeRefusal == nil, let key = request.key, key.kind == .string,
-                  request.by.map({ $0.kind == .integer }) ?? true,
-                  let write = store.prepareIncr(key.contents(in: line), by: request.by?.integer(in: line) ?? 1) else { return false }
+                  request.by.map({ $0.kind == .integer }) ?? true else { return false }
+            let by = request.by?.integer(in: line) ?? 1
+            guard let write = store.prepareIncr(key.contents(in: line), by: by) else {
+                guard let node = store.writableNode(key.contents(in: line)) else { return false }
+                answer(.incr, request, line) { buffer, _ throws(ObsError) in
+                    let (value, commit) = try store.incr(node, by: by)
+                    buffer.append(#","value":"#)
+                    value.encode(into: &buffer)
+                    buffer.append(#","rev":"#)
+                    JSONValue.appendDigits(commit.rev, to: &buffer)
+                    return commit.persisted
+                }
+                return true
+            }
             answer(.incr, request, line) { buffer, keepsCommits throws(ObsError) in
                 let rev = try store.commit(write)
                 buffer.append(#","value":"#)
