@@ -46,6 +46,9 @@ final class Watch {
     /// Whether held events go out as soon as the client's output is empty (`latest` alone).
     let flushesWhenDrained: Bool
     @exclusivity(unchecked) var active = true
+    /// The revision of the first event dropped at its client's output limit: from then on the
+    /// watch sends no events until its `overflow` and fresh snapshot (`WatchHub.drained`).
+    @exclusivity(unchecked) var overflowFrom: UInt64?
 
     /// Events held back per key (latest, throttle, debounce), merged.
     var pending: [String: KeyEvent] = [:]

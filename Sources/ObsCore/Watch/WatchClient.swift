@@ -6,9 +6,11 @@ final class WatchClient {
     // exclusivity checks.
     @exclusivity(unchecked) var watches: [Int: Watch] = [:]
     @exclusivity(unchecked) var nextWatchID = 1
-    /// Events stopped at the output limit: from this revision until the client drains its output.
-    @exclusivity(unchecked) var overflowed = false
-    @exclusivity(unchecked) var overflowFrom: UInt64 = 0
+    /// Its watches whose events stopped at the output limit (`Watch.overflowFrom`), waiting for
+    /// their `overflow` and fresh snapshot.
+    @exclusivity(unchecked) var overflowedWatches = 0
+    /// Whether some of its watches wait for their resync.
+    var overflowed: Bool { overflowedWatches > 0 }
 
     /// Orders the clients (`WatchHub.clients`).
     let serial: UInt64

@@ -41,8 +41,8 @@ extension WatchHub {
     func resyncAll() {
         history = History(capacity: configuration.historyRevisions, maxBytes: configuration.historyBytes, start: rev)
         for client in clients {
-            guard !client.overflowed else { continue }
-            for watch in client.orderedWatches {
+            // An overflowed watch gets its snapshot when its client drains.
+            for watch in client.orderedWatches where watch.overflowFrom == nil {
                 watch.pending.removeAll()
                 watch.windows.removeAll()
                 sendControl(watch, .compacted, [("compact_rev", .int(Int64(rev)))])
@@ -51,19 +51,26 @@ extension WatchHub {
         }
     }
 
-    /// The client's output is drained: held `latest` events go out, and a client that overflowed
-    /// gets, per watch, `overflow` with the revisions it missed and a fresh snapshot.
+    /// The client's output is drained: each overflowed watch gets `overflow` with the revisions it
+    /// missed and a fresh snapshot, as long as the output stays within its limit (the others wait
+    /// for the next drain: a snapshot per watch at once would be the store's size times the
+    /// watches), and then held `latest` events go out.
     func drained(_ client: WatchClient) {
         if client.overflowed {
-            guard client.sink.unsentBytes <= configuration.maxOutputBytes else { return }
-            client.overflowed = false
-            for watch in client.orderedWatches {
+            // The oldest gap first (then by id): a watch that overflows again while others still
+            // wait goes behind them.
+            let waiting = client.watches.values.filter { $0.overflowFrom != nil }
+                .sorted { ($0.overflowFrom!, $0.id) < ($1.overflowFrom!, $1.id) }
+            for watch in waiting {
+                guard client.sink.unsentBytes <= configuration.maxOutputBytes else { return }
+                let from = watch.overflowFrom!
+                watch.overflowFrom = nil
+                client.overflowedWatches -= 1
                 watch.pending.removeAll()
                 watch.windows.removeAll()
-                sendControl(watch, .overflow, [("from_rev", .int(Int64(client.overflowFrom))), ("to_rev", .int(Int64(rev)))])
+                sendControl(watch, .overflow, [("from_rev", .int(Int64(from))), ("to_rev", .int(Int64(rev)))])
                 sendSnapshot(watch)
             }
-            return
         }
         // After every write of the client's output: looked at without making a list first.
         guard client.watches.values.contains(where: { $0.flushesWhenDrained }) else { return }

@@ -58,7 +58,7 @@ extension WatchHub {
             flushLatest(watch)
         }
         if let progress = watch.progress {
-            if watch.lastSent + progress <= now, !watch.client.overflowed {
+            if watch.lastSent + progress <= now, watch.overflowFrom == nil {
                 let line = EncodedLine(head: LineEncoding.head(.progress, watch: watch.id), body: LineEncoding.body([("rev", .int(Int64(rev)))]))
                 sendEvent(line, of: watch, rev: rev)
             }

@@ -101,6 +101,10 @@ final class WatchHub {
 
     private func stop(_ watch: Watch) {
         watch.active = false
+        if watch.overflowFrom != nil {
+            watch.overflowFrom = nil
+            watch.client.overflowedWatches -= 1
+        }
         watch.pending.removeAll()
         for entry in watch.entries {
             entry.watches.removeAll { $0 === watch }
@@ -112,7 +116,7 @@ final class WatchHub {
     // MARK: Sending
 
     /// Sends a change event of `watch`, unless its client's output is over the limit: then the
-    /// client overflows and gets no events until drained. Whether it was sent.
+    /// watch overflows and sends no events until its resync (`drained`). Whether it was sent.
     @discardableResult
     func sendEvent(_ line: EncodedLine, of watch: Watch, rev: UInt64) -> Bool {
         line.head.withUnsafeBytes { head in
@@ -126,13 +130,12 @@ final class WatchHub {
     @discardableResult
     func sendEvent(head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, needsSync: Bool, of watch: Watch, rev: UInt64,
                    sharing: UInt64 = 0) -> Bool {
-        guard watch.active else { return false }
+        guard watch.active, watch.overflowFrom == nil else { return false }
         let sent = watch.clientReference._withUnsafeGuaranteedRef { client in
-            guard !client.overflowed else { return false }
             if client.sink.unsentBytes > configuration.maxOutputBytes {
-                client.overflowed = true
-                client.overflowFrom = rev
-                stats.overflows += 1
+                if !client.overflowed { stats.overflows += 1 }
+                client.overflowedWatches += 1
+                watch.overflowFrom = rev
                 return false
             }
             client.sink.send(head: head, body: body, needsSync: needsSync, sharing: sharing)

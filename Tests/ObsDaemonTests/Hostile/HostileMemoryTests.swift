@@ -59,6 +59,58 @@ final class HostileMemoryTests: XCTestCase {
         Hostile.report("pipelined answers nobody reads", "\(count) gets of a 100 KB value (\(count / 10) MB of answers): obsd grew \(grown / 1024) MiB; then \(inOrder) of \(count) answers read, in order")
     }
 
+    /// A hundred watches of `**` on one connection over a 2 MB store, overflowed: once the client
+    /// has read what was queued, the resync (`overflow` and a fresh snapshot per watch) stays
+    /// within the output limit plus a snapshot, not a snapshot per watch (200 MB) queued at once;
+    /// read on, every watch that missed the change gets its `overflow` and snapshot, then every
+    /// watch live events.
+    func test_theResyncOfManyOverflowedWatches_isBoundedByTheOutputLimit() throws {
+        let sandbox = try Sandbox()
+        try sandbox.write("output_buffer_bytes = 1M\nclient_timeout = 120s\n", to: sandbox.config)
+        let obsd = try ObsdProcess.started(sandbox, ["--memory", "--config", sandbox.config])
+        let writer = try Client(sandbox.socket, timeout: 60)
+        let value = String(repeating: "s", count: 100_000)
+        let keys = 20
+        for key in 0..<keys {
+            XCTAssertEqual(writer.request(#"{"op":"set","key":"s.\#(key)","value":"\#(value)"}"#)?["ok"] as? Bool, true)
+        }
+        let watches = 100
+        let watcher = try Client(sandbox.socket, timeout: 60)
+        watcher.send(String(repeating: #"{"op":"watch","keys":["**"],"initial":false}"# + "\n", count: watches))
+        // Each watch's answer, then its `synced`.
+        for _ in 0..<2 * watches { XCTAssertNotNil(watcher.readLine()) }
+        let before = obsd.anonymousKiB
+        // 100 events of 100 KB for one change: over the 1 MiB limit, the watches overflow.
+        XCTAssertEqual(writer.request(#"{"op":"set","key":"s.0","value":"x\#(value)"}"#)?["ok"] as? Bool, true)
+        // Each watch gets the change, or (once the output is over the limit) `overflow` and a
+        // fresh snapshot instead.
+        var changed = Set<Int>()
+        var overflows = Set<Int>()
+        var initials = 0
+        func take(_ line: String) {
+            if line.hasPrefix(#"{"event":"change""#) { changed.insert(json(line)["watch"] as? Int ?? 0) }
+            if line.hasPrefix(#"{"event":"overflow""#) { overflows.insert(json(line)["watch"] as? Int ?? 0) }
+            if line.hasPrefix(#"{"event":"initial""#) { initials += 1 }
+        }
+        while overflows.isEmpty, let line = watcher.readLine() { take(line) }
+        XCTAssertFalse(overflows.isEmpty, "no overflow")
+        // The watcher reads nothing now: what obsd queued for it when it drained is all there is.
+        usleep(300_000)
+        let grown = obsd.anonymousKiB - before
+        XCTAssertLessThan(grown, 40 * 1024, "resident memory grew by \(grown) KiB for one client's resync (output limit 1 MiB, store 2 MB)")
+        while changed.union(overflows).count < watches || initials < overflows.count * keys, let line = watcher.readLine() { take(line) }
+        XCTAssertEqual(changed.union(overflows), Set(1...watches), "watches that got the change or overflow")
+        XCTAssertTrue(changed.isDisjoint(with: overflows), "watches that got the change and overflow: \(changed.intersection(overflows).sorted())")
+        XCTAssertEqual(initials, overflows.count * keys, "initial events of the fresh snapshots")
+        XCTAssertEqual(writer.request(#"{"op":"set","key":"live","value":1}"#)?["ok"] as? Bool, true)
+        var live = 0
+        while live < watches, let line = watcher.readLine() {
+            if line.hasPrefix(#"{"event":"change""#), json(line)["key"] as? String == "live" { live += 1 }
+        }
+        XCTAssertEqual(live, watches, "live events after the resync")
+        Hostile.report("resync of many overflowed watches", "\(watches) watches of ** over \(keys) keys of 100 KB: obsd grew \(grown / 1024) MiB at the drain (output limit 1 MiB); \(changed.count) changes, \(overflows.count) overflows, \(initials) initial events, \(live) live events")
+    }
+
     /// One key overwritten with 1 MiB values: history holds at most history_bytes of them, and a
     /// `since` before what it holds gets `compacted`.
     func test_historyUnderLargeValues_isBoundedInBytes() throws {
