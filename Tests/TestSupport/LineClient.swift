@@ -8,6 +8,10 @@ public final class Client: @unchecked Sendable {
     public let fd: Int32
     private var buffer: [UInt8] = []
     private var atEOF = false
+    /// At most this many bytes per read, and this pause (µs) after each: a client that reads
+    /// steadily but slowly.
+    public var readChunkBytes = 65536
+    public var pauseAfterReadMicroseconds: UInt32 = 0
 
     public init(_ path: String, timeout: Int = 20) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -55,12 +59,13 @@ public final class Client: @unchecked Sendable {
                 buffer.removeSubrange(...newline)
                 return line
             }
-            var chunk = [UInt8](repeating: 0, count: 65536)
+            var chunk = [UInt8](repeating: 0, count: readChunkBytes)
             let count = recv(fd, &chunk, chunk.count, 0)
             if count < 0, errno == EINTR { continue }
             if count == 0 { atEOF = true }
             guard count > 0 else { return nil }
             buffer += chunk[..<count]
+            if pauseAfterReadMicroseconds > 0 { usleep(pauseAfterReadMicroseconds) }
         }
     }
 

@@ -11,6 +11,10 @@ final class WatchClient {
     @exclusivity(unchecked) var overflowedWatches = 0
     /// Whether some of its watches wait for their resync.
     var overflowed: Bool { overflowedWatches > 0 }
+    /// Bytes of events queued since its last snapshot was queued, while that snapshot (or what
+    /// was queued before it) is still unsent; nil once the client has read past it. Only these
+    /// count against the output limit meanwhile (`WatchHub.sendEvent`).
+    @exclusivity(unchecked) var queuedSinceSnapshot: Int?
 
     /// Orders the clients (`WatchHub.clients`).
     let serial: UInt64

@@ -14,6 +14,7 @@ extension WatchHub {
             sendControl(watch, .initial, fields)
         }
         sendControl(watch, .synced, [("rev", .int(Int64(rev)))])
+        watch.client.queuedSinceSnapshot = 0
     }
 
     /// Replays history after `since`, then `synced`; when that is older than the history kept,

@@ -117,6 +117,11 @@ final class WatchHub {
 
     /// Sends a change event of `watch`, unless its client's output is over the limit: then the
     /// watch overflows and sends no events until its resync (`drained`). Whether it was sent.
+    /// While a snapshot the client has not read yet is queued, only the events queued after it
+    /// count against the limit: a snapshot larger than the limit would otherwise overflow the
+    /// watch again at its next event, and a client reading steadily but slower than it gets
+    /// snapshot after snapshot would never reach live events. The output stays within the limit,
+    /// the snapshot and the limit again.
     @discardableResult
     func sendEvent(_ line: EncodedLine, of watch: Watch, rev: UInt64) -> Bool {
         line.head.withUnsafeBytes { head in
@@ -132,13 +137,18 @@ final class WatchHub {
                    sharing: UInt64 = 0) -> Bool {
         guard watch.active, watch.overflowFrom == nil else { return false }
         let sent = watch.clientReference._withUnsafeGuaranteedRef { client in
-            if client.sink.unsentBytes > configuration.maxOutputBytes {
+            var queued = client.sink.unsentBytes
+            if let since = client.queuedSinceSnapshot {
+                if queued > since { queued = since } else { client.queuedSinceSnapshot = nil }
+            }
+            if queued > configuration.maxOutputBytes {
                 if !client.overflowed { stats.overflows += 1 }
                 client.overflowedWatches += 1
                 watch.overflowFrom = rev
                 return false
             }
             client.sink.send(head: head, body: body, needsSync: needsSync, sharing: sharing)
+            if let since = client.queuedSinceSnapshot { client.queuedSinceSnapshot = since + head.count + body.count }
             return true
         }
         guard sent else { return false }

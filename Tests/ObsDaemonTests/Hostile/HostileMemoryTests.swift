@@ -111,6 +111,64 @@ final class HostileMemoryTests: XCTestCase {
         Hostile.report("resync of many overflowed watches", "\(watches) watches of ** over \(keys) keys of 100 KB: obsd grew \(grown / 1024) MiB at the drain (output limit 1 MiB); \(changed.count) changes, \(overflows.count) overflows, \(initials) initial events, \(live) live events")
     }
 
+    /// A `**` watch over a store four times the output limit, read steadily at about 2 MB/s while
+    /// another client sets a small key every 5 ms: after its overflow and snapshot it gets live
+    /// events. (The snapshot alone puts its output over the limit; counted against it, the next
+    /// event overflowed the watch again, snapshot after snapshot, and a client that keeps up with
+    /// the changes easily never saw one.)
+    func test_aSnapshotLargerThanTheLimit_isFollowedByLiveEvents_forASteadyReader() throws {
+        let sandbox = try Sandbox()
+        try sandbox.write("output_buffer_bytes = 256K\nclient_timeout = 120s\n", to: sandbox.config)
+        let obsd = try ObsdProcess.started(sandbox, ["--memory", "--config", sandbox.config])
+        let writer = try Client(sandbox.socket, timeout: 60)
+        let value = String(repeating: "s", count: 100_000)
+        for key in 0..<10 {
+            XCTAssertEqual(writer.request(#"{"op":"set","key":"s.\#(key)","value":"\#(value)"}"#)?["ok"] as? Bool, true)
+        }
+        let watcher = try Client(sandbox.socket, timeout: 60)
+        XCTAssertEqual(watcher.request(#"{"op":"watch","keys":["**"],"initial":false}"#)?["ok"] as? Bool, true)
+        XCTAssertEqual(watcher.readLine().map { $0.contains(#""event":"synced""#) }, true)
+        let ticking = Tally()
+        let ticker = DispatchGroup()
+        let tickerClient = try Client(sandbox.socket, timeout: 60)
+        DispatchQueue.global().async(group: ticker) {
+            var tick = 0
+            while ticking["stop"] == 0, tick < 20_000 {
+                guard tickerClient.request(#"{"op":"set","key":"tick","value":\#(tick)}"#)?["ok"] as? Bool == true else { return }
+                tick += 1
+                usleep(5_000)
+            }
+        }
+        defer { ticking.count("stop"); ticker.wait() }
+        // Three changes of 100 KB while the watcher reads nothing: over the limit, it overflows.
+        for key in 0..<3 {
+            XCTAssertEqual(writer.request(#"{"op":"set","key":"s.\#(key)","value":"x\#(value)"}"#)?["ok"] as? Bool, true)
+        }
+        watcher.readChunkBytes = 16_384
+        watcher.pauseAfterReadMicroseconds = 8_000
+        var overflows = 0
+        var snapshots = 0
+        var liveSinceSynced = 0
+        var sawSynced = false
+        let deadline = Date().addingTimeInterval(60)
+        while liveSinceSynced < 50, Date() < deadline, let line = watcher.readLine() {
+            if line.hasPrefix(#"{"event":"overflow""#) {
+                overflows += 1
+                sawSynced = false
+                liveSinceSynced = 0
+            } else if line.hasPrefix(#"{"event":"synced""#) {
+                snapshots += 1
+                sawSynced = true
+            } else if sawSynced, line.hasPrefix(#"{"event":"change""#), line.contains(#""key":"tick""#) {
+                liveSinceSynced += 1
+            }
+        }
+        XCTAssertGreaterThan(overflows, 0, "the watch should have overflowed")
+        XCTAssertEqual(liveSinceSynced, 50, "live events after the snapshot: \(overflows) overflows and \(snapshots) snapshots instead\n\(obsd.log)")
+        Hostile.report("a snapshot larger than the output limit, read at about 2 MB/s under 200 changes/s",
+                       "\(overflows) overflow, \(snapshots) snapshot, then live events")
+    }
+
     /// One key overwritten with 1 MiB values: history holds at most history_bytes of them, and a
     /// `since` before what it holds gets `compacted`.
     func test_historyUnderLargeValues_isBoundedInBytes() throws {
