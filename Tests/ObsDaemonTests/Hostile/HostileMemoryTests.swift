@@ -65,15 +65,8 @@ final class HostileMemoryTests: XCTestCase {
     /// read on, every watch that missed the change gets its `overflow` and snapshot, then every
     /// watch live events.
     func test_theResyncOfManyOverflowedWatches_isBoundedByTheOutputLimit() throws {
-        let sandbox = try Sandbox()
-        try sandbox.write("output_buffer_bytes = 1M\nclient_timeout = 120s\n", to: sandbox.config)
-        let obsd = try ObsdProcess.started(sandbox, ["--memory", "--config", sandbox.config])
-        let writer = try Client(sandbox.socket, timeout: 60)
-        let value = String(repeating: "s", count: 100_000)
         let keys = 20
-        for key in 0..<keys {
-            XCTAssertEqual(writer.request(#"{"op":"set","key":"s.\#(key)","value":"\#(value)"}"#)?["ok"] as? Bool, true)
-        }
+        let (sandbox, obsd, writer, value) = try largeStore(keys: keys, outputLimit: "1M")
         let watches = 100
         let watcher = try Client(sandbox.socket, timeout: 60)
         watcher.send(String(repeating: #"{"op":"watch","keys":["**"],"initial":false}"# + "\n", count: watches))
@@ -117,14 +110,7 @@ final class HostileMemoryTests: XCTestCase {
     /// event overflowed the watch again, snapshot after snapshot, and a client that keeps up with
     /// the changes easily never saw one.)
     func test_aSnapshotLargerThanTheLimit_isFollowedByLiveEvents_forASteadyReader() throws {
-        let sandbox = try Sandbox()
-        try sandbox.write("output_buffer_bytes = 256K\nclient_timeout = 120s\n", to: sandbox.config)
-        let obsd = try ObsdProcess.started(sandbox, ["--memory", "--config", sandbox.config])
-        let writer = try Client(sandbox.socket, timeout: 60)
-        let value = String(repeating: "s", count: 100_000)
-        for key in 0..<10 {
-            XCTAssertEqual(writer.request(#"{"op":"set","key":"s.\#(key)","value":"\#(value)"}"#)?["ok"] as? Bool, true)
-        }
+        let (sandbox, obsd, writer, value) = try largeStore(keys: 10, outputLimit: "256K")
         let watcher = try Client(sandbox.socket, timeout: 60)
         XCTAssertEqual(watcher.request(#"{"op":"watch","keys":["**"],"initial":false}"#)?["ok"] as? Bool, true)
         XCTAssertEqual(watcher.readLine().map { $0.contains(#""event":"synced""#) }, true)
@@ -167,6 +153,20 @@ final class HostileMemoryTests: XCTestCase {
         XCTAssertEqual(liveSinceSynced, 50, "live events after the snapshot: \(overflows) overflows and \(snapshots) snapshots instead\n\(obsd.log)")
         Hostile.report("a snapshot larger than the output limit, read at about 2 MB/s under 200 changes/s",
                        "\(overflows) overflow, \(snapshots) snapshot, then live events")
+    }
+
+    /// obsd in memory with `output_buffer_bytes` at `outputLimit`, and `keys` keys `s.N` of the
+    /// 100 KB value it returns, set by the client it returns.
+    private func largeStore(keys: Int, outputLimit: String) throws -> (Sandbox, ObsdProcess, Client, String) {
+        let sandbox = try Sandbox()
+        try sandbox.write("output_buffer_bytes = \(outputLimit)\nclient_timeout = 120s\n", to: sandbox.config)
+        let obsd = try ObsdProcess.started(sandbox, ["--memory", "--config", sandbox.config])
+        let writer = try Client(sandbox.socket, timeout: 60)
+        let value = String(repeating: "s", count: 100_000)
+        for key in 0..<keys {
+            XCTAssertEqual(writer.request(#"{"op":"set","key":"s.\#(key)","value":"\#(value)"}"#)?["ok"] as? Bool, true)
+        }
+        return (sandbox, obsd, writer, value)
     }
 
     /// One key overwritten with 1 MiB values: history holds at most history_bytes of them, and a
