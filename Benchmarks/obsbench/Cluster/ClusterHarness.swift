@@ -41,10 +41,7 @@ struct ClusterColumn {
 
     init(name: String) { self.name = name }
 
-    func percentile(_ p: Double) -> Double {
-        let sorted = latencies.sorted()
-        return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-    }
+    func percentile(_ p: Double) -> Double { quantile(latencies, p) }
 
     /// The median round's writes per second.
     func writesPerSecond(_ inFlight: Int) -> Double {

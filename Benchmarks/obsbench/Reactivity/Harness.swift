@@ -74,6 +74,12 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
+/// The `p` quantile (0...1) of `samples` (the sample at rank count * p), NaN when there are none.
+func quantile(_ samples: [Double], _ p: Double) -> Double {
+    let sorted = samples.sorted()
+    return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
 /// alien-signals' figure for a case on a machine like ours, the yardstick of the ratio column.
 enum Reference {
     case nanosecondsPerNodeRun(Double)

@@ -171,9 +171,14 @@ private func durableRows(_ durability: String, _ servers: [ServerProcess], _ opt
 }
 
 /// Deliveries per second at the highest rate, and set-to-last-watcher latency at 1,000 sets/s.
-/// The servers take turns run after run, as in the request rows, so that a change in the
-/// machine's load over the minutes of a row weighs on both alike: both servers' watchers stay
-/// connected for the whole row.
+/// Both servers' watchers stay connected for the whole row, and each run measures the servers in
+/// turns of `blockSeconds`: rate blocks first, then paced blocks, the server that goes first
+/// changing every block (obsd, Redis, Redis, obsd, ...). A run's figure for a server is over all its
+/// blocks (deliveries over the time counted; latency percentiles over every update sent). On a
+/// shared machine the time it takes an idle core to wake changes from second to second; a server
+/// measured in one stretch of a second against the other in the next gets a different machine,
+/// which moved the latency rows by several times from run to run. In turns of a tenth of a second,
+/// both servers meet the same machine.
 private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: ComparisonOptions, external: (String, Int),
                         shape: (Wire) -> FanoutShape) throws(BenchError) -> [ComparisonRow] {
     var rate = ComparisonRow(name: "\(name): deliveries", unit: "/s", higherIsBetter: true)
@@ -194,16 +199,30 @@ private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: C
     }
     var runs: [FanoutRun] = []
     for server in servers { runs.append(try FanoutRun(server, shape(server.wire), window: 64)) }
+    let blocks = max(1, Int((options.seconds / blockSeconds).rounded()))
+    let block = options.seconds / Double(blocks)
+    /// The servers' indices in the order of block `n`: ABBA, so neither always goes first.
+    func order(_ n: Int) -> [Int] { n % 2 == 0 ? Array(runs.indices) : runs.indices.reversed() }
     for _ in 0..<options.runs {
-        for (server, run) in zip(servers, runs) {
-            record(&rate, server.wire, try run.rate(seconds: options.seconds).deliveriesPerSecond)
-            let latency = try run.paced(perSecond: 1000, seconds: options.seconds)
-            record(&p50, server.wire, latency.p50 * 1000)
-            record(&p99, server.wire, latency.p99 * 1000)
+        var counts = Array(repeating: FanoutCount(), count: runs.count)
+        var latencies = Array(repeating: [Double](), count: runs.count)
+        for n in 0..<blocks {
+            for i in order(n) { counts[i] += try runs[i].rate(seconds: block, warmup: min(0.2, block / 4)) }
+        }
+        for n in 0..<blocks {
+            for i in order(n) { latencies[i] += try runs[i].paced(perSecond: 1000, seconds: block) }
+        }
+        for i in runs.indices {
+            record(&rate, servers[i].wire, counts[i].deliveriesPerSecond)
+            record(&p50, servers[i].wire, quantile(latencies[i], 0.5) * 1000)
+            record(&p99, servers[i].wire, quantile(latencies[i], 0.99) * 1000)
         }
     }
     return [rate, p50, p99]
 }
+
+/// The length of one server's turn in the fan-out and propagation rows.
+private let blockSeconds = 0.1
 
 /// Resident size after loading 1 million keys with 64-byte values (50 clients, 16 in flight), each
 /// server started fresh. One run: loading is deterministic, and it takes the longest.

@@ -20,14 +20,19 @@ struct FanoutShape {
     var update: (Int) -> (command: [UInt8], replies: Int)
 }
 
-struct FanoutRate {
-    var updatesPerSecond: Double
-    var deliveriesPerSecond: Double
-}
+/// What a rate measurement counted, and over how long; counts of several blocks add up.
+struct FanoutCount {
+    var updates = 0
+    var deliveries = 0
+    var seconds = 0.0
 
-struct FanoutLatency {
-    var p50: Double
-    var p99: Double
+    static func += (total: inout FanoutCount, block: FanoutCount) {
+        total.updates += block.updates
+        total.deliveries += block.deliveries
+        total.seconds += block.seconds
+    }
+
+    var deliveriesPerSecond: Double { seconds > 0 ? Double(deliveries) / seconds : 0 }
 }
 
 final class FanoutRun {
@@ -101,10 +106,11 @@ final class FanoutRun {
         if closed { throw BenchError("the server closed a connection during the run") }
     }
 
-    /// Deliveries per second with at most `ring` updates incomplete.
-    func rate(seconds: Double) throws(BenchError) -> FanoutRate {
+    /// Deliveries and updates counted over `seconds` with at most `ring` updates incomplete, after
+    /// `warmup` seconds that fill the window and are not counted.
+    func rate(seconds: Double, warmup: Double = 0.2) throws(BenchError) -> FanoutCount {
         let start = benchNow()
-        let warm = start + 0.2
+        let warm = start + warmup
         let end = warm + seconds
         var from: (deliveries: Int, complete: Int)?
         var now = start
@@ -115,16 +121,14 @@ final class FanoutRun {
             if from == nil, now >= warm { from = (deliveries, complete) }
         }
         try drain()
-        let elapsed = now - warm
-        return FanoutRate(updatesPerSecond: Double(complete - from!.complete) / elapsed,
-                          deliveriesPerSecond: Double(deliveries - from!.deliveries) / elapsed)
+        return FanoutCount(updates: complete - from!.complete, deliveries: deliveries - from!.deliveries, seconds: now - warm)
     }
 
-    /// Latency of updates sent at `perSecond`, to their completion. It counts from the moment the
-    /// update was sent (the client's 1 ms poll makes sends up to 1 ms late, the same for both
-    /// servers), except after the window was full: then from when the update was due, so that a
-    /// server which falls behind pays for its queue.
-    func paced(perSecond: Double, seconds: Double) throws(BenchError) -> FanoutLatency {
+    /// Latencies (seconds) of updates sent at `perSecond` for `seconds`, to their completion. Each
+    /// counts from the moment the update was sent (the client's 1 ms poll makes sends up to 1 ms
+    /// late, the same for both servers), except after the window was full: then from when the update
+    /// was due, so that a server which falls behind pays for its queue.
+    func paced(perSecond: Double, seconds: Double) throws(BenchError) -> [Double] {
         let first = sent
         let start = benchNow() + 0.01
         var latencies: [Double] = []
@@ -146,11 +150,7 @@ final class FanoutRun {
         }
         try drain()
         onComplete = { _, _ in }
-        latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? .infinity : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
-        }
-        return FanoutLatency(p50: percentile(0.5), p99: percentile(0.99))
+        return latencies
     }
 
     /// Waits (at most 30 s) until every update sent is complete and answered.
