@@ -83,7 +83,7 @@ public final class Daemon {
             loop = try EventLoop()
             server = try Server(loop: loop, listener: listener, store: store, gate: gate, limits: settings.limits,
                                 policy: policy(settings), log: log)
-            for fd in [gate?.completionFD, cluster?.log.completionFD, signals?.fd, control?.fd].compactMap({ $0 }) {
+            for fd in [cluster?.log.completionFD, signals?.fd, control?.fd].compactMap({ $0 }) {
                 try loop.add(fd, EventLoop.input)
             }
         } catch {
@@ -169,14 +169,11 @@ public final class Daemon {
             do throws(SystemError) {
                 let logged = try LogFileStorage(directory: directory, database: database, rotateBytes: rotateBytes,
                                                 fileBound: fileBound) { [log] in log.error($0) }
-                let writer = try StorageWriter(logged, delay: delay)
                 // The loop appends each turn's frame itself, and in strict mode fdatasyncs it,
-                // before the turn's answers go out, as Redis does: a writer thread cost two
-                // wake-ups per batch, and measured more CPU per set and no more sets per second
-                // in both modes (docs/performance.md, tuning log step 10). The checkpoints have a
-                // thread of their own.
-                let storage = try GroupCommitStorage(writer: writer, strict: settings.durability == .strict, inline: true,
-                                                     retryInterval: Self.writeRetryInterval)
+                // before the turn's answers go out, as Redis does (GroupCommitStorage says why).
+                // The checkpoints have a thread of their own.
+                let storage = GroupCommitStorage(writer: StorageWriter(logged, delay: delay), strict: settings.durability == .strict,
+                                                 retryInterval: Self.writeRetryInterval)
                 return (storage, lock)
             } catch {
                 throw DaemonError("cannot start the commit log: \(error)")

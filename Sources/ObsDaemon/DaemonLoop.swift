@@ -7,9 +7,9 @@
 // 2. dispatch what is ready (`dispatch`): signals and in-process control requests are noted, new
 //    connections accepted, requests read and answered, blocked output written;
 // 3. act on what was asked: reload, or start the shutdown (`beginShutdown`);
-// 4. end the turn (`endTurn`): due timers run, stalled clients are dropped, the write gate takes
-//    the writer's outcome, hands over the turn's writes and releases the lines they held, every
-//    connection with output is flushed once, the watchdog is fed.
+// 4. end the turn (`endTurn`): due timers run, stalled clients are dropped, the write gate writes
+//    the turn's batch and releases the lines it held, every connection with output is flushed
+//    once, the watchdog is fed.
 // The loop ends once shutting down and every connection is gone, or the flush deadline passed.
 import Glibc
 import ObsCore
@@ -55,7 +55,6 @@ final class DaemonLoop {
     private struct Requests {
         var stop = false
         var reload = false
-        var writerFinished = false
     }
 
     /// Runs turns until the shutdown sequence has ended; throws when the daemon must stop at once
@@ -67,7 +66,7 @@ final class DaemonLoop {
             let now = monotonicSeconds()
             if requests.reload, stopping == nil { reload() }
             if requests.stop, stopping == nil { beginShutdown(now: now) }
-            try endTurn(now: now, writerFinished: requests.writerFinished)
+            try endTurn(now: now)
             if let deadline = stopping, server.connections.isEmpty || now >= deadline { break }
         }
         server.dropAll()
@@ -97,9 +96,7 @@ final class DaemonLoop {
     private func dispatch(_ ready: [EventLoop.Ready], now: Double) -> Requests {
         var requests = Requests()
         for event in ready {
-            if event.fd == gate?.completionFD {
-                requests.writerFinished = true
-            } else if let cluster, event.fd == cluster.completionFD {
+            if let cluster, event.fd == cluster.completionFD {
                 cluster.processCompletions(now: now)
             } else if let signals, event.fd == signals.fd {
                 for action in signals.drain() {
@@ -136,13 +133,13 @@ final class DaemonLoop {
     }
 
     /// Step 4.
-    private func endTurn(now: Double, writerFinished: Bool) throws(DaemonError) {
+    private func endTurn(now: Double) throws(DaemonError) {
         if let deadline = store.nextDeadline, deadline <= now { store.tick() }
         if let cluster, let deadline = cluster.nextDeadline, deadline <= now { cluster.tick(now: now) }
         server.expireStalled(now: now)
         server.resumeAccepting(now: now)
         do throws(GroupCommitFailure) {
-            try gate?.endTurn(now: now, writerFinished: writerFinished)
+            try gate?.endTurn(now: now)
         } catch {
             // After a failed fsync nothing can be promised: acknowledging would break strict's
             // promise, so obsd stops without acknowledging the unsynced writes.

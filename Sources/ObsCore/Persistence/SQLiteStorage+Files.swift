@@ -60,7 +60,7 @@ extension SQLiteStorage {
         guard stopWriting(problem, canSave: databaseIntact) else { throw refusal! }
     }
 
-    /// Between commits (the daemon's writer thread calls it when idle).
+    /// Between commits (the daemon's writer calls it when idle).
     public func checkFiles() {
         guard refusal == nil, db != nil, let problem = files.lazy.compactMap(\.problem).first else { return }
         _ = stopWriting(problem, canSave: files.first(where: \.isDatabase)?.problem == nil)

@@ -182,8 +182,9 @@ final class Connection: SessionOutput {
     func flush() -> FlushResult {
         if referencedBytes > 0 {
             guard !holds.isEmpty else { return flushReferences() }
-            // Lines still wait for a batch (its write failed, or a writer thread has it): the
-            // turn's lines are copied behind `output`, where the holds' offsets already count them.
+            // Lines still wait for a batch (its write failed, or the socket became writable before
+            // the turn's batch was written): the turn's lines are copied behind `output`, where
+            // the holds' offsets already count them.
             copyReferences()
         }
         let end = heldFrom ?? output.count

@@ -1,15 +1,13 @@
 // The rule that nothing obsd sends shows a change before that change is written (and, in strict
-// mode, synced), in one place. The store commits on the loop thread and the writer writes the
-// turn's commits as numbered batches at the end of the turn (GroupCommitStorage); a line a connection queues while
-// some change is unwritten carries the number of the newest batch holding one, and waits in the
-// connection's queue until that batch is written (`Connection.write`, `releaseWritten`).
+// mode, synced), in one place. The store commits on the loop thread and the turn's commits are
+// written as one numbered batch at the end of the turn (GroupCommitStorage); a line a connection
+// queues while some change is unwritten carries the number of the batch holding it, and waits in
+// the connection's queue until that batch is written (`Connection.write`, `releaseWritten`).
 //
 // Which lines wait: acknowledgements and change events (`EncodedLine.needsSync`), and read answers
 // too (they could show another client's unwritten change). Only while a write has failed (a full
 // disk) do lines that are not about a change go at once, so that reads go on while the disk is
-// full; meanwhile write requests are refused (`Store.writeRefusal`) instead of waiting. Writes are
-// refused the same way while the writer is so far behind that the commits it has not taken yet
-// reach their bound in bytes (GroupCommitStorage.isBehind), so that they cannot grow without end.
+// full; meanwhile write requests are refused (`Store.writeRefusal`) instead of waiting.
 import ObsCore
 
 final class WriteGate {
@@ -24,9 +22,6 @@ final class WriteGate {
         self.store = store
         self.log = log
     }
-
-    /// The writer's eventfd, readable when a batch is finished.
-    var completionFD: Int32? { storage.completionFD }
 
     /// When the failed write is tried again, if one failed.
     var retryAt: Double? { storage.retryAt }
@@ -47,23 +42,16 @@ final class WriteGate {
         holding.append(connection)
     }
 
-    /// The gate's part of a loop turn, in order: the writer's outcome taken (when `writerFinished`),
-    /// the open batch handed to the writer if it is free, the lines of every written batch
-    /// released (they go out with this turn's flush), and writes refused while the database
-    /// cannot be written. A failed write is tried again every retry interval; a failed fsync
-    /// cannot be (the kernel may have dropped the data), so it is thrown: nothing more may be
-    /// acknowledged.
-    func endTurn(now: Double, writerFinished: Bool) throws(GroupCommitFailure) {
+    /// The gate's part of a loop turn, in order: the turn's batch written, the lines of every
+    /// written batch released (they go out with this turn's flush), and writes refused while the
+    /// database cannot be written. A failed write is tried again every retry interval; a failed
+    /// fsync cannot be (the kernel may have dropped the data), so it is thrown: nothing more may
+    /// be acknowledged.
+    func endTurn(now: Double) throws(GroupCommitFailure) {
         do throws(GroupCommitFailure) {
-            if writerFinished { try storage.takeOutcome(now: now) }
             try storage.endTurn(now: now)
             releaseWritten()
-            if storage.isBehind {
-                if store.writeRefusal == nil {
-                    log.error("the database's writer is \(storage.openBytes) bytes of commits behind; refusing writes until it catches up")
-                    store.writeRefusal = ObsError(.internal, "the database's writer is \(storage.openBytes) bytes of commits behind; writes are refused until it catches up")
-                }
-            } else if store.writeRefusal != nil, !storage.isFailing {
+            if store.writeRefusal != nil, !storage.isFailing {
                 store.writeRefusal = nil
                 log.info("the database can be written again; writes are accepted")
             }

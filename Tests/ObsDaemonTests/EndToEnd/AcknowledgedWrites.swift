@@ -5,7 +5,7 @@ import Glibc
 import TestSupport
 import XCTest
 
-/// Writes acknowledged by the daemon, recorded by the writer thread.
+/// Writes acknowledged by the daemon, recorded by the test's writing threads.
 final class AcknowledgedWrites: @unchecked Sendable {
     private let lock = NSLock()
     private var indexes: [Int] = []

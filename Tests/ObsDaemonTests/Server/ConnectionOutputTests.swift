@@ -43,8 +43,8 @@ final class ConnectionOutputTests: XCTestCase {
     }
 
     /// A line waits for the batch it was queued under, and so does everything after it; what came
-    /// before goes at once. Two batches: the first one written releases only its lines. (A real
-    /// group commit and writer thread, over a store kept in memory.)
+    /// before goes at once. Two turns, each with its batch. (A real group commit, over a store
+    /// kept in memory.)
     ///
     ///     queue:   before | ack1 read1 | ack2 after
     ///     batch:     -    |     1      |     2
@@ -56,23 +56,20 @@ final class ConnectionOutputTests: XCTestCase {
         try gated.commit(1)
         connection.write(EncodedLine(body: Array("ack1\n".utf8), needsSync: true))
         connection.write(EncodedLine(body: Array("read1\n".utf8)))
-        try storage.endTurn(now: 0)
-        try gated.commit(2)
-        connection.write(EncodedLine(body: Array("ack2\n".utf8), needsSync: true))
-        connection.write(EncodedLine(body: Array("after\n".utf8)))
         XCTAssertEqual(flushList.connections.count, 1, "listed for the turn's flush once")
-
         guard case .held = connection.flush() else { return XCTFail("expected ack1 to be held") }
         XCTAssertEqual(readAll(gated.peer), "before\n")
         XCTAssertFalse(connection.hasSendableOutput)
 
-        try gated.waitForWriter()
+        try gated.writeBatch()
         XCTAssertEqual(storage.written, 1)
+        try gated.commit(2)
+        connection.write(EncodedLine(body: Array("ack2\n".utf8), needsSync: true))
+        connection.write(EncodedLine(body: Array("after\n".utf8)))
         guard case .held = connection.flush() else { return XCTFail("expected ack2 to be held") }
         XCTAssertEqual(readAll(gated.peer), "ack1\nread1\n")
 
-        try storage.endTurn(now: 0)
-        try gated.waitForWriter()
+        try gated.writeBatch()
         XCTAssertEqual(storage.written, 2)
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }
         XCTAssertEqual(readAll(gated.peer), "ack2\nafter\n")
@@ -176,10 +173,7 @@ final class ConnectionOutputTests: XCTestCase {
         let gated = try GatedConnection()
         let connection = gated.connection
         let shared = gated.writeShared
-        func writeBatch() throws {
-            try gated.storage.endTurn(now: 0)
-            try gated.waitForWriter()
-        }
+        let writeBatch = gated.writeBatch
 
         try gated.commit(1)
         shared("event1\n", 1)
@@ -222,8 +216,7 @@ final class ConnectionOutputTests: XCTestCase {
         gated.flushList.shared.reset()
         shared("junk!!\n", 3)
 
-        try gated.storage.endTurn(now: 0)
-        try gated.waitForWriter()
+        try gated.writeBatch()
         guard case .done = connection.flush() else { return XCTFail("expected everything written") }
         XCTAssertEqual(readAll(gated.peer), "ack1\nevent1\njunk!!\n")
     }
@@ -251,8 +244,8 @@ final class ConnectionOutputTests: XCTestCase {
     }
 }
 
-/// A connection over a socket pair whose lines wait for the batches of a real group commit and
-/// writer thread, over a store kept in memory; `peer` is the reading end.
+/// A connection over a socket pair whose lines wait for the batches of a real group commit, over a
+/// store kept in memory; `peer` is the reading end.
 private final class GatedConnection {
     private var pair: [Int32] = [0, 0]
     let storage: GroupCommitStorage
@@ -266,7 +259,7 @@ private final class GatedConnection {
     init() throws {
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
         _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
-        storage = try GroupCommitStorage(writer: try StorageWriter(MemoryStorage()), strict: false, retryInterval: 1)
+        storage = GroupCommitStorage(writer: StorageWriter(MemoryStorage()), strict: false, retryInterval: 1)
         store = try Store(storage: MemoryStorage(), clock: ManualClock())
         gate = WriteGate(storage: storage, store: store, log: Logger(level: .error, journal: false))
         connection = Connection(fd: pair[0], peer: PeerCredentials(pid: 0, uid: 0, gid: 0), gate: gate, flushList: flushList)
@@ -293,10 +286,9 @@ private final class GatedConnection {
         try storage.commit(transaction)
     }
 
-    /// Waits until the writer has written the batch handed to it, and lets the gate release its lines.
-    func waitForWriter() throws {
-        var descriptor = pollfd(fd: gate.completionFD!, events: Int16(POLLIN), revents: 0)
-        XCTAssertEqual(poll(&descriptor, 1, -1), 1)
-        try gate.endTurn(now: 0, writerFinished: true)
+    /// Ends a turn as the daemon does before its flush: the turn's batch written and its lines
+    /// released.
+    func writeBatch() throws {
+        try gate.endTurn(now: 0)
     }
 }

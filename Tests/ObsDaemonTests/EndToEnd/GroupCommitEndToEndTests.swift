@@ -1,9 +1,8 @@
-// The group commit: each turn's writes are appended to the commit log as one batch (by the loop at
-// the end of the turn in normal mode; by the writer thread, which fsyncs it, in strict mode), so
-// the promises of normal and strict rest on the answers (and change events) waiting for their
-// batch. These tests slow the writer down (OBSD_TEST_WRITE_DELAY) so that a batch is in flight when
-// they look, and read the log's files and the database file themselves, so that an answer sent
-// too early is caught.
+// The group commit: each turn's writes are appended to the commit log as one batch by the loop at
+// the end of the turn (and fsynced there in strict mode), so the promises of normal and strict
+// rest on the answers (and change events) waiting for their batch. These tests slow the writer
+// down (OBSD_TEST_WRITE_DELAY) so that requests arrive while a batch is being written, and read
+// the log's files and the database file themselves, so that an answer sent too early is caught.
 import CSQLite
 import Foundation
 import Glibc
@@ -11,7 +10,7 @@ import ObsCore
 import TestSupport
 import XCTest
 
-final class WriterThreadTests: XCTestCase {
+final class GroupCommitEndToEndTests: XCTestCase {
     /// The value stored for `key`, read from the files themselves: in the commit log's files,
     /// where a batch is written, or else in the database's keys table (read with a connection of
     /// our own: it sees every committed transaction, fsynced or not), where a checkpoint moves it.
@@ -65,7 +64,7 @@ final class WriterThreadTests: XCTestCase {
         XCTAssertEqual(json(watcher.readLine())["ok"] as? Bool, true)
         let writer = try Client(sandbox.socket)
         for round in 0..<3 {
-            // Three writes pipelined: one batch in flight, the others gathering behind it.
+            // Three writes pipelined: in one batch, or in several if the loop reads them in turns.
             writer.send((0..<3).map { "{\"op\":\"set\",\"key\":\"k.\($0)\",\"value\":\(round * 10 + $0)}\n" }.joined())
             for index in 0..<3 {
                 XCTAssertEqual(json(writer.readLine())["ok"] as? Bool, true)
@@ -95,15 +94,15 @@ final class WriterThreadTests: XCTestCase {
         try answersAndEventsWaitForTheirBatch(durability: "strict")
     }
 
-    /// SIGTERM while one batch is in flight (the writer takes a second over it) and another is
-    /// gathering: obsd answers both, says goodbye, exits 0, and the file has every write.
+    /// SIGTERM while one batch is being written (the writer takes a second over it) and more writes
+    /// wait to be read: obsd answers them all, says goodbye, exits 0, and the file has every write.
     private func sigtermDrains(durability: String) throws {
         let sandbox = try Sandbox()
         let obsd = try start(sandbox, durability: durability, delay: 1)
         let client = try Client(sandbox.socket)
         client.send("{\"op\":\"set\",\"key\":\"first\",\"value\":1}\n")
-        // No answer to wait for (it waits for the slow writer); a moment for the loop to hand the
-        // first batch over. Were it not handed over yet, the test would still hold, only weaker.
+        // No answer to wait for (it waits for the slow writer); a moment for the loop to start
+        // writing the first batch. Were it not started yet, the test would still hold, only weaker.
         usleep(200_000)
         client.send((0..<50).map { "{\"op\":\"set\",\"key\":\"k.\($0)\",\"value\":\($0)}\n" }.joined())
         obsd.signal(SIGTERM)
