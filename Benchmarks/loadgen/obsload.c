@@ -13,14 +13,17 @@
  *       names key P(n mod K) (P: "k.", K: 10,000; K 0: a new key for every request).
  *       Prints `ops_per_s=X server_cpu=Y` (Y: the server's CPU seconds per second, from
  *       /proc/PID/stat, over the measured window).
- *   obsload fanout --socket PATH --proto obsd|redis --shape key|computed|chain|fan
- *                  [--watchers W] --seconds S --runs R
+ *   obsload fanout --socket PATH --proto obsd|redis [--socket2 PATH --proto2 obsd|redis]
+ *                  --shape key|computed|chain|fan [--watchers W] --seconds S --runs R [--block B]
  *       One publisher, W watchers (key: W; computed: 100; chain and fan: 1). Sets the shape up,
  *       then R times: the delivery rate with at most 64 updates incomplete, and the latency of
  *       updates paced at 1,000 per second. Prints one line per run:
  *       `deliveries_per_s=X p50_ms=Y p99_ms=Z`. With --updates N instead: N updates (at most 64
  *       incomplete), then `deliveries=X` (for Benchmarks/allocations.sh, which counts the
- *       daemon's allocations per update).
+ *       daemon's allocations per update). With --socket2, the same shape on a second server too,
+ *       and each run measures the two in turns of B seconds (the server that goes first
+ *       alternating turn by turn: 1, 2, 2, 1, ...), as obsbench's own client does; each run
+ *       prints a line per server, `server=1 ...` and `server=2 ...`.
  *
  * Built by Benchmarks/loadgen/build.sh (cc -O2); nothing else is needed.
  */
@@ -84,6 +87,8 @@ static void append(struct buffer *b, const char *bytes, size_t count) {
     b->end += count;
 }
 
+struct fanout;
+
 struct connection {
     int fd;
     enum proto proto;
@@ -92,6 +97,7 @@ struct connection {
     long replies, deliveries;
     int wants_output;
     long completed; /* fan-out watchers: updates completed */
+    struct fanout *owner; /* fan-out connections: their run */
 };
 
 static int epoll_fd;
@@ -424,7 +430,8 @@ static int send_if_room(struct fanout *f, double start_time) {
 }
 
 static int on_fanout_readable(struct connection *c, void *context) {
-    struct fanout *f = context;
+    (void)context;
+    struct fanout *f = c->owner;
     long replies, delivered;
     if (!read_available(c, &replies, &delivered)) return 0;
     if (c == f->publisher || delivered == 0) return 1;
@@ -486,15 +493,16 @@ static int compare_doubles(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void run_fanout(const char *path, enum proto proto, const char *shape, int watchers, double seconds, int runs,
-                       long updates) {
-    struct fanout f = {.proto = proto, .shape = shape, .watchers = watchers, .events_per_update = 1};
+/* Connects to the server at `path`, sets the shape up and starts the watchers. */
+static void setup_fanout(struct fanout *f, const char *path, enum proto proto, const char *shape, int watchers) {
+    *f = (struct fanout){.proto = proto, .shape = shape, .watchers = watchers, .events_per_update = 1};
     const char *watched = "hot";
-    if (strcmp(shape, "computed") == 0) f.watchers = 100, watched = "c";
-    else if (strcmp(shape, "chain") == 0) f.watchers = 1, watched = "c50";
-    else if (strcmp(shape, "fan") == 0) f.watchers = 1, f.events_per_update = 1000, watched = "f.*";
+    if (strcmp(shape, "computed") == 0) f->watchers = 100, watched = "c";
+    else if (strcmp(shape, "chain") == 0) f->watchers = 1, watched = "c50";
+    else if (strcmp(shape, "fan") == 0) f->watchers = 1, f->events_per_update = 1000, watched = "f.*";
     else if (strcmp(shape, "key") != 0) die("unknown shape %s", shape);
-    f.publisher = connect_to(path, proto);
+    f->publisher = connect_to(path, proto);
+    f->publisher->owner = f;
     if (proto == OBSD) {
         char line[256], value[65];
         long setup = 1;
@@ -514,14 +522,15 @@ static void run_fanout(const char *path, enum proto proto, const char *shape, in
                 setup++;
             }
         }
-        queue(f.publisher, scratch.data, scratch.end, setup);
+        queue(f->publisher, scratch.data, scratch.end, setup);
         scratch.end = 0;
-        flush(f.publisher);
-        round_trip(&f.publisher, 1);
+        flush(f->publisher);
+        round_trip(&f->publisher, 1);
     }
-    struct connection **all = calloc((size_t)f.watchers, sizeof *all);
-    for (int i = 0; i < f.watchers; i++) {
+    struct connection **all = calloc((size_t)f->watchers, sizeof *all);
+    for (int i = 0; i < f->watchers; i++) {
         all[i] = connect_to(path, proto);
+        all[i]->owner = f;
         if (proto == OBSD) {
             char line[128];
             int n = snprintf(line, sizeof line, "{\"op\":\"watch\",\"keys\":[\"%s\"],\"initial\":false}\n", watched);
@@ -533,69 +542,110 @@ static void run_fanout(const char *path, enum proto proto, const char *shape, in
         }
         flush(all[i]);
     }
-    round_trip(all, f.watchers);
-    if (updates > 0) {
-        while (f.sent < updates) {
-            while (f.sent < updates && send_if_room(&f, 0)) {}
-            pump(&f);
+    round_trip(all, f->watchers);
+    free(all);
+}
+
+/* The rate for `seconds` after `warmup` seconds not counted, at most WINDOW updates incomplete:
+ * adds the deliveries counted and the time they took to `deliveries` and `elapsed`. */
+static void fanout_rate(struct fanout *f, double seconds, double warmup, long *deliveries, double *elapsed) {
+    double start = now(), warm = start + warmup, end = warm + seconds, time = start;
+    long from_deliveries = -1;
+    while (time < end) {
+        while (send_if_room(f, 0)) {}
+        pump(f);
+        time = now();
+        if (from_deliveries < 0 && time >= warm) from_deliveries = f->deliveries;
+    }
+    drain(f);
+    *deliveries += f->deliveries - from_deliveries;
+    *elapsed += time - warm;
+}
+
+/* Updates paced at 1,000 per second for `seconds`; their latencies (from the send or, after the
+ * window was full, from when the update was due) are added to f->latencies. */
+static void fanout_paced(struct fanout *f, double seconds) {
+    long first = f->sent, total = (long)(1000 * seconds);
+    double paced_start = now() + 0.01;
+    int held_back = 0;
+    f->recording = 1;
+    while (f->sent - first < total) {
+        double t = now();
+        long due = (long)((t - paced_start) * 1000) + 1;
+        if (due > total) due = total;
+        while (f->sent - first < due) {
+            double scheduled = paced_start + (double)(f->sent - first) / 1000;
+            if (!send_if_room(f, held_back ? scheduled : t)) break;
         }
-        drain(&f);
-        printf("deliveries=%ld\n", f.deliveries);
+        held_back = f->sent - first < due;
+        pump(f);
+    }
+    drain(f);
+    f->recording = 0;
+}
+
+static double quantile(struct fanout *f, double p) {
+    if (f->latency_count == 0) return 1e9;
+    qsort(f->latencies, (size_t)f->latency_count, sizeof(double), compare_doubles);
+    long i = (long)((double)f->latency_count * p);
+    if (i >= f->latency_count) i = f->latency_count - 1;
+    return f->latencies[i];
+}
+
+/* `count` servers (1 or 2) with the same shape; each run measures them in turns of `block`
+ * seconds (the whole run's `seconds` in one turn with one server). */
+static void run_fanout(const char **paths, const enum proto *protos, int count, const char *shape, int watchers,
+                       double seconds, double block, int runs, long updates) {
+    struct fanout f[2];
+    for (int i = 0; i < count; i++) setup_fanout(&f[i], paths[i], protos[i], shape, watchers);
+    if (updates > 0) {
+        while (f[0].sent < updates) {
+            while (f[0].sent < updates && send_if_room(&f[0], 0)) {}
+            pump(&f[0]);
+        }
+        drain(&f[0]);
+        printf("deliveries=%ld\n", f[0].deliveries);
         return;
     }
+    int blocks = count == 1 || block <= 0 ? 1 : (int)(seconds / block + 0.5);
+    if (blocks < 1) blocks = 1;
+    double turn = seconds / blocks, warmup = blocks == 1 ? 0.2 : (turn / 4 < 0.2 ? turn / 4 : 0.2);
     for (int r = 0; r < runs; r++) {
-        /* The rate: at most WINDOW updates incomplete. */
-        double start = now(), warm = start + 0.2, end = warm + seconds, time = start;
-        long from_deliveries = -1;
-        while (time < end) {
-            while (send_if_room(&f, 0)) {}
-            pump(&f);
-            time = now();
-            if (from_deliveries < 0 && time >= warm) from_deliveries = f.deliveries;
-        }
-        drain(&f);
-        double rate = (double)(f.deliveries - from_deliveries) / (time - warm);
-        /* The latency at 1,000 updates per second, from the send (or, after the window was full,
-         * from when the update was due). */
-        long first = f.sent, total = (long)(1000 * seconds);
-        double paced_start = now() + 0.01;
-        int held_back = 0;
-        f.latency_count = 0;
-        f.recording = 1;
-        while (f.sent - first < total) {
-            double t = now();
-            long due = (long)((t - paced_start) * 1000) + 1;
-            if (due > total) due = total;
-            while (f.sent - first < due) {
-                double scheduled = paced_start + (double)(f.sent - first) / 1000;
-                if (!send_if_room(&f, held_back ? scheduled : t)) break;
+        long deliveries[2] = {0, 0};
+        double elapsed[2] = {0, 0};
+        for (int b = 0; b < blocks; b++) {
+            for (int k = 0; k < count; k++) {
+                int i = b % 2 == 0 ? k : count - 1 - k;
+                fanout_rate(&f[i], turn, warmup, &deliveries[i], &elapsed[i]);
             }
-            held_back = f.sent - first < due;
-            pump(&f);
         }
-        drain(&f);
-        f.recording = 0;
-        qsort(f.latencies, (size_t)f.latency_count, sizeof(double), compare_doubles);
-        double p50 = f.latency_count ? f.latencies[(long)((double)f.latency_count * 0.5)] : 1e9;
-        long i99 = (long)((double)f.latency_count * 0.99);
-        if (i99 >= f.latency_count) i99 = f.latency_count - 1;
-        double p99 = f.latency_count ? f.latencies[i99] : 1e9;
-        printf("deliveries_per_s=%.3f p50_ms=%.6f p99_ms=%.6f\n", rate, p50 * 1000, p99 * 1000);
+        for (int i = 0; i < count; i++) f[i].latency_count = 0;
+        for (int b = 0; b < blocks; b++) {
+            for (int k = 0; k < count; k++) fanout_paced(&f[b % 2 == 0 ? k : count - 1 - k], turn);
+        }
+        for (int i = 0; i < count; i++) {
+            if (count > 1) printf("server=%d ", i + 1);
+            printf("deliveries_per_s=%.3f p50_ms=%.6f p99_ms=%.6f\n", elapsed[i] > 0 ? (double)deliveries[i] / elapsed[i] : 0,
+                   quantile(&f[i], 0.5) * 1000, quantile(&f[i], 0.99) * 1000);
+        }
         fflush(stdout);
     }
 }
 
 int main(int argc, char **argv) {
     if (argc < 2) die("usage: obsload requests|fanout --socket PATH --proto obsd|redis ...");
-    const char *mode = argv[1], *path = NULL, *op = "set", *shape = "key", *prefix = "k.";
-    enum proto proto = OBSD;
+    const char *mode = argv[1], *path = NULL, *path2 = NULL, *op = "set", *shape = "key", *prefix = "k.";
+    enum proto proto = OBSD, proto2 = OBSD;
     int clients = 50, depth = 1, watchers = 1, runs = 1, pid = 0;
-    double seconds = 1;
+    double seconds = 1, block = 0;
     long total = 0, keys = 10000, updates = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *flag = argv[i], *value = argv[i + 1];
         if (!strcmp(flag, "--socket")) path = value;
         else if (!strcmp(flag, "--proto")) proto = !strcmp(value, "redis") ? REDIS : OBSD;
+        else if (!strcmp(flag, "--socket2")) path2 = value;
+        else if (!strcmp(flag, "--proto2")) proto2 = !strcmp(value, "redis") ? REDIS : OBSD;
+        else if (!strcmp(flag, "--block")) block = atof(value);
         else if (!strcmp(flag, "--op")) op = value;
         else if (!strcmp(flag, "--clients")) clients = atoi(value);
         else if (!strcmp(flag, "--depth")) depth = atoi(value);
@@ -613,7 +663,11 @@ int main(int argc, char **argv) {
     if (!path) die("--socket is required");
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (!strcmp(mode, "requests")) run_requests(path, proto, !strcmp(op, "set"), clients, depth, seconds, total, keys, pid, prefix);
-    else if (!strcmp(mode, "fanout")) run_fanout(path, proto, shape, watchers, seconds, runs, updates);
+    else if (!strcmp(mode, "fanout")) {
+        const char *paths[2] = {path, path2};
+        enum proto protos[2] = {proto, proto2};
+        run_fanout(paths, protos, path2 ? 2 : 1, shape, watchers, seconds, block, runs, updates);
+    }
     else die("unknown mode %s", mode);
     return 0;
 }

@@ -171,8 +171,8 @@ private func durableRows(_ durability: String, _ servers: [ServerProcess], _ opt
 }
 
 /// Deliveries per second at the highest rate, and set-to-last-watcher latency at 1,000 sets/s.
-/// Both servers' watchers stay connected for the whole row, and each run measures the servers in
-/// turns of `blockSeconds`: rate blocks first, then paced blocks, the server that goes first
+/// Both servers' watchers stay connected for the whole row (obsload's too: one obsload drives both
+/// servers for the row), and each run measures the servers in turns of `blockSeconds`: rate blocks first, then paced blocks, the server that goes first
 /// changing every block (obsd, Redis, Redis, obsd, ...). A run's figure for a server is over all its
 /// blocks (deliveries over the time counted; latency percentiles over every update sent). On a
 /// shared machine the time it takes an idle core to wake changes from second to second; a server
@@ -185,14 +185,12 @@ private func fanoutRows(_ name: String, _ servers: [ServerProcess], _ options: C
     var p50 = ComparisonRow(name: "\(name): latency p50 at 1,000/s", unit: "ms", higherIsBetter: false)
     var p99 = ComparisonRow(name: "\(name): latency p99 at 1,000/s", unit: "ms", higherIsBetter: false)
     if let client = options.externalClient {
-        for _ in 0..<options.runs {
-            for server in servers {
-                for run in try externalFanout(client, server, shape: external.0, watchers: external.1,
-                                              seconds: options.seconds, runs: 1) {
-                    record(&rate, server.wire, run.rate)
-                    record(&p50, server.wire, run.p50)
-                    record(&p99, server.wire, run.p99)
-                }
+        for run in try externalFanout(client, servers, shape: external.0, watchers: external.1, seconds: options.seconds,
+                                      block: blockSeconds, runs: options.runs) {
+            for (server, figures) in zip(servers, run) {
+                record(&rate, server.wire, figures.rate)
+                record(&p50, server.wire, figures.p50)
+                record(&p99, server.wire, figures.p99)
             }
         }
         return [rate, p50, p99]

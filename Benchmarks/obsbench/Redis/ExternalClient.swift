@@ -15,16 +15,23 @@ func externalRequests(_ client: String, _ server: ServerProcess, operation: Stri
     return LoadResult(opsPerSecond: rate, serverCPU: cpu)
 }
 
-/// Runs `obsload fanout` against `server`: the shape set up once, then `runs` rate and latency runs.
-func externalFanout(_ client: String, _ server: ServerProcess, shape: String, watchers: Int, seconds: Double,
-                    runs: Int) throws(BenchError) -> [(rate: Double, p50: Double, p99: Double)] {
-    let output = try runClient(client, ["fanout", "--socket", server.socketPath, "--proto", server.wire.rawValue, "--shape", shape,
-                                        "--watchers", String(watchers), "--seconds", String(seconds), "--runs", String(runs)])
-    return try output.map { line throws(BenchError) in
-        guard let rate = line["deliveries_per_s"], let p50 = line["p50_ms"], let p99 = line["p99_ms"] else {
-            throw BenchError("obsload printed an incomplete result")
+/// Runs `obsload fanout` against `servers` (one or two): the shape set up once on each, then `runs`
+/// runs, each measuring the servers in turns of `block` seconds. The figures of each run, by server.
+func externalFanout(_ client: String, _ servers: [ServerProcess], shape: String, watchers: Int, seconds: Double,
+                    block: Double, runs: Int) throws(BenchError) -> [[(rate: Double, p50: Double, p99: Double)]] {
+    var arguments = ["fanout", "--socket", servers[0].socketPath, "--proto", servers[0].wire.rawValue]
+    if servers.count > 1 { arguments += ["--socket2", servers[1].socketPath, "--proto2", servers[1].wire.rawValue] }
+    arguments += ["--shape", shape, "--watchers", String(watchers), "--seconds", String(seconds), "--block", String(block),
+                  "--runs", String(runs)]
+    let lines = try runClient(client, arguments)
+    guard lines.count == runs * servers.count else { throw BenchError("obsload printed \(lines.count) results, not \(runs * servers.count)") }
+    return try stride(from: 0, to: lines.count, by: servers.count).map { first throws(BenchError) in
+        try lines[first..<first + servers.count].map { line throws(BenchError) in
+            guard let rate = line["deliveries_per_s"], let p50 = line["p50_ms"], let p99 = line["p99_ms"] else {
+                throw BenchError("obsload printed an incomplete result")
+            }
+            return (rate, p50, p99)
         }
-        return (rate, p50, p99)
     }
 }
 
