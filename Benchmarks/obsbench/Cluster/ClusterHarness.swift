@@ -34,6 +34,8 @@ struct ClusterColumn {
     var name: String
     /// Write-to-watcher latencies, seconds, one per sample, every round's together.
     var latencies: [Double] = []
+    /// The same, round by round.
+    var roundLatencies: [[Double]] = []
     /// Each round's throughput row, by writes in flight.
     var throughput: [Int: [ThroughputRow]] = [:]
     /// etcd's counters over every round's throughput row, by writes in flight (`--etcd-metrics`).
@@ -58,7 +60,9 @@ func measureAlternately(_ systems: [any MeasuredSystem], rounds: Int, samples: I
     var columns = systems.map { ClusterColumn(name: $0.name) }
     for round in 0..<rounds {
         for (index, system) in systems.enumerated() {
-            columns[index].latencies += try system.latencies(samples: samples / rounds, warmUp: round == 0 ? 20 : 5)
+            let latencies = try system.latencies(samples: samples / rounds, warmUp: round == 0 ? 20 : 5)
+            columns[index].latencies += latencies
+            columns[index].roundLatencies.append(latencies)
         }
         for depth in inFlight {
             for (index, system) in systems.enumerated() {
@@ -148,7 +152,10 @@ func loadAverages() -> String {
 }
 
 /// Prints the table: one row per figure, one column per system, and each later column's ratio to
-/// the first (the raw etcd baseline).
+/// the first (the raw etcd baseline): the ratio of the figures over every round, and the median
+/// of the rounds' own ratios. Each round measures every system one right after the other, so a
+/// round's figures are a pair taken on the same machine; on a shared machine whose speed moves
+/// from round to round, the median of the rounds' ratios is the steadier comparison.
 func printClusterTable(_ columns: [ClusterColumn], inFlight: [Int]) {
     guard let baseline = columns.first else { return }
     var header = "| figure |"
@@ -157,24 +164,32 @@ func printClusterTable(_ columns: [ClusterColumn], inFlight: [Int]) {
         header += " \(column.name) |"
         rule += "---:|"
         if index > 0 {
-            header += " \(column.name) / \(baseline.name) |"
-            rule += "---:|"
+            header += " \(column.name) / \(baseline.name) | rounds' ratios: median |"
+            rule += "---:|---:|"
         }
     }
     print(header)
     print(rule)
-    var rows: [(String, (ClusterColumn) -> Double, String)] = [
-        ("write seen by a watcher, p50 (ms)", { $0.percentile(0.5) * 1000 }, "%.3f"),
-        ("write seen by a watcher, p99 (ms)", { $0.percentile(0.99) * 1000 }, "%.3f"),
+    /// A figure over every round, and the same figure round by round.
+    typealias Figure = (all: (ClusterColumn) -> Double, rounds: (ClusterColumn) -> [Double])
+    func latency(_ p: Double) -> Figure {
+        ({ $0.percentile(p) * 1000 }, { $0.roundLatencies.map { quantile($0, p) * 1000 } })
+    }
+    var rows: [(String, Figure, String)] = [
+        ("write seen by a watcher, p50 (ms)", latency(0.5), "%.3f"),
+        ("write seen by a watcher, p99 (ms)", latency(0.99), "%.3f"),
     ]
     for depth in inFlight {
-        rows.append(("writes/s, \(depth) in flight", { $0.writesPerSecond(depth) }, "%.0f"))
+        rows.append(("writes/s, \(depth) in flight", ({ $0.writesPerSecond(depth) }, { ($0.throughput[depth] ?? []).map(\.writesPerSecond) }), "%.0f"))
     }
     for (name, figure, format) in rows {
         var line = "| \(name) |"
         for (index, column) in columns.enumerated() {
-            line += " \(String(format: format, figure(column))) |"
-            if index > 0 { line += " \(String(format: "%.2f", figure(column) / figure(baseline))) |" }
+            line += " \(String(format: format, figure.all(column))) |"
+            guard index > 0 else { continue }
+            let paired = zip(figure.rounds(column), figure.rounds(baseline)).map { $0 / $1 }
+            line += " \(String(format: "%.2f", figure.all(column) / figure.all(baseline))) |"
+            line += " \(paired.isEmpty ? "n/a" : String(format: "%.2f", median(paired))) |"
         }
         print(line)
     }
