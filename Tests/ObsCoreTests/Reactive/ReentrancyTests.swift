@@ -145,3 +145,25 @@ final class ReentrancyTests: XCTestCase {
         token.cancel()
     }
 }
+
+extension ReentrancyTests {
+    /// A handler firing the event it is handling: the new payload reaches every subscriber after the
+    /// one under way, so a later subscriber does not see the payloads reversed (ending on the stale one).
+    func test_eventFiredFromItsHandler_isDeliveredAfterTheCurrentPayloadInOrder() {
+        let event = Event<Int>()
+        let seen = Log<String>()
+        let first = event.subscribe { payload in
+            seen.append("first \(payload)")
+            if payload == 1 {
+                event.fire(2)
+                event.fire(3)
+            }
+        }
+        let second = event.subscribe { seen.append("second \($0)") }
+        event.fire(1)
+        XCTAssertEqual(seen.entries, ["first 1", "second 1", "first 2", "second 2", "first 3", "second 3"])
+        event.fire(4)
+        XCTAssertEqual(seen.entries.suffix(2), ["first 4", "second 4"], "the event fires again once it drained")
+        [first, second].forEach { $0.cancel() }
+    }
+}
