@@ -183,6 +183,12 @@ final class Engine: @unchecked Sendable {
         evaluationDepth > 0 || (deliveringThread == currentThreadID() && handlerDepth > 0)
     }
 
+    /// Whether this thread entered the engine from a handler it is delivering, and from nowhere
+    /// else: once it leaves, it holds no lock and is still the delivering thread.
+    var isInsideHandlerOnly: Bool {
+        depth == 1 && handlerDepth > 0 && deliveringThread == currentThreadID()
+    }
+
     /// Queues a write to be applied after the current transaction. Called inside the engine.
     func deferWrite(_ write: @escaping () -> Void) {
         if deferredGroupDepth > 0 {

@@ -167,3 +167,60 @@ extension ReentrancyTests {
         [first, second].forEach { $0.cancel() }
     }
 }
+
+extension ReentrancyTests {
+    /// `observe(initial: true)` called by a handler calls the new handler before it returns, as it
+    /// does anywhere else, and the changes after it still follow in order.
+    func test_observeInitialFromAHandler_isCalledAtOnce() {
+        let trigger = Observable(0), watched = Observable(7)
+        let seen = Log<String>()
+        let added = TokenHolder()
+        let outer = trigger.observe { _ in
+            added.token = watched.observe(initial: true) { change in
+                seen.append("\(change.isInitial ? "initial" : "change") \(change.newValue)")
+            }
+            seen.append("observe returned")
+            watched.value = 8
+        }
+        trigger.value = 1
+        XCTAssertEqual(seen.entries, ["initial 7", "observe returned", "change 8"])
+        outer.cancel()
+        added.token?.cancel()
+    }
+
+    /// The same for a weak-target binding made by a handler: the target is set before `bind` returns.
+    func test_bindToObjectFromAHandler_setsTheTargetAtOnce() {
+        final class Label: @unchecked Sendable { var text = "" }
+        let trigger = Observable(0), source = Observable(3)
+        let label = Label()
+        let seenInside = Log<String>()
+        let binding = TokenHolder()
+        let outer = trigger.observe { _ in
+            binding.token = bind(source, to: label) { label, value in label.text = "\(value)" }
+            seenInside.append(label.text)
+        }
+        trigger.value = 1
+        XCTAssertEqual(seenInside.entries, ["3"])
+        outer.cancel()
+        binding.token?.cancel()
+    }
+
+    /// A failing computed observed with `initial` from a handler reports its error at once.
+    func test_observeInitialFromAHandler_reportsAnErrorAtOnce() {
+        struct Failure: Error, Equatable {}
+        let trigger = Observable(0)
+        let failing = Computed<Int> { throw Failure() }
+        let seen = Log<String>()
+        let added = TokenHolder()
+        let outer = trigger.observe { _ in
+            added.token = failing.observe(initial: true, onError: { seen.append("error \($0 is Failure)") }) { _ in
+                seen.append("value")
+            }
+            seen.append("observe returned")
+        }
+        trigger.value = 1
+        XCTAssertEqual(seen.entries, ["error true", "observe returned"])
+        outer.cancel()
+        added.token?.cancel()
+    }
+}
