@@ -105,6 +105,34 @@ final class BindingTests: XCTestCase {
         XCTAssertEqual(numberChanges.entries, [2.6, 5])
         [binding, token].forEach { $0.cancel() }
     }
+
+    /// Two bindings feeding each other through transforms that never settle
+    /// (`a -> b` as +1, `b -> a` as +1) would run forever under the engine lock, hanging every thread
+    /// that uses the library. Each binding runs at most `EffectNode.maxRunsPerTransaction` times in
+    /// one transaction; the cycle is cut and the engine stays usable. (Run on another thread, so that
+    /// a loop fails the test instead of hanging it.)
+    func test_bindingCycleThatNeverSettles_isCutInsteadOfLooping() {
+        let a = Observable(0), b = Observable(0)
+        let tokens = TokenHolder(), other = TokenHolder()
+        let settled = expectation(description: "binding and writing return")
+        Thread.detachNewThread {
+            tokens.token = bind(a, to: b, transform: { $0 + 1 })
+            other.token = bind(b, to: a, transform: { $0 + 1 })
+            a.value = 1_000
+            settled.fulfill()
+        }
+        guard XCTWaiter().wait(for: [settled], timeout: 60) == .completed else {
+            return XCTFail("the bindings are still running: the engine is locked for good")
+        }
+        let limit = EffectNode.maxRunsPerTransaction
+        XCTAssertGreaterThan(a.value, 1_000)
+        XCTAssertLessThanOrEqual(a.value, 1_000 + 2 * limit + 1, "each binding ran a bounded number of times")
+        let unrelated = Observable(0), copy = Observable(0)
+        let binding = bind(unrelated, to: copy)
+        unrelated.value = 5
+        XCTAssertEqual(copy.value, 5, "bindings still run after a cut")
+        [tokens.token, other.token, binding].forEach { $0?.cancel() }
+    }
 }
 
 final class EventTests: XCTestCase {
