@@ -187,9 +187,10 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Whether this thread entered the engine from a handler it is delivering, and from nowhere
-    /// else: once it leaves, it holds no lock and is still the delivering thread.
+    /// else: once it leaves, it holds no lock and is still the delivering thread. (`handlerDepth`
+    /// is the delivering thread's own: read only once this thread is known to be that one.)
     var isInsideHandlerOnly: Bool {
-        depth == 1 && handlerDepth > 0 && deliveringThread == currentThreadID()
+        depth == 1 && deliveringThread == currentThreadID() && handlerDepth > 0
     }
 
     /// Queues a write to be applied after the current transaction. Called inside the engine.
