@@ -106,6 +106,33 @@ final class BindingTests: XCTestCase {
         [binding, token].forEach { $0.cancel() }
     }
 
+    /// A transform that reads a failed computed through `.value` gets its last good value, which
+    /// fails the binding's run: the target keeps its value (as with a failed source) instead of
+    /// taking one computed from the stale value, and follows again once the computed recovers.
+    func test_transformReadingAFailedComputed_leavesTheTargetAsItIs() {
+        struct Broken: Error {}
+        let broken = Observable(false), offset = Observable(10)
+        let failing = Computed { () throws -> Int in
+            if broken.value { throw Broken() }
+            return offset.value
+        }
+        let source = Observable(1), target = Observable(0), right = Observable(0)
+        let oneWay = bind(source, to: target, transform: { $0 + failing.value })
+        let twoWay = bindTwoWay(source, right, map: { $0 + failing.value }, unmap: { $0 - failing.value })
+        XCTAssertEqual(target.value, 11)
+        XCTAssertEqual(right.value, 11)
+        broken.value = true
+        offset.value = 20
+        source.value = 2
+        XCTAssertEqual(target.value, 11, "not 2 + the stale 10")
+        XCTAssertEqual(right.value, 11)
+        right.value = 50
+        XCTAssertEqual(source.value, 2, "not 50 - the stale 10")
+        broken.value = false
+        XCTAssertEqual(target.value, 22)
+        [oneWay, twoWay].forEach { $0.cancel() }
+    }
+
     /// Two bindings feeding each other through transforms that never settle
     /// (`a -> b` as +1, `b -> a` as +1) would run forever under the engine lock, hanging every thread
     /// that uses the library. Each binding runs at most `EffectNode.maxRunsPerTransaction` times in
