@@ -102,4 +102,37 @@ final class GlitchTests: XCTestCase {
         XCTAssertNotNil(payload.subs)
         token.cancel()
     }
+
+    /// A diamond whose one branch fails: the bottom runs once per transaction, its observer gets the
+    /// error once, and the recovery once, with both branches' new values.
+    /// ```
+    ///        a
+    ///       / \
+    ///   left   right   (right throws while a < 0)
+    ///       \ /
+    ///      bottom      (observed, onError)
+    /// ```
+    func test_diamondWithAFailingBranch_failsAndRecoversOncePerTransaction() {
+        struct Negative: Error, Equatable {}
+        let a = Observable(1)
+        let left = Computed { a.value * 10 }
+        let right = Computed { () throws -> Int in
+            if a.value < 0 { throw Negative() }
+            return a.value
+        }
+        let runs = Counter()
+        let bottom = Computed { () throws -> Int in
+            runs.bump()
+            return try left.get() + right.get()
+        }
+        let seen = Log<String>()
+        let token = bottom.observe(onError: { seen.append("error \($0 is Negative)") }) { seen.append("value \($0.newValue)") }
+        runs.reset()
+        a.value = -1
+        a.value = -2
+        a.value = 3
+        XCTAssertEqual(seen.entries, ["error true", "value 33"], "the second failure is the same error: no new event")
+        XCTAssertEqual(runs.count, 3)
+        token.cancel()
+    }
 }
