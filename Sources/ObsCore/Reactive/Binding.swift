@@ -1,5 +1,6 @@
 /// Keeps `target` equal to `source`: at once, then in the same transaction as every change of
-/// `source`. `target` can still be set by anyone; the last write wins.
+/// `source`. `target` can still be set by anyone; the last write wins (in a `batch`, the binding
+/// writes at its end, after the batch's own writes).
 public func bind<Value>(_ source: ObservableValue<Value>, to target: Observable<Value>) -> ObservationToken {
     bind(source, to: target, transform: { $0 })
 }

@@ -54,6 +54,20 @@ final class BindingTests: XCTestCase {
         binding.cancel()
     }
 
+    /// In a batch the binding writes at the end, after the batch's own writes, whatever their order.
+    func test_bind_inABatchWritesAfterTheBatchsOwnWrites() {
+        let source = Observable(1), target = Observable(0)
+        let binding = bind(source, to: target)
+        let inside = batch { () -> Int in
+            source.value = 2
+            target.value = 42
+            return target.value
+        }
+        XCTAssertEqual(inside, 42)
+        XCTAssertEqual(target.value, 2)
+        binding.cancel()
+    }
+
     final class Label: @unchecked Sendable { var text = "" }
 
     func test_bind_toWeakTargetThroughSetter() {
