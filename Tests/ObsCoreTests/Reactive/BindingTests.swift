@@ -68,6 +68,23 @@ final class BindingTests: XCTestCase {
         binding.cancel()
     }
 
+    /// What a transform reads is a dependency of the binding only while it reads it.
+    func test_bindTransform_dropsADependencyItNoLongerReads() {
+        let useExtra = Observable(true), extra = Observable(100)
+        let source = Observable(1), target = Observable(0)
+        let binding = bind(source, to: target, transform: { $0 + (useExtra.value ? extra.value : 0) })
+        XCTAssertEqual(target.value, 101)
+        extra.value = 200
+        XCTAssertEqual(target.value, 201)
+        useExtra.value = false
+        XCTAssertEqual(target.value, 1)
+        XCTAssertNil(extra.subs, "the binding no longer reads it")
+        target.value = 5
+        extra.value = 300
+        XCTAssertEqual(target.value, 5, "a write to what the transform no longer reads does not rerun it")
+        binding.cancel()
+    }
+
     final class Label: @unchecked Sendable { var text = "" }
 
     func test_bind_toWeakTargetThroughSetter() {
