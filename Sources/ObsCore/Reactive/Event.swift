@@ -38,16 +38,18 @@ public final class Event<Payload>: @unchecked Sendable {
     deinit { onDeinit?() }
 
     /// Calls `handler` synchronously, on the firing thread, for every payload fired until the
-    /// token is cancelled or released.
+    /// token is cancelled or released. The token keeps the event alive until then.
     public func subscribe(_ handler: @escaping @Sendable (Payload) -> Void) -> ObservationToken {
         add(Subscriber(handler: handler, dispatch: nil))
     }
 
     private func add(_ subscriber: Subscriber) -> ObservationToken {
         state.withLock { $0.subscribers.append(subscriber) }
-        return ObservationToken { [weak self] in
+        // The token holds the event until cancelled: `center.observable(for: name).subscribe { }`
+        // must go on firing though nothing else keeps the bridge's event.
+        return ObservationToken {
             subscriber.cancelled.store(true, ordering: .releasing)
-            self?.state.withLock { $0.subscribers.removeAll { $0 === subscriber } }
+            self.state.withLock { $0.subscribers.removeAll { $0 === subscriber } }
         }
     }
 

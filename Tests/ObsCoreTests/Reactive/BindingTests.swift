@@ -235,4 +235,19 @@ final class EventTests: XCTestCase {
         XCTAssertEqual(seen.count, 1)
         token.cancel()
     }
+
+    /// A subscription keeps its event alive: subscribing to the bridge's event without keeping the
+    /// event (the natural one-liner) still receives the notifications until the token goes.
+    func test_notificationCenterBridge_subscribedWithoutKeepingTheEvent_stillFires() {
+        let center = NotificationCenter()
+        let name = Notification.Name("obscore.test.oneLiner")
+        let seen = Counter()
+        var token: ObservationToken? = center.observable(for: name).subscribe { _ in seen.bump() }
+        center.post(name: name, object: nil)
+        XCTAssertEqual(seen.count, 1)
+        token = nil
+        center.post(name: name, object: nil)
+        XCTAssertEqual(seen.count, 1, "the registration went with the token")
+        XCTAssertNil(token)
+    }
 }

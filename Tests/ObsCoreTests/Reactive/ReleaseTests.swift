@@ -124,7 +124,7 @@ final class ReleaseTests: XCTestCase {
         XCTAssertNil(source.subs)
     }
 
-    func test_eventSubscription_releasesItsHandlerOnCancel_andTheEventGoesWithItsOwner() {
+    func test_eventSubscription_keepsTheEventUntilCancelled_thenBothGo() {
         weak var witness: Witness?, weakEvent: Event<Int>?
         var token: ObservationToken?
         do {
@@ -134,13 +134,13 @@ final class ReleaseTests: XCTestCase {
             event.fire(1)
             (witness, weakEvent) = (captured, event)
         }
-        XCTAssertNil(weakEvent, "a subscription does not keep its event alive")
-        XCTAssertNotNil(witness)
+        XCTAssertNotNil(weakEvent, "a subscription keeps its event alive")
         token?.cancel()
         XCTAssertNil(witness)
+        XCTAssertNil(weakEvent, "a cancelled token lets go of it")
     }
 
-    func test_notificationBridge_stopsWhenTheEventGoes() {
+    func test_notificationBridge_stopsWhenTheEventAndItsSubscriptionsGo() {
         let center = NotificationCenter()
         let name = Notification.Name("ReleaseTests.bridge")
         let seen = Counter()
@@ -152,9 +152,12 @@ final class ReleaseTests: XCTestCase {
             center.post(name: name, object: nil)
             weakEvent = event
         }
+        center.post(name: name, object: nil)
+        XCTAssertEqual(seen.count, 2)
+        token = nil
+        XCTAssertNil(token)
         XCTAssertNil(weakEvent)
         center.post(name: name, object: nil)
-        XCTAssertEqual(seen.count, 1)
-        token?.cancel()
+        XCTAssertEqual(seen.count, 2)
     }
 }
