@@ -87,6 +87,22 @@ final class ReleaseTests: XCTestCase {
         XCTAssertNil(source.subs, "the rate limiters' observers are unlinked")
     }
 
+    /// Observing a rate-limited copy or a computed without keeping it: the observer keeps it alive.
+    func test_observedWithoutBeingKept_isKeptByItsObserver() {
+        let clock = ManualDelayScheduler()
+        let source = Observable(0)
+        let seen = Log<String>()
+        var tokens: [ObservationToken] = [
+            source.debounced(for: .milliseconds(10), scheduler: clock).observe { seen.append("debounced \($0.newValue)") },
+            Computed { source.value * 2 }.observe { seen.append("doubled \($0.newValue)") },
+        ]
+        source.value = 1
+        clock.advance(by: .milliseconds(20))
+        XCTAssertEqual(seen.entries, ["doubled 2", "debounced 1"])
+        tokens.removeAll()
+        XCTAssertNil(source.subs)
+    }
+
     func test_changesStream_unsubscribesWhenDroppedOrLeft() async {
         let source = Observable(0)
         do {
