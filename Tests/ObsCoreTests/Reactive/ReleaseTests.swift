@@ -114,7 +114,7 @@ final class ReleaseTests: XCTestCase {
             for await change in source.changes where change.newValue == 2 { return change.newValue }
             return -1
         }
-        while source.subs == nil { await Task.yield() }
+        while !isSubscribed(source) { await Task.yield() }
         source.value = 1
         source.value = 2
         let last = await reader.value
@@ -175,5 +175,13 @@ final class ReleaseTests: XCTestCase {
         XCTAssertNil(weakEvent)
         center.post(name: name, object: nil)
         XCTAssertEqual(seen.count, 2)
+    }
+
+    /// Whether anything is subscribed to `node`, read under the engine's lock (another thread may
+    /// be subscribing).
+    private func isSubscribed(_ node: ReactiveNode) -> Bool {
+        engine.enter()
+        defer { engine.exit() }
+        return node.subs != nil
     }
 }
