@@ -35,6 +35,8 @@ final class Engine: @unchecked Sendable {
     /// Refuses evaluations nested deeper than the stack allows (used under the lock).
     @exclusivity(unchecked) var stackGuard = StackGuard()
 
+    /// The number of the flush under way (or the last one): effects count their runs in one.
+    @exclusivity(unchecked) var flushSerial: UInt64 = 0
     /// Watchers reached in this transaction, in the order reached.
     @exclusivity(unchecked) var pendingEffects = PointerStack<Unmanaged<ReactiveNode>>()
     @exclusivity(unchecked) var pendingObservers = PointerStack<Unmanaged<ReactiveNode>>()
@@ -124,6 +126,7 @@ final class Engine: @unchecked Sendable {
 
     /// Step 3 of Propagation.swift: effects (which may write, in this transaction), then observers.
     private func flush() {
+        flushSerial &+= 1
         var index = 0
         while index < pendingEffects.count {
             let effect = pendingEffects[index]
@@ -181,6 +184,13 @@ final class Engine: @unchecked Sendable {
     @inline(__always)
     var mustDefer: Bool {
         evaluationDepth > 0 || (deliveringThread == currentThreadID() && handlerDepth > 0)
+    }
+
+    /// Whether this thread entered the engine from a handler it is delivering, and from nowhere
+    /// else: once it leaves, it holds no lock and is still the delivering thread. (`handlerDepth`
+    /// is the delivering thread's own: read only once this thread is known to be that one.)
+    var isInsideHandlerOnly: Bool {
+        depth == 1 && deliveringThread == currentThreadID() && handlerDepth > 0
     }
 
     /// Queues a write to be applied after the current transaction. Called inside the engine.

@@ -71,6 +71,10 @@ extension Engine {
     /// Whether an evaluation is recording its reads now.
     var isTracking: Bool { activeSub != nil }
 
+    /// Whether a `.value` read in the evaluation under way failed: what it computed since used a
+    /// stale value, and will be thrown away (an effect checks before it writes).
+    var evaluationFailed: Bool { poisoned }
+
     /// The node the evaluation under way read at this position last time, if any: a reader whose
     /// dependencies are stable reads the same nodes in the same order, so this is usually the node
     /// it is about to read (a hint that saves looking it up by name).

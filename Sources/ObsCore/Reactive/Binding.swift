@@ -1,5 +1,6 @@
 /// Keeps `target` equal to `source`: at once, then in the same transaction as every change of
-/// `source`. `target` can still be set by anyone; the last write wins.
+/// `source`. `target` can still be set by anyone; the last write wins (in a `batch`, the binding
+/// writes at its end, after the batch's own writes).
 public func bind<Value>(_ source: ObservableValue<Value>, to target: Observable<Value>) -> ObservationToken {
     bind(source, to: target, transform: { $0 })
 }
@@ -9,9 +10,11 @@ public func bind<Value>(_ source: ObservableValue<Value>, to target: Observable<
 public func bind<Value, Target>(_ source: ObservableValue<Value>, to target: Observable<Target>,
                                 transform: @escaping @Sendable (Value) -> Target) -> ObservationToken {
     let effect = EffectNode {
-        // A failed source leaves the target as it is until the source recovers.
+        // A failed source, or a failed computed the transform read, leaves the target as it is
+        // until it recovers.
         guard let value = try? source.read() else { return }
-        target.apply(transform(value))
+        let mapped = transform(value)
+        if !engine.evaluationFailed { target.apply(mapped) }
     }
     engine.enter()
     effect.run()
@@ -45,11 +48,13 @@ public func bindTwoWay<Left, Right>(_ left: Observable<Left>, _ right: Observabl
     let echo = EchoState()
     let forward = EffectNode {
         guard let value = try? left.read(), left.writeCount != echo.left else { return }
-        if right.apply(map(value)) { echo.right = right.writeCount }
+        let mapped = map(value)
+        if !engine.evaluationFailed, right.apply(mapped) { echo.right = right.writeCount }
     }
     let backward = EffectNode {
         guard let value = try? right.read(), right.writeCount != echo.right else { return }
-        if left.apply(unmap(value)) { echo.left = left.writeCount }
+        let unmapped = unmap(value)
+        if !engine.evaluationFailed, left.apply(unmapped) { echo.left = left.writeCount }
     }
     engine.enter()
     forward.run()

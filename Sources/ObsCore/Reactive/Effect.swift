@@ -3,6 +3,13 @@
 /// it, so a binding's target changes with the same commit as its source).
 final class EffectNode: ReactiveNode, @unchecked Sendable {
     private let body: () -> Void
+    /// Bindings feeding each other through transforms that never settle (`a -> b` as +1, `b -> a`
+    /// as +1) would run forever under the lock: an effect runs at most this many times in one
+    /// transaction, then leaves its target as it is until the next (as the store's bindings do).
+    static let maxRunsPerTransaction = 64
+    /// The flush this effect last ran in (`Engine.flushSerial`), and how many times it ran there.
+    private var runFlush: UInt64 = 0
+    private var runs = 0
 
     init(_ body: @escaping () -> Void) {
         self.body = body
@@ -15,7 +22,14 @@ final class EffectNode: ReactiveNode, @unchecked Sendable {
         try? engine.track(self, body)
     }
 
-    override func runWatcher() { run() }
+    override func runWatcher() {
+        if runFlush != engine.flushSerial {
+            runFlush = engine.flushSerial
+            runs = 0
+        }
+        runs += 1
+        if runs <= EffectNode.maxRunsPerTransaction { run() }
+    }
 
     func cancel() { dispose() }
 }

@@ -74,16 +74,24 @@ public final class Observable<Value: Sendable>: ObservableValue<Value>, @uncheck
     }
 
     /// Reads and writes the value in one step, so that concurrent updates are never lost.
-    public func modify(_ body: (inout Value) -> Void) {
+    ///
+    /// Where writes are deferred (in a handler, in a computed's closure), the whole step is
+    /// deferred: `body` runs when the write is applied, on the value the writes queued before it
+    /// left, so that two increments queued in one handler make two.
+    public func modify(_ body: @escaping @Sendable (inout Value) -> Void) {
         engine.enter()
         defer { engine.exit() }
+        if engine.mustDefer {
+            engine.deferWrite { self.apply(self.modified(by: body)) }
+        } else {
+            apply(modified(by: body))
+        }
+    }
+
+    private func modified(by body: (inout Value) -> Void) -> Value {
         var value = storage
         body(&value)
-        if engine.mustDefer {
-            engine.deferWrite { self.apply(value) }
-        } else {
-            apply(value)
-        }
+        return value
     }
 
     @_specialize(where Value == Int)

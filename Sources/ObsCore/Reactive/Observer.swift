@@ -54,9 +54,29 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
 
     /// Subscribes and captures the current value, queueing it for delivery when `initial`.
     /// Called inside the engine, so nothing can change between the snapshot and the subscription.
-    func start(initial: Bool) {
+    ///
+    /// A handler subscribing while it is delivered would find its initial call queued behind the
+    /// rest of the batch under way, after `observe` returned; so there the initial call is returned,
+    /// for the caller to make once it has left the engine. That is still before any change to the
+    /// target: this thread delivers those, after the handler.
+    func start(initial: Bool) -> (@Sendable () -> Void)? {
         engine.attach(self, to: target)
-        observeTarget(starting: true, initial: initial)
+        guard initial, immediate, engine.isInsideHandlerOnly else {
+            observeTarget(starting: true, initial: initial)
+            return nil
+        }
+        observeTarget(starting: true, initial: false)
+        if !lastWasError {
+            let value = last.pointee
+            return { self.call(value, value, true) }
+        }
+        guard extras?.errorHandler != nil else { return nil }
+        do {
+            _ = try engine.untracked { () throws -> Value in try target.read() }
+            return nil
+        } catch {
+            return { self.callError(error) }
+        }
     }
 
     override func prefetchWork() {
@@ -218,8 +238,9 @@ extension ObservableValue {
                    deliver: @escaping @Sendable (@Sendable (Change<Value>) -> Void, Value, Value, Bool) -> Void) -> ObservationToken {
         let observer = ObserverNode(target: self, scheduler: scheduler, errorHandler: onError, handler: handler, deliver: deliver)
         engine.enter()
-        observer.start(initial: initial)
+        let initialCall = observer.start(initial: initial)
         engine.exit()
+        initialCall?()
         return ObservationToken(cancelling: observer)
     }
 

@@ -54,6 +54,37 @@ final class BindingTests: XCTestCase {
         binding.cancel()
     }
 
+    /// In a batch the binding writes at the end, after the batch's own writes, whatever their order.
+    func test_bind_inABatchWritesAfterTheBatchsOwnWrites() {
+        let source = Observable(1), target = Observable(0)
+        let binding = bind(source, to: target)
+        let inside = batch { () -> Int in
+            source.value = 2
+            target.value = 42
+            return target.value
+        }
+        XCTAssertEqual(inside, 42)
+        XCTAssertEqual(target.value, 2)
+        binding.cancel()
+    }
+
+    /// What a transform reads is a dependency of the binding only while it reads it.
+    func test_bindTransform_dropsADependencyItNoLongerReads() {
+        let useExtra = Observable(true), extra = Observable(100)
+        let source = Observable(1), target = Observable(0)
+        let binding = bind(source, to: target, transform: { $0 + (useExtra.value ? extra.value : 0) })
+        XCTAssertEqual(target.value, 101)
+        extra.value = 200
+        XCTAssertEqual(target.value, 201)
+        useExtra.value = false
+        XCTAssertEqual(target.value, 1)
+        XCTAssertNil(extra.subs, "the binding no longer reads it")
+        target.value = 5
+        extra.value = 300
+        XCTAssertEqual(target.value, 5, "a write to what the transform no longer reads does not rerun it")
+        binding.cancel()
+    }
+
     final class Label: @unchecked Sendable { var text = "" }
 
     func test_bind_toWeakTargetThroughSetter() {
@@ -105,6 +136,61 @@ final class BindingTests: XCTestCase {
         XCTAssertEqual(numberChanges.entries, [2.6, 5])
         [binding, token].forEach { $0.cancel() }
     }
+
+    /// A transform that reads a failed computed through `.value` gets its last good value, which
+    /// fails the binding's run: the target keeps its value (as with a failed source) instead of
+    /// taking one computed from the stale value, and follows again once the computed recovers.
+    func test_transformReadingAFailedComputed_leavesTheTargetAsItIs() {
+        struct Broken: Error {}
+        let broken = Observable(false), offset = Observable(10)
+        let failing = Computed { () throws -> Int in
+            if broken.value { throw Broken() }
+            return offset.value
+        }
+        let source = Observable(1), target = Observable(0), right = Observable(0)
+        let oneWay = bind(source, to: target, transform: { $0 + failing.value })
+        let twoWay = bindTwoWay(source, right, map: { $0 + failing.value }, unmap: { $0 - failing.value })
+        XCTAssertEqual(target.value, 11)
+        XCTAssertEqual(right.value, 11)
+        broken.value = true
+        offset.value = 20
+        source.value = 2
+        XCTAssertEqual(target.value, 11, "not 2 + the stale 10")
+        XCTAssertEqual(right.value, 11)
+        right.value = 50
+        XCTAssertEqual(source.value, 2, "not 50 - the stale 10")
+        broken.value = false
+        XCTAssertEqual(target.value, 22)
+        [oneWay, twoWay].forEach { $0.cancel() }
+    }
+
+    /// Two bindings feeding each other through transforms that never settle
+    /// (`a -> b` as +1, `b -> a` as +1) would run forever under the engine lock, hanging every thread
+    /// that uses the library. Each binding runs at most `EffectNode.maxRunsPerTransaction` times in
+    /// one transaction; the cycle is cut and the engine stays usable. (Run on another thread, so that
+    /// a loop fails the test instead of hanging it.)
+    func test_bindingCycleThatNeverSettles_isCutInsteadOfLooping() {
+        let a = Observable(0), b = Observable(0)
+        let tokens = TokenHolder(), other = TokenHolder()
+        let settled = expectation(description: "binding and writing return")
+        Thread.detachNewThread {
+            tokens.token = bind(a, to: b, transform: { $0 + 1 })
+            other.token = bind(b, to: a, transform: { $0 + 1 })
+            a.value = 1_000
+            settled.fulfill()
+        }
+        guard XCTWaiter().wait(for: [settled], timeout: 60) == .completed else {
+            return XCTFail("the bindings are still running: the engine is locked for good")
+        }
+        let limit = EffectNode.maxRunsPerTransaction
+        XCTAssertGreaterThan(a.value, 1_000)
+        XCTAssertLessThanOrEqual(a.value, 1_000 + 2 * limit + 1, "each binding ran a bounded number of times")
+        let unrelated = Observable(0), copy = Observable(0)
+        let binding = bind(unrelated, to: copy)
+        unrelated.value = 5
+        XCTAssertEqual(copy.value, 5, "bindings still run after a cut")
+        [tokens.token, other.token, binding].forEach { $0?.cancel() }
+    }
 }
 
 final class EventTests: XCTestCase {
@@ -148,5 +234,20 @@ final class EventTests: XCTestCase {
         center.post(name: Notification.Name("other"), object: nil)
         XCTAssertEqual(seen.count, 1)
         token.cancel()
+    }
+
+    /// A subscription keeps its event alive: subscribing to the bridge's event without keeping the
+    /// event (the natural one-liner) still receives the notifications until the token goes.
+    func test_notificationCenterBridge_subscribedWithoutKeepingTheEvent_stillFires() {
+        let center = NotificationCenter()
+        let name = Notification.Name("obscore.test.oneLiner")
+        let seen = Counter()
+        var token: ObservationToken? = center.observable(for: name).subscribe { _ in seen.bump() }
+        center.post(name: name, object: nil)
+        XCTAssertEqual(seen.count, 1)
+        token = nil
+        center.post(name: name, object: nil)
+        XCTAssertEqual(seen.count, 1, "the registration went with the token")
+        XCTAssertNil(token)
     }
 }

@@ -63,6 +63,48 @@ final class ObservableArrayTests: XCTestCase {
         }
     }
 
+    /// Random edits, alone and in batches, through `observeDiff`: every diff delivered turns the
+    /// array before the transaction into the array after it, and one transaction is one diff.
+    func test_observeDiff_randomEditsEachDiffRebuildsTheNewArray() {
+        var generator = SplitMix64(seed: 11)
+        let list = ObservableArray<Int>()
+        let changes = Log<(diff: ArrayDiff, old: [Int], new: [Int])>()
+        let diffs = list.observeDiff { diff in changes.append((diff, [], [])) }
+        let wholes = list.observe { change in changes.append((ArrayDiff(), change.oldValue, change.newValue)) }
+        func edit() {
+            let count = list.count
+            switch generator.next() % 6 {
+            case 0: list.append(Int(generator.next() % 6))
+            case 1: list.insert(Int(generator.next() % 6), at: Int(generator.next() % UInt64(count + 1)))
+            case 2 where count > 0: list.remove(at: Int(generator.next() % UInt64(count)))
+            case 3 where count > 0: list.move(from: Int(generator.next() % UInt64(count)), to: Int(generator.next() % UInt64(count)))
+            case 4 where count > 0: list[Int(generator.next() % UInt64(count))] = Int(generator.next() % 6)
+            default: if generator.next() % 8 == 0 { list.removeAll() } else { list.append(contentsOf: [1, 2]) }
+            }
+        }
+        var transactions = 0
+        for _ in 0..<400 {
+            let before = list.value
+            if generator.next() % 3 == 0 {
+                batch { for _ in 0..<(1 + generator.next() % 4) { edit() } }
+            } else {
+                edit()
+            }
+            if list.value != before { transactions += 1 }
+        }
+        let entries = changes.entries
+        XCTAssertEqual(entries.count, 2 * transactions, "one diff and one change per transaction that changed the array")
+        for pair in stride(from: 0, to: entries.count, by: 2) {
+            let diff = entries[pair].diff, old = entries[pair + 1].old, new = entries[pair + 1].new
+            let movedFrom = Set(diff.moved.map(\.from))
+            var rebuilt = old.enumerated().filter { !diff.removed.contains($0.offset) && !movedFrom.contains($0.offset) }.map(\.element)
+            let targets = diff.inserted.map { ($0, new[$0]) } + diff.moved.map { ($0.to, old[$0.from]) }
+            for (index, element) in targets.sorted(by: { $0.0 < $1.0 }) { rebuilt.insert(element, at: index) }
+            XCTAssertEqual(rebuilt, new, "old \(old) new \(new) diff \(diff)")
+        }
+        [diffs, wholes].forEach { $0.cancel() }
+    }
+
     func test_arrayValue_isADependency() {
         let list = ObservableArray([1, 2])
         let total = Computed { list.value.reduce(0, +) }

@@ -1,0 +1,226 @@
+import Foundation
+import Synchronization
+import XCTest
+@testable import ObsCore
+
+/// Handlers and closures that use the library while it is calling them: writes, cancellations and
+/// subscriptions made from inside a notification.
+final class ReentrancyTests: XCTestCase {
+    /// Two read-modify-writes made by handlers while a change is delivered are both applied: each
+    /// reads the value the one before it wrote, as `modify` promises.
+    func test_modifyInsideHandler_losesNoUpdate() {
+        let trigger = Observable(0), counter = Observable(0)
+        let first = trigger.observe { _ in counter.modify { $0 += 1 } }
+        let second = trigger.observe { _ in
+            counter.modify { $0 += 10 }
+            counter.modify { $0 += 100 }
+        }
+        trigger.value = 1
+        XCTAssertEqual(counter.value, 111)
+        [first, second].forEach { $0.cancel() }
+    }
+
+    /// An `ObservableArray` edited by several observers of one change keeps every edit, and its diff
+    /// observer sees them in the order they were made.
+    func test_arrayEditsInsideHandlers_areAllKept() {
+        let trigger = Observable(0)
+        let log = ObservableArray<String>()
+        let diffs = Log<ArrayDiff>()
+        let diffToken = log.observeDiff { diffs.append($0) }
+        let first = trigger.observe { change in log.append("first \(change.newValue)") }
+        let second = trigger.observe { change in
+            log.append("second \(change.newValue)")
+            log.insert("front", at: 0)
+        }
+        trigger.value = 1
+        XCTAssertEqual(log.value, ["front", "first 1", "second 1"])
+        XCTAssertEqual(diffs.entries, [ArrayDiff(inserted: [0]), ArrayDiff(inserted: [1]), ArrayDiff(inserted: [0])])
+        [diffToken, first, second].forEach { $0.cancel() }
+    }
+
+    /// A read-modify-write made by a computed's closure (deferred until after the transaction) reads
+    /// the value as it is when applied.
+    func test_modifyInsideComputedClosure_losesNoUpdate() {
+        let a = Observable(1), reads = Observable(0)
+        let c = Computed { () -> Int in
+            reads.modify { $0 += 1 }
+            reads.modify { $0 += 1 }
+            return a.value
+        }
+        XCTAssertEqual(c.value, 1)
+        XCTAssertEqual(reads.value, 2)
+    }
+
+    /// A handler that cancels a handler added after it, in the middle of delivering a change: the
+    /// cancelled one is not called for it, nor later.
+    func test_handlerCancellingALaterHandler_stopsItAtOnce() {
+        let a = Observable(0)
+        let seen = Log<String>()
+        let holder = TokenHolder()
+        let first = a.observe { change in
+            seen.append("first \(change.newValue)")
+            holder.token?.cancel()
+        }
+        holder.token = a.observe { change in seen.append("second \(change.newValue)") }
+        a.value = 1
+        a.value = 2
+        XCTAssertEqual(seen.entries, ["first 1", "first 2"])
+        first.cancel()
+    }
+
+    /// A handler that adds an observer while a change is delivered: the new observer sees only
+    /// changes committed after it was added, each once, in order with the others.
+    func test_handlerAddingAnObserver_seesOnlyLaterChanges() {
+        let a = Observable(0)
+        let seen = Log<String>()
+        let added = TokenHolder()
+        let first = a.observe { change in
+            seen.append("first \(change.newValue)")
+            if added.token == nil {
+                added.token = a.observe { change in seen.append("added \(change.oldValue)->\(change.newValue)") }
+            }
+        }
+        a.value = 1
+        a.value = 2
+        XCTAssertEqual(seen.entries, ["first 1", "first 2", "added 1->2"])
+        first.cancel()
+        added.token?.cancel()
+    }
+
+    /// A write made by a handler is delivered to every handler after the change being delivered,
+    /// so all handlers see the changes in the same order.
+    func test_writeFromHandler_isDeliveredToAllHandlersAfterTheCurrentChange() {
+        let a = Observable(0)
+        let first = Log<Int>(), second = Log<Int>()
+        let t1 = a.observe { change in
+            first.append(change.newValue)
+            if change.newValue == 1 { a.value = 2 }
+        }
+        let t2 = a.observe { second.append($0.newValue) }
+        a.value = 1
+        XCTAssertEqual(first.entries, [1, 2])
+        XCTAssertEqual(second.entries, [1, 2])
+        [t1, t2].forEach { $0.cancel() }
+    }
+
+    /// Event handlers: one cancelling a later one stops it for the payload being fired; one
+    /// subscribing is not called for it; one firing again is called in order, after.
+    func test_eventHandlersCancellingSubscribingAndFiring() {
+        let event = Event<Int>()
+        let seen = Log<String>()
+        let later = TokenHolder(), added = TokenHolder()
+        let first = event.subscribe { payload in
+            seen.append("first \(payload)")
+            later.token?.cancel()
+            if added.token == nil {
+                added.token = event.subscribe { seen.append("added \($0)") }
+            }
+        }
+        later.token = event.subscribe { seen.append("later \($0)") }
+        event.fire(1)
+        event.fire(2)
+        XCTAssertEqual(seen.entries, ["first 1", "first 2", "added 2"])
+        XCTAssertEqual(event.subscriberCount, 2)
+        first.cancel()
+        added.token?.cancel()
+        XCTAssertEqual(event.subscriberCount, 0)
+    }
+
+    /// A handler reading a computed in a diamond sees it consistent with the change delivered.
+    ///
+    ///         a
+    ///        / \
+    ///     left  right
+    ///        \ /
+    ///       bottom
+    func test_computedReadInsideHandler_isConsistentWithTheChange() {
+        let a = Observable(1)
+        let left = Computed { a.value + 1 }, right = Computed { a.value * 10 }
+        let bottom = Computed { left.value + right.value }
+        let seen = Log<String>()
+        let token = a.observe { change in seen.append("\(change.newValue): \(bottom.value)") }
+        a.value = 2
+        batch { a.value = 3; a.value = 4 }
+        XCTAssertEqual(seen.entries, ["2: 23", "4: 45"])
+        token.cancel()
+    }
+}
+
+extension ReentrancyTests {
+    /// A handler firing the event it is handling: the new payload reaches every subscriber after the
+    /// one under way, so a later subscriber does not see the payloads reversed (ending on the stale one).
+    func test_eventFiredFromItsHandler_isDeliveredAfterTheCurrentPayloadInOrder() {
+        let event = Event<Int>()
+        let seen = Log<String>()
+        let first = event.subscribe { payload in
+            seen.append("first \(payload)")
+            if payload == 1 {
+                event.fire(2)
+                event.fire(3)
+            }
+        }
+        let second = event.subscribe { seen.append("second \($0)") }
+        event.fire(1)
+        XCTAssertEqual(seen.entries, ["first 1", "second 1", "first 2", "second 2", "first 3", "second 3"])
+        event.fire(4)
+        XCTAssertEqual(seen.entries.suffix(2), ["first 4", "second 4"], "the event fires again once it drained")
+        [first, second].forEach { $0.cancel() }
+    }
+}
+
+extension ReentrancyTests {
+    /// `observe(initial: true)` called by a handler calls the new handler before it returns, as it
+    /// does anywhere else, and the changes after it still follow in order.
+    func test_observeInitialFromAHandler_isCalledAtOnce() {
+        let trigger = Observable(0), watched = Observable(7)
+        let seen = Log<String>()
+        let added = TokenHolder()
+        let outer = trigger.observe { _ in
+            added.token = watched.observe(initial: true) { change in
+                seen.append("\(change.isInitial ? "initial" : "change") \(change.newValue)")
+            }
+            seen.append("observe returned")
+            watched.value = 8
+        }
+        trigger.value = 1
+        XCTAssertEqual(seen.entries, ["initial 7", "observe returned", "change 8"])
+        outer.cancel()
+        added.token?.cancel()
+    }
+
+    /// The same for a weak-target binding made by a handler: the target is set before `bind` returns.
+    func test_bindToObjectFromAHandler_setsTheTargetAtOnce() {
+        final class Label: @unchecked Sendable { var text = "" }
+        let trigger = Observable(0), source = Observable(3)
+        let label = Label()
+        let seenInside = Log<String>()
+        let binding = TokenHolder()
+        let outer = trigger.observe { _ in
+            binding.token = bind(source, to: label) { label, value in label.text = "\(value)" }
+            seenInside.append(label.text)
+        }
+        trigger.value = 1
+        XCTAssertEqual(seenInside.entries, ["3"])
+        outer.cancel()
+        binding.token?.cancel()
+    }
+
+    /// A failing computed observed with `initial` from a handler reports its error at once.
+    func test_observeInitialFromAHandler_reportsAnErrorAtOnce() {
+        struct Failure: Error, Equatable {}
+        let trigger = Observable(0)
+        let failing = Computed<Int> { throw Failure() }
+        let seen = Log<String>()
+        let added = TokenHolder()
+        let outer = trigger.observe { _ in
+            added.token = failing.observe(initial: true, onError: { seen.append("error \($0 is Failure)") }) { _ in
+                seen.append("value")
+            }
+            seen.append("observe returned")
+        }
+        trigger.value = 1
+        XCTAssertEqual(seen.entries, ["error true", "observe returned"])
+        outer.cancel()
+        added.token?.cancel()
+    }
+}
