@@ -61,6 +61,7 @@ enum WatchCommand {
         let stream = try WatchStream(path: context.socketPath, options: options, deadline: context.deadline) { reason in
             output.error("waiting for obsd (--reconnect): \(reason)")
         }
+        output.exitWhenReaderLeaves()
         let source: () throws(ClientError) -> WatchEvent?
         var runner: CommandRunner?
         if let command = parsed.command {

@@ -70,6 +70,16 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(sensor.finish(), Result(status: 0, stdout: "", stderr: ""))
     }
 
+    /// A line over the daemon's limit is answered `too_large` before the daemon closes the
+    /// connection: that answer is the error (exit 1), not a lost connection, and the daemon lives on.
+    func test_setDash_lineOverTheLimit_isTooLarge_notALostConnection() throws {
+        let daemon = try Daemon()
+        let line = String(repeating: "x", count: 2 << 20)
+        XCTAssertEqual(try obsctl(daemon, ["set", "--string", "big", "-"], stdin: line + "\n"),
+                       Result(status: 1, stdout: "", stderr: "obsctl: too_large: request line longer than 1048576 bytes\n"))
+        XCTAssertEqual(try obsctl(daemon, ["set", "small", "1"]).status, 0)
+    }
+
     func test_setEphemeral_holdsTheKeyUntilStdinCloses() throws {
         let daemon = try Daemon()
         let holder = try Obsctl(daemon, ["set", "--ephemeral", "lock", "me"])
