@@ -280,6 +280,24 @@ final class CommandTests: XCTestCase {
         }
     }
 
+    /// Numbers and durations too large for the protocol's 64-bit fields are usage errors, not a
+    /// crash (they were: a Swift overflow trap, signal 4, with a backtrace on stderr).
+    func test_hugeNumbersAndDurations_areUsageErrors_notACrash() throws {
+        let missing = NSTemporaryDirectory() + "obsctl-none-\(getpid())/obsd.sock"
+        let duration = " (expected e.g. 250ms, 5s, 2m, 1h or 10)"
+        let endless = String(repeating: "9", count: 400)
+        let usage = [(["watch", "k", "--since", "18446744073709551615"], "invalid number '18446744073709551615' for --since"),
+                     (["set", "--if-rev", "9223372036854775808", "k", "1"], "invalid number '9223372036854775808' for --if-rev"),
+                     (["set", "--ttl", "99999999999999h", "k", "1"], "invalid duration '99999999999999h' for --ttl" + duration),
+                     (["set", "--ttl", endless, "k", "1"], "invalid duration '\(endless)' for --ttl" + duration),
+                     (["watch", "k", "--throttle", "99999999999999999999"], "invalid duration '99999999999999999999' for --throttle" + duration),
+                     (["--timeout", endless, "get", "k"], "invalid duration '\(endless)' for --timeout" + duration)]
+        for (arguments, message) in usage {
+            XCTAssertEqual(try obsctl(nil, arguments, environment: ["OBSD_SOCKET": missing]),
+                           Result(status: 64, stdout: "", stderr: "obsctl: \(message)\nSee 'obsctl --help'.\n"), "\(arguments)")
+        }
+    }
+
     func test_wait_exitsWhenTrue_atOnceIfAlready_and3OnTimeout() throws {
         let daemon = try Daemon()
         try obsctl(daemon, ["set", "ready", "true"])
