@@ -281,8 +281,10 @@ final class CommandTests: XCTestCase {
     }
 
     /// Numbers and durations too large for the protocol's 64-bit fields are usage errors, not a
-    /// crash (they were: a Swift overflow trap, signal 4, with a backtrace on stderr).
-    func test_hugeNumbersAndDurations_areUsageErrors_notACrash() throws {
+    /// crash (they were: a Swift overflow trap, signal 4, with a backtrace on stderr); so are
+    /// intervals shorter than the daemon's millisecond (they were the daemon's `bad_request`
+    /// about `throttle_ms`, exit 1).
+    func test_numbersAndDurationsOutOfRange_areUsageErrors_notACrash() throws {
         let missing = NSTemporaryDirectory() + "obsctl-none-\(getpid())/obsd.sock"
         let duration = " (expected e.g. 250ms, 5s, 2m, 1h or 10)"
         let endless = String(repeating: "9", count: 400)
@@ -291,7 +293,9 @@ final class CommandTests: XCTestCase {
                      (["set", "--ttl", "99999999999999h", "k", "1"], "invalid duration '99999999999999h' for --ttl" + duration),
                      (["set", "--ttl", endless, "k", "1"], "invalid duration '\(endless)' for --ttl" + duration),
                      (["watch", "k", "--throttle", "99999999999999999999"], "invalid duration '99999999999999999999' for --throttle" + duration),
-                     (["--timeout", endless, "get", "k"], "invalid duration '\(endless)' for --timeout" + duration)]
+                     (["--timeout", endless, "get", "k"], "invalid duration '\(endless)' for --timeout" + duration),
+                     (["watch", "k", "--throttle", "0"], "--throttle must be at least 1ms, not '0'"),
+                     (["watch", "k", "--debounce", "0.2ms"], "--debounce must be at least 1ms, not '0.2ms'")]
         for (arguments, message) in usage {
             XCTAssertEqual(try obsctl(nil, arguments, environment: ["OBSD_SOCKET": missing]),
                            Result(status: 64, stdout: "", stderr: "obsctl: \(message)\nSee 'obsctl --help'.\n"), "\(arguments)")
