@@ -58,10 +58,11 @@ enum WatchCommand {
             throw UsageError("cannot run '\(command[0])': \(reason)")
         }
         let output = context.output
+        // Before connecting: a --reconnect watch may wait long for a daemon that is not there yet.
+        output.exitWhenReaderLeaves()
         let stream = try WatchStream(path: context.socketPath, options: options, deadline: context.deadline) { reason in
             output.error("waiting for obsd (--reconnect): \(reason)")
         }
-        output.exitWhenReaderLeaves()
         let source: () throws(ClientError) -> WatchEvent?
         var runner: CommandRunner?
         if let command = parsed.command {
