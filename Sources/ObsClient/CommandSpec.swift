@@ -142,10 +142,11 @@ public struct ParsedArguments: Sendable {
         return seconds
     }
 
-    /// A whole-number option; a bad one is a usage error.
+    /// A whole-number option; a bad one (or one over the protocol's 64-bit signed integers) is a
+    /// usage error.
     public func count(_ option: String) throws(UsageError) -> UInt64? {
         guard let text = value(option) else { return nil }
-        guard let number = UInt64(text) else { throw UsageError("invalid number '\(text)' for \(option)") }
+        guard let number = UInt64(text), number <= UInt64(Int64.max) else { throw UsageError("invalid number '\(text)' for \(option)") }
         return number
     }
 }

@@ -30,7 +30,22 @@ public final class ObsConnection {
         object["op"] = .string(op)
         object["id"] = .int(nextID)
         nextID += 1
-        guard socket.send(Array(JSONValue.object(object).encoded.utf8)) else { throw lost }
+        guard socket.send(Array(JSONValue.object(object).encoded.utf8)) else { throw answerBeforeClosing() }
+    }
+
+    /// Why a send failed: the daemon closed the connection, and it may have said why first (a line
+    /// over its limit is answered `too_large`, then closed). That answer is the error, not the loss.
+    private func answerBeforeClosing() -> ClientError {
+        // The daemon has closed: what it sent is already here, so this does not wait.
+        let deadline = monotonicNow() + 1
+        while let (fields, line) = try? readMessage(deadline: deadline) {
+            if fields["event"] != nil {
+                events.append(WatchEvent(fields: fields, line: line))
+            } else if fields["ok"]?.boolValue != true {
+                return .server(Self.error(fields["error"]))
+            }
+        }
+        return lost
     }
 
     /// The next response; an error answer throws `.server`.

@@ -30,7 +30,8 @@ public enum ManPage {
         }
         page += ".SH EXIT STATUS\n"
         for (status, meaning) in [("0", "Success (wait: the expression became true; watch: the count was reached, or --initial-only is done)."),
-                                  ("1", "The daemon answered an error; its code and message are on stderr as obsctl: CODE: MESSAGE."),
+                                  ("1", "The daemon answered an error; its code and message are on stderr as obsctl: CODE: MESSAGE. "
+                                      + "Also: stdout could not be written (a full disk)."),
                                   ("2", "Could not connect (the message tells a missing socket, a path that is not a socket, "
                                       + "nothing listening and permission denied apart), or the connection was lost."),
                                   ("3", "Timed out (--timeout)."),

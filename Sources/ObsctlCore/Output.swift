@@ -15,12 +15,10 @@ public final class Output: @unchecked Sendable {
     }
 
     /// Writes `text` and a newline to stdout. A reader that went away (`obsctl watch | head`) ends
-    /// obsctl quietly with status 0: the pipeline got what it asked for.
+    /// obsctl quietly with status 0: the pipeline got what it asked for. Any other failure (a full
+    /// disk) ends it with status 1, so `obsctl stats > f.tmp && mv f.tmp f` never keeps a cut file.
     public func line(_ text: String) {
-        guard write(out, Array((text + "\n").utf8)) else {
-            if errno == EPIPE { exit(0) }
-            return
-        }
+        if let failure = write(out, Array((text + "\n").utf8)) { stdoutFailed(failure) }
     }
 
     /// Writes `obsctl: MESSAGE` and a newline to stderr.
@@ -34,21 +32,50 @@ public final class Output: @unchecked Sendable {
         _ = write(err, Array((text + "\n").utf8))
     }
 
-    /// Writes `text` as it is to stdout (help, scripts: they end with their own newline).
-    public func raw(_ text: String) {
-        if !write(out, Array(text.utf8)), errno == EPIPE { exit(0) }
+    /// Ends obsctl quietly (status 0) as soon as the reader of a stdout pipe or socket goes away,
+    /// not at the next line: a watch may print nothing for hours, and a shell waits for every
+    /// program of a pipeline (`obsctl watch door --values | grep -m1 open`).
+    public func exitWhenReaderLeaves() {
+        var info = stat()
+        guard fstat(out, &info) == 0, [S_IFIFO, S_IFSOCK].contains(info.st_mode & S_IFMT) else { return }
+        let fd = out
+        Thread.detachNewThread {
+            // No events asked for: poll reports only POLLERR (a pipe's reader gone) or POLLHUP.
+            var poller = pollfd(fd: fd, events: 0, revents: 0)
+            while poll(&poller, 1, -1) < 0, errno == EINTR {}
+            if poller.revents & Int16(POLLERR | POLLHUP) != 0 { exit(0) }
+        }
     }
 
-    private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    /// Writes `text` as it is to stdout (help, scripts: they end with their own newline).
+    public func raw(_ text: String) {
+        if let failure = write(out, Array(text.utf8)) { stdoutFailed(failure) }
+    }
+
+    /// Ends obsctl after stdout failed with `code`, as `line` says.
+    private func stdoutFailed(_ code: Int32) -> Never {
+        if code == EPIPE { exit(0) }
+        error("cannot write to stdout: \(String(cString: strerror(code)))")
+        exit(1)
+    }
+
+    /// Writes all of `bytes`; the errno when that fails. A stdout another program left
+    /// non-blocking is waited on, not failed.
+    private func write(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
         lock.withLock {
             var offset = 0
             while offset < bytes.count {
                 let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
                 if written < 0, errno == EINTR { continue }
-                guard written > 0 else { return false }
+                if written < 0, errno == EAGAIN {
+                    var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&poller, 1, -1)
+                    continue
+                }
+                guard written > 0 else { return written < 0 ? errno : EIO }
                 offset += written
             }
-            return true
+            return nil
         }
     }
 }

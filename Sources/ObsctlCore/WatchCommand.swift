@@ -43,8 +43,8 @@ enum WatchCommand {
         options.initial = !parsed.has("--no-initial")
         options.since = try parsed.count("--since")
         options.latest = parsed.has("--latest")
-        options.throttle = try parsed.duration("--throttle")
-        options.debounce = try parsed.duration("--debounce")
+        options.throttle = try interval("--throttle", parsed)
+        options.debounce = try interval("--debounce", parsed)
         options.reconnect = parsed.has("--reconnect")
         let limit = try parsed.count("-n")
         let style: Style = parsed.has("--values") ? .values : parsed.value("--format").map { .format($0) } ?? .json
@@ -58,6 +58,8 @@ enum WatchCommand {
             throw UsageError("cannot run '\(command[0])': \(reason)")
         }
         let output = context.output
+        // Before connecting: a --reconnect watch may wait long for a daemon that is not there yet.
+        output.exitWhenReaderLeaves()
         let stream = try WatchStream(path: context.socketPath, options: options, deadline: context.deadline) { reason in
             output.error("waiting for obsd (--reconnect): \(reason)")
         }
@@ -87,6 +89,16 @@ enum WatchCommand {
                 if let limit, counted >= limit { return 0 }
             }
         }
+    }
+
+    /// `--throttle`, `--debounce`: the daemon counts them in whole milliseconds, at least one, so a
+    /// shorter one is refused here, in the option's own words.
+    static func interval(_ option: String, _ parsed: ParsedArguments) throws(UsageError) -> Double? {
+        guard let seconds = try parsed.duration(option) else { return nil }
+        guard (seconds * 1000).rounded() >= 1 else {
+            throw UsageError("\(option) must be at least 1ms, not '\(parsed.value(option) ?? "")'")
+        }
+        return seconds
     }
 
     static func emit(_ event: WatchEvent, _ style: Style, _ output: Output) {

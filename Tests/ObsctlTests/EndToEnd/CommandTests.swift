@@ -70,6 +70,16 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(sensor.finish(), Result(status: 0, stdout: "", stderr: ""))
     }
 
+    /// A line over the daemon's limit is answered `too_large` before the daemon closes the
+    /// connection: that answer is the error (exit 1), not a lost connection, and the daemon lives on.
+    func test_setDash_lineOverTheLimit_isTooLarge_notALostConnection() throws {
+        let daemon = try Daemon()
+        let line = String(repeating: "x", count: 2 << 20)
+        XCTAssertEqual(try obsctl(daemon, ["set", "--string", "big", "-"], stdin: line + "\n"),
+                       Result(status: 1, stdout: "", stderr: "obsctl: too_large: request line longer than 1048576 bytes\n"))
+        XCTAssertEqual(try obsctl(daemon, ["set", "small", "1"]).status, 0)
+    }
+
     func test_setEphemeral_holdsTheKeyUntilStdinCloses() throws {
         let daemon = try Daemon()
         let holder = try Obsctl(daemon, ["set", "--ephemeral", "lock", "me"])
@@ -264,6 +274,28 @@ final class CommandTests: XCTestCase {
                      (["set", "--ttl", "later", "k", "1"], "invalid duration 'later' for --ttl (expected e.g. 250ms, 5s, 2m, 1h or 10)"),
                      (["set", "--string", "--json", "k", "1"], "--string and --json exclude each other"),
                      (["completion", "tcsh"], "completion: unknown shell 'tcsh' (bash, zsh or fish)")]
+        for (arguments, message) in usage {
+            XCTAssertEqual(try obsctl(nil, arguments, environment: ["OBSD_SOCKET": missing]),
+                           Result(status: 64, stdout: "", stderr: "obsctl: \(message)\nSee 'obsctl --help'.\n"), "\(arguments)")
+        }
+    }
+
+    /// Numbers and durations too large for the protocol's 64-bit fields are usage errors, not a
+    /// crash (they were: a Swift overflow trap, signal 4, with a backtrace on stderr); so are
+    /// intervals shorter than the daemon's millisecond (they were the daemon's `bad_request`
+    /// about `throttle_ms`, exit 1).
+    func test_numbersAndDurationsOutOfRange_areUsageErrors_notACrash() throws {
+        let missing = NSTemporaryDirectory() + "obsctl-none-\(getpid())/obsd.sock"
+        let duration = " (expected e.g. 250ms, 5s, 2m, 1h or 10)"
+        let endless = String(repeating: "9", count: 400)
+        let usage = [(["watch", "k", "--since", "18446744073709551615"], "invalid number '18446744073709551615' for --since"),
+                     (["set", "--if-rev", "9223372036854775808", "k", "1"], "invalid number '9223372036854775808' for --if-rev"),
+                     (["set", "--ttl", "99999999999999h", "k", "1"], "invalid duration '99999999999999h' for --ttl" + duration),
+                     (["set", "--ttl", endless, "k", "1"], "invalid duration '\(endless)' for --ttl" + duration),
+                     (["watch", "k", "--throttle", "99999999999999999999"], "invalid duration '99999999999999999999' for --throttle" + duration),
+                     (["--timeout", endless, "get", "k"], "invalid duration '\(endless)' for --timeout" + duration),
+                     (["watch", "k", "--throttle", "0"], "--throttle must be at least 1ms, not '0'"),
+                     (["watch", "k", "--debounce", "0.2ms"], "--debounce must be at least 1ms, not '0.2ms'")]
         for (arguments, message) in usage {
             XCTAssertEqual(try obsctl(nil, arguments, environment: ["OBSD_SOCKET": missing]),
                            Result(status: 64, stdout: "", stderr: "obsctl: \(message)\nSee 'obsctl --help'.\n"), "\(arguments)")

@@ -62,4 +62,30 @@ final class PipelineOutputTests: XCTestCase {
         XCTAssertEqual(result, Result(status: 0, stdout: "one||three\nstatus 1\n", stderr: "obsctl: not_found: no key 'b'\n"))
         XCTAssertEqual(try obsctl(daemon, ["get", "--json", "b", "a"]).stdout, "\n\"one\"\n")
     }
+
+    /// A reader that leaves while no event comes (`grep -m1`, `head -n 1` on the snapshot) ends the
+    /// watch then, not at the next event, which may never come: the pipeline finishes.
+    func test_watch_readerGoneWithoutAnotherEvent_endsThePipeline() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "door", "open"])
+        let pipeline = try Obsctl(daemon, [], shell: "\"$OBSCTL\" watch door --values | head -n 1; echo \"status ${PIPESTATUS[0]}\"")
+        // head printed the snapshot's line, so the watch was there; now head is gone.
+        XCTAssertEqual(pipeline.readLine(), "open")
+        daemon.waitForWatches(0)
+        // An event ends a watch that did not notice, so the test fails rather than hangs.
+        try obsctl(daemon, ["set", "door", "closed"])
+        XCTAssertEqual(pipeline.finish(), Result(status: 0, stdout: "status 0\n", stderr: ""))
+    }
+
+    /// Output that cannot be written (a full disk) is an error, not a success with a cut file:
+    /// `obsctl stats > f.tmp && mv f.tmp f` must not move it.
+    func test_stdoutThatCannotBeWritten_exits1_withTheReason() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let full = "obsctl: cannot write to stdout: No space left on device\n"
+        for command in ["get a", "stats --format prometheus", "watch a --initial-only"] {
+            let result = try Obsctl(daemon, [], shell: "\"$OBSCTL\" \(command) > /dev/full; echo \"status $?\"").finish()
+            XCTAssertEqual(result, Result(status: 0, stdout: "status 1\n", stderr: full), command)
+        }
+    }
 }
