@@ -557,9 +557,10 @@ static void fanout_rate(struct fanout *f, double seconds, double warmup, long *d
         time = now();
         if (from_deliveries < 0 && time >= warm) from_deliveries = f->deliveries;
     }
-    drain(f);
+    /* Counted up to the end of the window: what the drain then receives took time not counted. */
     *deliveries += f->deliveries - from_deliveries;
     *elapsed += time - warm;
+    drain(f);
 }
 
 /* Updates paced at 1,000 per second for `seconds`; their latencies (from the send or, after the
