@@ -2,50 +2,83 @@
 import Glibc
 #endif
 
-/// One key event of a committed transaction as the watch unit keeps it: encoded once, as the body
-/// that every watch is sent (everything after `{"event":"change","watch":N`), with its kind and key
-/// in front and where its values are within the body (for the watches that merge held events).
-/// The events of one transaction are records back to back in a byte buffer, and the history keeps
-/// that run as it is.
+/// One key event of a committed transaction as the watch unit keeps it: its kind, key and values,
+/// the values already encoded as JSON, but not the line's body (everything after
+/// `{"event":"change","watch":N`): that is written only for an event some watch gets, once per
+/// transaction for all its watches (`WatchHub.body(of:)`), or when `since` replays it. In a
+/// transaction of many events that few watches match, such as a 50-deep chain of computeds
+/// watched at its end, most events never need one. The events of one transaction are records back
+/// to back in a byte buffer, and the history keeps that run as it is.
 ///
 /// A record, at an 8-byte-aligned offset:
 ///
 ///     0   u32  the record's length, padded to 8
 ///     4   u8   kind (0 change, 1 delete, 2 error), 5: u8 created, 6: u16 the key's length
-///     8   u32  the body's length
-///     12  u32  where `old`'s value starts in the body (0: no `old`), 16: u32 its length
-///     20  u32  where `new`'s value starts in the body (0: no `new`), 24: u32 its length
-///     28  u32  the length of the delete's reason, which follows the body
-///     32  the key, the body, the reason
+///     8   u32  `old`'s length (0xFFFF_FFFF: no `old`), 12: u32 `new`'s length (an error: its field)
+///     16  u32  the length of the delete's reason
+///     20  u32  unused (zero)
+///     24  u32  the body's offset in the transaction's bodies, plus one (0: not written yet; only
+///              in the open transaction), 28: u32 the body's length
+///     32  the key, `old`, `new` (an error: `,"error":{...}`), the reason
 struct EventRecord {
     let base: UnsafeRawPointer
 
     static let headerSize = 32
+    private static let absent = UInt32.max
 
     var length: Int { Int(base.loadUnaligned(as: UInt32.self)) }
     var kind: KeyEvent.Kind { KeyEvent.Kind(code: base.load(fromByteOffset: 4, as: UInt8.self)) }
     var created: Bool { base.load(fromByteOffset: 5, as: UInt8.self) != 0 }
     private var keyLength: Int { Int(base.loadUnaligned(fromByteOffset: 6, as: UInt16.self)) }
-    private var bodyLength: Int { Int(base.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) }
+    private var oldLength: UInt32 { base.loadUnaligned(fromByteOffset: 8, as: UInt32.self) }
+    private var newLength: Int { Int(base.loadUnaligned(fromByteOffset: 12, as: UInt32.self)) }
+    private var reasonLength: Int { Int(base.loadUnaligned(fromByteOffset: 16, as: UInt32.self)) }
 
     var key: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base + Self.headerSize, count: keyLength) }
-    var body: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base + Self.headerSize + keyLength, count: bodyLength) }
 
-    /// The encoded value at header offset `at` (start, then length), nil when absent.
-    private func value(at offset: Int) -> UnsafeRawBufferPointer? {
-        let start = Int(base.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
-        guard start > 0 else { return nil }
-        let count = Int(base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
-        return UnsafeRawBufferPointer(rebasing: body[start..<start + count])
+    /// `old`'s encoded value, nil when the event has none.
+    var old: UnsafeRawBufferPointer? {
+        let length = oldLength
+        guard length != Self.absent else { return nil }
+        return UnsafeRawBufferPointer(start: base + Self.headerSize + keyLength, count: Int(length))
     }
 
-    var old: UnsafeRawBufferPointer? { value(at: 12) }
-    var new: UnsafeRawBufferPointer? { value(at: 20) }
+    private var oldBytes: Int { oldLength == Self.absent ? 0 : Int(oldLength) }
+
+    /// `new`'s encoded value (a change), or the error's encoded field (`,"error":{...}`).
+    var new: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: base + Self.headerSize + keyLength + oldBytes, count: newLength)
+    }
 
     var reason: UnsafeRawBufferPointer? {
-        let count = Int(base.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
+        let count = reasonLength
         guard count > 0 else { return nil }
-        return UnsafeRawBufferPointer(start: base + Self.headerSize + keyLength + bodyLength, count: count)
+        return UnsafeRawBufferPointer(start: base + Self.headerSize + keyLength + oldBytes + newLength, count: count)
+    }
+
+    /// Where this record's body is among the open transaction's bodies: (offset, length), nil
+    /// while not written.
+    var writtenBody: (offset: Int, length: Int)? {
+        let offset = base.loadUnaligned(fromByteOffset: 24, as: UInt32.self)
+        guard offset > 0 else { return nil }
+        return (Int(offset) - 1, Int(base.loadUnaligned(fromByteOffset: 28, as: UInt32.self)))
+    }
+
+    /// Notes where this record's body was written (a record of the open transaction only).
+    func noteBody(offset: Int, length: Int) {
+        let header = UnsafeMutableRawPointer(mutating: base)
+        header.storeBytes(of: UInt32(offset + 1), toByteOffset: 24, as: UInt32.self)
+        header.storeBytes(of: UInt32(length), toByteOffset: 28, as: UInt32.self)
+    }
+
+    /// The body as a line carries it, for the transaction at `rev` (tests, and the paths that
+    /// need it as an array).
+    func body(rev: UInt64) -> [UInt8] {
+        var field = ByteBuffer()
+        field.appendRevisionField(rev)
+        var body = ByteBuffer()
+        body.appendEventBody(self, revField: field.bytes)
+        return Array(body.bytes)
     }
 
     /// The key's first 8 bytes as a big-endian number (zeros after a shorter key): a key whose
@@ -94,75 +127,80 @@ enum EventValue {
 }
 
 extension ByteBuffer {
-    /// Appends one `EventRecord`: the event of `kind` for `key` at revision `rev`, its body encoded
-    /// as docs/protocol.md shows it (a change: `key`, `old` when there was one, `new`, `rev`,
-    /// `created`; a delete: `key`, `old`, `rev`, `reason` when not a client's; an error: `key`,
-    /// `error`, `rev`).
-    mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, rev: UInt64, created: Bool,
-                              old: EventValue? = nil, new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
-        var field = ByteBuffer()
-        field.appendRevisionField(rev)
-        appendEvent(kind, key: key, revField: field.bytes, created: created, old: old, new: new, error: error, reason: reason)
-    }
-
-    /// `appendEvent` with the revision given as its encoded field (`,"rev":N`), which every event
-    /// of a transaction shares: encoded once per transaction, not once per event.
-    mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, revField: UnsafeRawBufferPointer, created: Bool,
+    /// Appends one `EventRecord`: the event of `kind` for `key` (a change: `old` when there was
+    /// one, `new`; a delete: `old`, and `reason` when not a client's; an error: `error`).
+    mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, created: Bool,
                               old: EventValue? = nil, new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
         let start = count
-        reserve(EventRecord.headerSize)
-        (end).initializeMemory(as: UInt8.self, repeating: 0, count: EventRecord.headerSize)
+        reserve(EventRecord.headerSize + key.count)
+        end.initializeMemory(as: UInt8.self, repeating: 0, count: EventRecord.headerSize)
         didAppend(EventRecord.headerSize)
         append(key)
-        let bodyStart = count
-        append(#","key":"#)
-        JSONValue.appendString(key, to: &self)
-        var oldRange = (0, 0), newRange = (0, 0)
+        var oldLength = UInt32.max
+        var newLength = 0
         switch kind {
         case .change:
-            if let old {
-                append(#","old":"#)
-                oldRange = appendValue(old, bodyStart: bodyStart)
-            }
-            append(#","new":"#)
-            newRange = appendValue(new ?? .value(.null), bodyStart: bodyStart)
-            append(revField)
-            append(created ? #","created":true}"# : #","created":false}"#)
+            if let old { oldLength = UInt32(appendValue(old)) }
+            newLength = appendValue(new ?? .value(.null))
         case .delete:
-            append(#","old":"#)
-            oldRange = appendValue(old ?? .value(.null), bodyStart: bodyStart)
-            append(revField)
-            if let reason {
-                append(#","reason":"#)
-                JSONValue.appendString(reason, to: &self)
-            }
-            append(UInt8(ascii: "}"))
+            oldLength = UInt32(appendValue(old ?? .value(.null)))
         case .error:
             var writer = ObjectWriter(continuing: true)
             writer.field("error", error: error ?? ObsError(.evalError, "unknown error"))
+            newLength = writer.bytes.count
             append(writer.bytes)
-            append(revField)
-            append(UInt8(ascii: "}"))
         }
-        append(UInt8(ascii: "\n"))
-        let bodyLength = count - bodyStart
         var reasonLength = 0
         if kind == .delete, var reason {
             reason.withUTF8 { append(UnsafeRawBufferPointer($0)) }
             reasonLength = reason.utf8.count
         }
-        while count % 8 != 0 { append(UInt8(0)) }
+        let padding = (8 - count % 8) % 8
+        reserve(padding)
+        end.initializeMemory(as: UInt8.self, repeating: 0, count: padding)
+        didAppend(padding)
         let header = base! + start
         header.storeBytes(of: UInt32(count - start), as: UInt32.self)
         header.storeBytes(of: kind.code, toByteOffset: 4, as: UInt8.self)
         header.storeBytes(of: created ? 1 : 0, toByteOffset: 5, as: UInt8.self)
         header.storeBytes(of: UInt16(key.count), toByteOffset: 6, as: UInt16.self)
-        header.storeBytes(of: UInt32(bodyLength), toByteOffset: 8, as: UInt32.self)
-        header.storeBytes(of: UInt32(oldRange.0), toByteOffset: 12, as: UInt32.self)
-        header.storeBytes(of: UInt32(oldRange.1), toByteOffset: 16, as: UInt32.self)
-        header.storeBytes(of: UInt32(newRange.0), toByteOffset: 20, as: UInt32.self)
-        header.storeBytes(of: UInt32(newRange.1), toByteOffset: 24, as: UInt32.self)
-        header.storeBytes(of: UInt32(reasonLength), toByteOffset: 28, as: UInt32.self)
+        header.storeBytes(of: oldLength, toByteOffset: 8, as: UInt32.self)
+        header.storeBytes(of: UInt32(newLength), toByteOffset: 12, as: UInt32.self)
+        header.storeBytes(of: UInt32(reasonLength), toByteOffset: 16, as: UInt32.self)
+    }
+
+    /// Appends the body of `record`'s event as docs/protocol.md shows it (a change: `key`, `old`
+    /// when there was one, `new`, `rev`, `created`; a delete: `key`, `old`, `rev`, `reason` when not
+    /// a client's; an error: `key`, `error`, `rev`), `revField` being its transaction's
+    /// `,"rev":N`, and the line's newline.
+    mutating func appendEventBody(_ record: EventRecord, revField: UnsafeRawBufferPointer) {
+        append(#","key":"#)
+        JSONValue.appendString(record.key, to: &self)
+        switch record.kind {
+        case .change:
+            if let old = record.old {
+                append(#","old":"#)
+                append(old)
+            }
+            append(#","new":"#)
+            append(record.new)
+            append(revField)
+            append(record.created ? #","created":true}"# : #","created":false}"#)
+        case .delete:
+            append(#","old":"#)
+            if let old = record.old { append(old) }
+            append(revField)
+            if let reason = record.reason {
+                append(#","reason":"#)
+                JSONValue.appendString(reason, to: &self)
+            }
+            append(UInt8(ascii: "}"))
+        case .error:
+            append(record.new)
+            append(revField)
+            append(UInt8(ascii: "}"))
+        }
+        append(UInt8(ascii: "\n"))
     }
 
     /// Appends `,"rev":N`, the field every event of the transaction at `rev` shares.
@@ -171,14 +209,14 @@ extension ByteBuffer {
         JSONValue.appendDigits(rev, to: &self)
     }
 
-    /// Appends a value; where it is in the body and its length.
-    private mutating func appendValue(_ value: EventValue, bodyStart: Int) -> (Int, Int) {
+    /// Appends a value; its encoded length.
+    private mutating func appendValue(_ value: EventValue) -> Int {
         let start = count
         switch value {
         case .encoded(let bytes): append(bytes)
         case .value(let value): value.encode(into: &self)
         }
-        return (start - bodyStart, count - start)
+        return count - start
     }
 }
 
@@ -206,8 +244,8 @@ extension KeyEvent {
     init(_ record: EventRecord, rev: UInt64) {
         func decode(_ bytes: UnsafeRawBufferPointer?) -> JSONValue? { bytes.flatMap { try? JSONValue.parse($0) } }
         self.init(kind: record.kind, key: String(decoding: record.key, as: UTF8.self), old: decode(record.old),
-                  new: decode(record.new), rev: rev, created: record.created,
+                  new: record.kind == .change ? decode(record.new) : nil, rev: rev, created: record.created,
                   reason: record.reason.map { String(decoding: $0, as: UTF8.self) })
-        if kind == .error { encodedBody = Array(record.body) }
+        if kind == .error { encodedBody = record.body(rev: rev) }
     }
 }

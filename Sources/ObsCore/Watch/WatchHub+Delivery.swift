@@ -2,13 +2,15 @@
 ///
 /// A transaction's events are written once, as `EventRecord`s, into `open` (`beginEvents`, then
 /// `appendEvent` for each changed key, in the order the store met them), and `commitEvents` keeps
-/// them in the history and hands each to every watch with a matching pattern: the same bytes to
-/// every watch, after its own small head. No event allocates: the records go to a buffer and a
-/// ring that keep their memory.
+/// them in the history and hands each to every watch with a matching pattern: the same body to
+/// every watch, after its own small head, the body written at the event's first delivery (an
+/// event no watch gets has none). No event allocates: records and bodies go to buffers and a ring
+/// that keep their memory.
 extension WatchHub {
     /// Starts recording the events of the transaction that commits `rev`.
     func beginEvents(rev: UInt64) {
         open.removeAll(keepingCapacityUpTo: 1 << 20)
+        bodies.removeAll(keepingCapacityUpTo: 1 << 20)
         openRev = rev
         openRevField.removeAll()
         openRevField.appendRevisionField(rev)
@@ -17,7 +19,18 @@ extension WatchHub {
     /// Records one event of the open transaction (see `ByteBuffer.appendEvent`).
     func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, created: Bool, old: EventValue? = nil,
                      new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
-        open.appendEvent(kind, key: key, revField: openRevField.bytes, created: created, old: old, new: new, error: error, reason: reason)
+        open.appendEvent(kind, key: key, created: created, old: old, new: new, error: error, reason: reason)
+    }
+
+    /// The body of `record`, an event of the transaction being committed: written on its first
+    /// delivery, then the same bytes for every other watch that gets it. Valid until the next
+    /// call (which may grow `bodies`).
+    func body(of record: EventRecord) -> UnsafeRawBufferPointer {
+        if let written = record.writtenBody { return UnsafeRawBufferPointer(start: bodies.base! + written.offset, count: written.length) }
+        let start = bodies.count
+        bodies.appendEventBody(record, revField: openRevField.bytes)
+        record.noteBody(offset: start, length: bodies.count - start)
+        return bodies.bytes(from: start)
     }
 
     /// The open transaction is committed: its events join the history and go to every watch with a
@@ -46,10 +59,11 @@ extension WatchHub {
     /// `sharing`: the record's body number, used when the entry has several watches.
     private func deliver(_ record: EventRecord, sharing: UInt64, toWatchesOf entry: WatchedPattern) {
         let sharing = entry.watches.count > 1 ? sharing : 0
+        let body = body(of: record)
         entry.watches.forEachGuaranteed { watch in
             guard watch.active && watch.collectRev != rev else { return }
             watch.collectRev = rev
-            deliver(record, to: watch, sharing: sharing)
+            deliver(record, body: body, to: watch, sharing: sharing)
             if watch.flushesWhenDrained { flushLatest(watch) }
         }
     }
@@ -108,19 +122,21 @@ extension WatchHub {
         touched.forEachGuaranteed { watch in
             if watch.collected.count > 1 { sortByKey(&watch.collected, start) }
             for offset in watch.collected {
-                deliver(EventRecord(base: start + offset), to: watch, sharing: shared ? serial &+ UInt64(offset) : 0)
+                let record = EventRecord(base: start + offset)
+                deliver(record, body: body(of: record), to: watch, sharing: shared ? serial &+ UInt64(offset) : 0)
             }
             if watch.flushesWhenDrained { flushLatest(watch) }
         }
     }
 
-    /// One event to one watch: sent, or held by a watch that holds events.
-    private func deliver(_ record: EventRecord, to watch: Watch, sharing: UInt64) {
+    /// One event to one watch: sent (`body`: the record's, from `body(of:)`), or held by a watch
+    /// that holds events.
+    private func deliver(_ record: EventRecord, body: UnsafeRawBufferPointer, to watch: Watch, sharing: UInt64) {
         if watch.holdsEvents {
             hold(KeyEvent(record, rev: rev), in: watch, now: clock.monotonic)
             return
         }
-        sendEvent(head: watch.heads.head(record.kind), body: record.body, needsSync: true, of: watch, rev: rev, sharing: sharing)
+        sendEvent(head: watch.heads.head(record.kind), body: body, needsSync: true, of: watch, rev: rev, sharing: sharing)
     }
 
     /// The events of `transaction`, given as values (tests, and callers without a store).

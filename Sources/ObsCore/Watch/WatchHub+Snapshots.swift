@@ -21,12 +21,18 @@ extension WatchHub {
     /// `compacted` and a snapshot instead.
     func sendReplay(_ watch: Watch, since: UInt64) {
         var matching: [EventRecord] = []
+        var revField = ByteBuffer()
         let kept = history.forEachTransaction(after: since) { rev, events in
             matching.removeAll(keepingCapacity: true)
             for record in events where watch.matches(record.key) { matching.append(record) }
+            guard !matching.isEmpty else { return }
             matching.sort { $0.keyPrecedes($1) }
+            revField.removeAll()
+            revField.appendRevisionField(rev)
             for record in matching {
-                sendEvent(head: watch.heads.head(record.kind), body: record.body, needsSync: true, of: watch, rev: rev)
+                replayBody.removeAll(keepingCapacityUpTo: 1 << 20)
+                replayBody.appendEventBody(record, revField: revField.bytes)
+                sendEvent(head: watch.heads.head(record.kind), body: replayBody.bytes, needsSync: true, of: watch, rev: rev)
             }
         }
         guard kept else {

@@ -18,6 +18,10 @@ final class WatchHub {
     /// The events of the transaction being committed, as `EventRecord`s (also the body of a
     /// `publish` being sent).
     @exclusivity(unchecked) var open = ByteBuffer()
+    /// The bodies of the open transaction's events delivered so far (`body(of:)`).
+    @exclusivity(unchecked) var bodies = ByteBuffer()
+    /// A body `since` replays, written from its record.
+    @exclusivity(unchecked) var replayBody = ByteBuffer()
     @exclusivity(unchecked) var openRev: UInt64 = 0
     /// `,"rev":N` of the transaction being committed, encoded once for all its events.
     @exclusivity(unchecked) var openRevField = ByteBuffer()

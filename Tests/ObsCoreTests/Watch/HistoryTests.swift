@@ -13,7 +13,7 @@ final class HistoryTests: XCTestCase {
         for index in 0..<count {
             var key = "k.\(index)"
             key.withUTF8 { key in
-                buffer.appendEvent(.change, key: UnsafeRawBufferPointer(key), rev: rev, created: false,
+                buffer.appendEvent(.change, key: UnsafeRawBufferPointer(key), created: false,
                                    new: .value(.string(String(repeating: "v", count: size))))
             }
         }
@@ -24,7 +24,7 @@ final class HistoryTests: XCTestCase {
     func replay(_ history: borrowing History, after rev: UInt64) -> [(UInt64, [String])]? {
         var result: [(UInt64, [String])] = []
         let kept = history.forEachTransaction(after: rev) { rev, records in
-            result.append((rev, records.map { String(decoding: $0.body, as: UTF8.self) }))
+            result.append((rev, records.map { String(decoding: $0.body(rev: rev), as: UTF8.self) }))
         }
         return kept ? result : nil
     }
@@ -42,7 +42,7 @@ final class HistoryTests: XCTestCase {
                 let size = generator.below(20) == 0 ? 2000 : generator.below(100)
                 let buffer = events(rev: rev, count: count, size: size)
                 history.append(rev: rev, events: buffer.bytes)
-                model.append((rev, buffer.count, EventRecords(buffer.bytes).map { String(decoding: $0.body, as: UTF8.self) }))
+                model.append((rev, buffer.count, EventRecords(buffer.bytes).map { String(decoding: $0.body(rev: rev), as: UTF8.self) }))
                 // The model's bounds: the newest transactions within both limits, all of them
                 // (the ring, kept within its own bound, still never has to drop more).
                 var kept = 0, keptBytes = 0
@@ -62,7 +62,7 @@ final class HistoryTests: XCTestCase {
                 if let oldest = expected.first {
                     var bodies: [String]?
                     _ = history.forEachTransaction(after: oldest.rev - 1) { rev, records in
-                        if rev == oldest.rev { bodies = records.map { String(decoding: $0.body, as: UTF8.self) } }
+                        if rev == oldest.rev { bodies = records.map { String(decoding: $0.body(rev: rev), as: UTF8.self) } }
                     }
                     XCTAssertEqual(bodies, oldest.bodies, "capacity \(capacity), rev \(rev)")
                 }
@@ -85,7 +85,7 @@ final class HistoryTests: XCTestCase {
         for rev in UInt64(1)...2000 {
             let buffer = events(rev: rev, count: 1 + generator.below(4), size: generator.below(8) == 0 ? 1500 : generator.below(300))
             history.append(rev: rev, events: buffer.bytes)
-            model.append((rev, EventRecords(buffer.bytes).map { String(decoding: $0.body, as: UTF8.self) }))
+            model.append((rev, EventRecords(buffer.bytes).map { String(decoding: $0.body(rev: rev), as: UTF8.self) }))
             let expected = model.suffix(4)
             let replayed = replay(history, after: expected.first!.rev - 1)
             XCTAssertEqual(replayed?.map(\.0), expected.map(\.rev), "rev \(rev)")
@@ -113,7 +113,7 @@ extension HistoryTests {
         for rev in UInt64(1)...30 {
             let buffer = events(rev: rev, count: 1, size: rev == 1 ? 3000 : 6100)
             history.append(rev: rev, events: buffer.bytes)
-            model.append((rev, EventRecords(buffer.bytes).map { String(decoding: $0.body, as: UTF8.self) }))
+            model.append((rev, EventRecords(buffer.bytes).map { String(decoding: $0.body(rev: rev), as: UTF8.self) }))
             let kept = model.suffix(history.count)
             let replayed = replay(history, after: kept.first!.rev - 1)
             XCTAssertEqual(replayed?.map(\.1), kept.map(\.bodies), "rev \(rev)")
