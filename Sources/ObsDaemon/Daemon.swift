@@ -250,6 +250,7 @@ public final class Daemon {
                                 ("max_watches", fresh.limits.maxWatches != settings.limits.maxWatches),
                                 ("history", fresh.limits.history != settings.limits.history),
                                 ("history_bytes", fresh.limits.historyBytes != settings.limits.historyBytes),
+                                ("max_restore_bytes", fresh.limits.maxRestoreBytes != settings.limits.maxRestoreBytes),
                                 ("max_line_bytes", fresh.limits.maxLineBytes != settings.limits.maxLineBytes),
                                 ("output_buffer_bytes", fresh.limits.outputBufferBytes != settings.limits.outputBufferBytes)]
         where changed {
@@ -288,6 +289,7 @@ func storeConfiguration(_ settings: Settings) -> StoreConfiguration {
     configuration.maxOutputBytes = settings.limits.outputBufferBytes
     configuration.maxJSONDepth = settings.limits.maxJSONDepth
     configuration.maxLineBytes = settings.limits.maxLineBytes
+    configuration.maxRestoreBytes = settings.limits.maxRestoreBytes
     configuration.serverVersion = obsdVersion
     configuration.durability = settings.cluster == .etcd ? "etcd" : settings.durability.rawValue
     return configuration

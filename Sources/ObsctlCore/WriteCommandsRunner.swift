@@ -94,8 +94,40 @@ enum WriteCommandsRunner {
         fields["op"] = nil
         fields["id"] = nil
         if parsed.has("--replace") { fields["replace"] = .bool(true) }
-        _ = try context.request("restore", fields)
+        let connection = try context.connect()
+        // A state larger than a request line goes in parts on one connection (`more`), restored
+        // with the last part as one transaction.
+        let lineLimit = try connection.request("hello", deadline: context.deadline)["max_line_bytes"]?.intValue ?? 1 << 20
+        let parts = restoreParts(fields, partBytes: Int(lineLimit) / 2)
+        for (index, part) in parts.enumerated() {
+            _ = try connection.request("restore", part.merging(index < parts.count - 1 ? ["more": .bool(true)] : [:]) { a, _ in a },
+                                       deadline: context.deadline)
+        }
         return 0
+    }
+
+    /// `fields` (a dump, and `replace`) as restore requests of about `partBytes` each at most: one
+    /// when it fits, else the keys and bindings spread over several, the other fields in the last.
+    static func restoreParts(_ fields: [String: JSONValue], partBytes: Int) -> [[String: JSONValue]] {
+        guard JSONValue.object(fields).encoded.utf8.count > partBytes,
+              let keys = fields["keys"]?.arrayValue else { return [fields] }
+        let bindings = fields["bindings"]?.arrayValue ?? []
+        var parts: [[String: JSONValue]] = []
+        var current: (keys: [JSONValue], bindings: [JSONValue], bytes: Int) = ([], [], 0)
+        for (item, isBinding) in keys.map({ ($0, false) }) + bindings.map({ ($0, true) }) {
+            let size = item.encoded.utf8.count + 1
+            if current.bytes + size > partBytes, current.bytes > 0 {
+                parts.append(["keys": .array(current.keys), "bindings": .array(current.bindings)])
+                current = ([], [], 0)
+            }
+            if isBinding { current.bindings.append(item) } else { current.keys.append(item) }
+            current.bytes += size
+        }
+        var last = fields
+        last["keys"] = .array(current.keys)
+        last["bindings"] = .array(current.bindings)
+        parts.append(last)
+        return parts
     }
 
     static func apply(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {

@@ -74,8 +74,9 @@ enum Operations {
                   summary: "counters of the store and the daemon", body: .answer { s, r throws(ObsError) in .now(s.statsReply(r)) }),
         Operation(name: "dump", fields: [], access: .read,
                   summary: "everything restore needs", body: .answer { s, r throws(ObsError) in .now(s.dump(r)) }),
-        Operation(name: "restore", fields: [.required("keys", .array), .optional("bindings", .array), .optional("replace", .bool)],
-                  access: .write, summary: "loads what dump returned, as one transaction", body: .answer { s, r throws(ObsError) in try s.restore(r) }),
+        Operation(name: "restore", fields: [.required("keys", .array), .optional("bindings", .array), .optional("replace", .bool),
+                                            .optional("more", .bool)],
+                  access: .write, summary: "loads what dump returned, as one transaction (in parts: `more`)", body: .answer { s, r throws(ObsError) in try s.restore(r) }),
     ]
 
     static let byName: [String: Operation] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })

@@ -7,7 +7,8 @@ extension Session {
             throw ObsError(.badRequest, "field 'protocol' must be 1 (the only version)")
         }
         return Reply(fields: [("server", "obsd"), ("version", .string(store.configuration.serverVersion)), ("protocol", 1),
-                              ("rev", .int(Int64(store.rev))), ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier)))])
+                              ("rev", .int(Int64(store.rev))), ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
+                              ("max_line_bytes", .int(Int64(store.configuration.maxLineBytes)))])
     }
 
     func ping(_ request: Request) -> Reply {

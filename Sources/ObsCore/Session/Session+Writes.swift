@@ -130,9 +130,21 @@ extension Session {
         return .later
     }
 
+    /// `restore`; with `more: true` a part, kept until the last part (without `more`) restores
+    /// every part as one transaction.
     func restore(_ request: Request) throws(ObsError) -> Answer {
-        let keys = request.array("keys")!
-        let bindings = request.array("bindings") ?? []
+        var keys = request.array("keys")!
+        var bindings = request.array("bindings") ?? []
+        if request.bool("more") == true {
+            try restoreParts.add(keys: keys, bindings: bindings, size: store.requestLineBytes ?? encodedSize(keys, bindings),
+                                 limit: store.configuration.maxRestoreBytes)
+            return .now(Reply(fields: [("parts", .int(Int64(restoreParts.count))), ("items", .int(Int64(restoreParts.items)))]))
+        }
+        if restoreParts.count > 0 {
+            keys = restoreParts.keys + keys
+            bindings = restoreParts.bindings + bindings
+            restoreParts = RestoreParts()
+        }
         let replace = request.bool("replace") ?? false
         let body = { [unowned self] () throws(ObsError) in try store.restore(keys: keys, bindings: bindings, replace: replace) }
         guard store.sharedLog == nil else {
@@ -141,6 +153,14 @@ extension Session {
         let (_, commit) = try store.transact(body)
         return .now(Reply(fields: [("rev", .int(Int64(commit.rev)))], needsSync: commit.persisted))
     }
+}
+
+/// The encoded size of a `restore` part given as values (a request that came with no line).
+private func encodedSize(_ keys: [JSONValue], _ bindings: [JSONValue]) -> Int {
+    var buffer = ByteBuffer()
+    JSONValue.array(keys).encode(into: &buffer)
+    JSONValue.array(bindings).encode(into: &buffer)
+    return buffer.count
 }
 
 extension ObsError {

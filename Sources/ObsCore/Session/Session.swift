@@ -25,6 +25,8 @@ public final class Session {
     /// The request id's own bytes, for the answer that comes later (`answerLater`) to a request
     /// whose id is a number that re-encodes differently (see `handle(line:)`).
     @exclusivity(unchecked) private var pendingIDToken: [UInt8]?
+    /// The parts of a `restore` sent with `more: true`, restored with the last part.
+    var restoreParts = RestoreParts()
     /// This session's watches, as the store's watch unit keeps them.
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).

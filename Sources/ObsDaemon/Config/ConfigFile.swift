@@ -70,6 +70,7 @@ enum ConfigFile {
         },
         countLimit("history", \.history),
         byteLimit("history_bytes", \.historyBytes),
+        byteLimit("max_restore_bytes", \.maxRestoreBytes),
         SettingSpec(name: "cluster", expects: "none or etcd") { settings, value, _ in
             guard let mode = ClusterMode(rawValue: value) else { return false }
             settings.cluster = mode
