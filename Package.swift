@@ -97,6 +97,6 @@ let package = Package(
         .testTarget(name: "ObsDaemonTests", dependencies: ["ObsDaemon", "ObsCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ObsctlTests", dependencies: ["ObsctlCore", "ObsClient", "ObsCore", "ObsWeb", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EtcdClientTests", dependencies: ["EtcdClient", "TestSupport"], swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["EtcdTestCluster"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["EtcdTestCluster", "ObsCore"], path: "Tests/TestSupport", swiftSettings: strict),
     ]
 )

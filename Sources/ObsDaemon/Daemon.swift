@@ -161,10 +161,13 @@ public final class Daemon {
             let delay = environment["OBSD_TEST_WRITE_DELAY"].flatMap(Double.init) ?? 0
             let rotateBytes = environment["OBSD_TEST_LOG_ROTATE_BYTES"].flatMap(Int.init) ?? LogFileStorage.defaultRotateBytes
             let fileBound = environment["OBSD_TEST_LOG_FILE_BOUND"].flatMap(Int.init) ?? LogFileStorage.defaultFileBound
+            let compactionBytes = environment["OBSD_TEST_BATCH_COMPACTION_BYTES"].flatMap(Int.init)
+                ?? GroupCommitStorage.defaultCompactionBytes
             #else
             let delay = 0.0
             let rotateBytes = LogFileStorage.defaultRotateBytes
             let fileBound = LogFileStorage.defaultFileBound
+            let compactionBytes = GroupCommitStorage.defaultCompactionBytes
             #endif
             do throws(SystemError) {
                 let logged = try LogFileStorage(directory: directory, database: database, rotateBytes: rotateBytes,
@@ -173,7 +176,7 @@ public final class Daemon {
                 // before the turn's answers go out, as Redis does (GroupCommitStorage says why).
                 // The checkpoints have a thread of their own.
                 let storage = GroupCommitStorage(writer: StorageWriter(logged, delay: delay), strict: settings.durability == .strict,
-                                                 retryInterval: Self.writeRetryInterval)
+                                                 retryInterval: Self.writeRetryInterval, compactionBytes: compactionBytes)
                 return (storage, lock)
             } catch {
                 throw DaemonError("cannot start the commit log: \(error)")

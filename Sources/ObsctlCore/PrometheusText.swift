@@ -28,6 +28,8 @@ enum PrometheusText {
         "errors": Metric(name: "obsd_request_errors_total", type: "counter", help: "Requests answered with an error since obsd started, by error code.", label: "code"),
         "unwritten_revisions": Metric(name: "obsd_unwritten_revisions", type: "gauge", help: "Committed revisions not yet written to the commit log (durability lag)."),
         "unwritten_age_s": Metric(name: "obsd_unwritten_age_seconds", type: "gauge", help: "Age of the oldest committed change not yet written to the commit log (0 when none)."),
+        "unwritten_bytes": Metric(name: "obsd_unwritten_bytes", type: "gauge", help: "Bytes of commit log records waiting to be written, held in memory (0 when none)."),
+        "write_failing": Metric(name: "obsd_write_failing", type: "gauge", help: "1 while the last write of the commit log failed (a full disk): writes are refused until a retry succeeds."),
     ]
 
     /// Cluster mode's fields (`cluster` in `stats`).

@@ -20,7 +20,7 @@
 /// Replaying records in order leaves what committing the transactions in order left: for every key,
 /// definition and binding, the last put or delete counts.
 public enum CommitLog {
-    private enum Kind: UInt8 {
+    enum Kind: UInt8 {
         case transaction = 1, putKey, deleteKey, putDefinition, deleteDefinition, putBinding, deleteBinding
     }
 
@@ -122,8 +122,27 @@ public enum CommitLog {
     /// group's transactions do not end at its revision (`Damage.group` says which group).
     public static func replayNewestFirst(_ groups: [(records: UnsafeRawBufferPointer, rev: UInt64)], onto state: inout Replay,
                                          after: UInt64) throws(Damage) {
-        // Oldest first: the change records of the transactions after `after`.
-        var changes: [(group: Int, kind: Kind, body: Range<Int>)] = []
+        let (changes, rev) = try changes(of: groups, after: after)
+        if let rev { state.rev = rev }
+        try forEachLast(of: changes, in: groups) { change, bytes throws(Damage) in
+            var body = Reader(bytes: bytes)
+            guard (try? body.apply(change.kind, to: &state)) != nil else { throw Damage(offset: change.body.lowerBound - 5, group: change.group) }
+        }
+    }
+
+    /// A change record of one of `groups`: which group, its kind, where its body is.
+    struct Change {
+        var group: Int
+        var kind: Kind
+        var body: Range<Int>
+    }
+
+    /// The change records of `groups`' transactions after `after`, oldest first, and the revision
+    /// of the newest of those transactions (nil: none). Throws where a record does not read, or
+    /// where a group's transactions do not end at its revision.
+    static func changes(of groups: [(records: UnsafeRawBufferPointer, rev: UInt64)], after: UInt64) throws(Damage) -> ([Change], UInt64?) {
+        var changes: [Change] = []
+        var newest: UInt64?
         for (index, group) in groups.enumerated() {
             let records = group.records
             var offset = 0
@@ -138,14 +157,21 @@ public enum CommitLog {
                     guard length >= 8 else { throw Damage(offset: offset, group: index) }
                     last = UInt64(littleEndian: records.loadUnaligned(fromByteOffset: body.lowerBound, as: UInt64.self))
                     skipping = last <= after
-                    if !skipping { state.rev = last }
+                    if !skipping { newest = last }
                 } else if !skipping {
-                    changes.append((index, kind, body))
+                    changes.append(Change(group: index, kind: kind, body: body))
                 }
                 offset = body.upperBound
             }
             guard last == group.rev else { throw Damage(offset: offset, group: index) }
         }
+        return (changes, newest)
+    }
+
+    /// Calls `body` with each of `changes` (oldest first) that is the last naming its key,
+    /// definition or binding, and its body's bytes, newest first. Only names are read.
+    static func forEachLast(of changes: [Change], in groups: [(records: UnsafeRawBufferPointer, rev: UInt64)],
+                            _ body: (Change, UnsafeRawBufferPointer) throws(Damage) -> Void) throws(Damage) {
         // Newest first: the first record naming something is the last that does.
         var seenKeys = Set<String>(), seenDefinitions = Set<String>(), seenBindings = Set<String>()
         for change in changes.reversed() {
@@ -158,9 +184,7 @@ public enum CommitLog {
             case .putDefinition, .deleteDefinition: first = seenDefinitions.insert(name).inserted
             case .putBinding, .deleteBinding, .transaction: first = seenBindings.insert(name).inserted
             }
-            guard first else { continue }
-            var body = Reader(bytes: bytes)
-            guard (try? body.apply(change.kind, to: &state)) != nil else { throw Damage(offset: change.body.lowerBound - 5, group: change.group) }
+            if first { try body(change, bytes) }
         }
     }
 
@@ -213,7 +237,7 @@ public enum CommitLog {
     }
 
     /// A record's body, read from its start.
-    private struct Reader {
+    struct Reader {
         let bytes: UnsafeRawBufferPointer
         var position = 0
 

@@ -92,6 +92,25 @@ public struct StoredTransaction: Sendable, Equatable {
     }
 }
 
+/// How far a storage's durable state trails what was committed to it (`stats`).
+public struct WriteLag: Sendable, Equatable {
+    /// Revisions committed but not yet written.
+    public var revisions: UInt64
+    /// How long the oldest of them has waited, in seconds.
+    public var seconds: Double
+    /// The bytes waiting to be written: what the storage holds in memory for them.
+    public var bytes: Int
+    /// Whether the last write failed (a full disk): what waits is tried again later.
+    public var failing: Bool
+
+    public init(revisions: UInt64 = 0, seconds: Double = 0, bytes: Int = 0, failing: Bool = false) {
+        self.revisions = revisions
+        self.seconds = seconds
+        self.bytes = bytes
+        self.failing = failing
+    }
+}
+
 /// Where the store keeps its state between runs. The store calls it on one thread.
 ///
 /// `commit` makes a transaction survive a crash of the process (written to the database, not
@@ -112,9 +131,8 @@ public protocol StateStorage: AnyObject {
     /// Checks, between commits, that the files behind the storage are still the ones it opened
     /// (SQLiteStorage: the database and its WAL); the daemon's writer calls it when idle.
     func checkFiles()
-    /// How far the durable state trails the commits at monotonic time `now`: the revisions
-    /// committed but not yet written, and how long the oldest of them has waited (`stats`).
-    func writeLag(now: Double) -> (revisions: UInt64, seconds: Double)
+    /// How far the durable state trails the commits at monotonic time `now` (`stats`).
+    func writeLag(now: Double) -> WriteLag
     /// Commits the transaction that puts one key, given as its name and its value's canonical
     /// encoding (the store's hot path: a storage that keeps bytes need decode nothing).
     func commitKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
@@ -154,7 +172,7 @@ extension StateStorage {
         try commit(replay.transaction)
     }
     /// A storage that writes as it commits never trails.
-    public func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) { (0, 0) }
+    public func writeLag(now: Double) -> WriteLag { WriteLag() }
 }
 
 /// A storage that keeps its state in memory only: for `--memory` and for tests. Commits cost the

@@ -131,6 +131,7 @@ extension Session {
             ("durability", .string(store.configuration.durability)), ("version", .string(store.configuration.serverVersion)),
         ] + store.requestCounters.fields + [
             ("unwritten_revisions", .int(Int64(lag.revisions))), ("unwritten_age_s", .double((lag.seconds * 1000).rounded() / 1000)),
+            ("unwritten_bytes", .int(Int64(lag.bytes))), ("write_failing", .bool(lag.failing)),
         ] + (store.sharedLog.map { [("cluster", .object(Dictionary($0.stats, uniquingKeysWith: { first, _ in first })))] } ?? []))
     }
 

@@ -19,6 +19,18 @@
 // A failed write (a full disk) leaves nothing on disk: the batch stays open, later commits join
 // it, and it is tried again after `retryInterval`. A failed fsync cannot be tried again (the kernel
 // may have dropped the data), so the daemon stops.
+//
+// Bounded while failing: client writes are refused then, but the daemon's own commits go on (TTL
+// expiries; a binding fed by a computed over `now()` writes its target every second), and each
+// would grow the open batch for as long as the disk stays full, every retry writing it all again.
+// So once the open batch passes `compactionBytes` it is rewritten as one transaction holding the
+// last record naming each key, definition and binding it touches (CommitLog.compact): written, it
+// leaves exactly what writing every record would, and it is still one frame, written whole or not
+// at all. Its size after that is the latest state of what it touches, which only the daemon's own
+// writes can add to (a bounded set: existing keys, binding targets); the next compaction waits
+// until the batch has doubled (or passed `compactionBytes`, whichever is more), so that each byte
+// committed is copied a bounded number of times. While the write fails, the batch is thus at most
+// max(compactionBytes, twice its compacted size) plus one transaction, and so is each retry's write.
 import ObsCore
 
 final class GroupCommitStorage: StateStorage {
@@ -28,6 +40,9 @@ final class GroupCommitStorage: StateStorage {
     private let writer: StorageWriter?
     private let strict: Bool
     private let retryInterval: Double
+    private let compactionBytes: Int
+    /// The open batch's size past which it is compacted: `Int.max` unless a write has failed.
+    private var compactAt = Int.max
 
     /// What was committed and is not written yet: the turn's commits, and after a failed write
     /// everything since the last batch written.
@@ -50,18 +65,23 @@ final class GroupCommitStorage: StateStorage {
     /// When the writer's idle duties are next due.
     private var idleCheckAt = 0.0
 
+    /// While a write fails, the open batch's size past which it is compacted.
+    static let defaultCompactionBytes = 4 << 20
+
     /// Memory mode: no database, nothing ever waits.
     init() {
         writer = nil
         strict = false
         retryInterval = 0
+        compactionBytes = 0
     }
 
     /// `normal` or `strict` mode: each turn's batch is written with `writer` when the turn ends.
-    init(writer: StorageWriter, strict: Bool, retryInterval: Double) {
+    init(writer: StorageWriter, strict: Bool, retryInterval: Double, compactionBytes: Int = GroupCommitStorage.defaultCompactionBytes) {
         self.writer = writer
         self.strict = strict
         self.retryInterval = retryInterval
+        self.compactionBytes = compactionBytes
     }
 
     /// The newest batch holding a change not yet written; `written` when there is none.
@@ -84,6 +104,7 @@ final class GroupCommitStorage: StateStorage {
         CommitLog.append(transaction, to: &batch.records)
         batch.rev = transaction.rev
         committedRev = transaction.rev
+        if batch.records.count >= compactAt { compact(batch) }
     }
 
     func commitKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
@@ -93,6 +114,7 @@ final class GroupCommitStorage: StateStorage {
         CommitLog.appendKey(name: name, value: value, rev: rev, createdRev: createdRev, version: version, to: &batch.records)
         batch.rev = rev
         committedRev = rev
+        if batch.records.count >= compactAt { compact(batch) }
     }
 
     private func openBatch() -> CommitBatch {
@@ -104,8 +126,24 @@ final class GroupCommitStorage: StateStorage {
         return batch
     }
 
-    func writeLag(now: Double) -> (revisions: UInt64, seconds: Double) {
-        (committedRev - writtenRev, openSince.map { max(0, now - $0) } ?? 0)
+    /// Rewrites the open batch as the last record naming each thing it touches (the file's header
+    /// says why), and sets the size of the next compaction.
+    private func compact(_ batch: CommitBatch) {
+        var compacted = ByteBuffer()
+        do throws(CommitLog.Damage) {
+            try CommitLog.compact(batch.records.bytes, rev: batch.rev, into: &compacted)
+        } catch {
+            // Records this type wrote always read; should one not, the batch is kept as it is.
+            compactAt = .max
+            return
+        }
+        batch.records = compacted
+        compactAt = max(compactionBytes, 2 * batch.records.count)
+    }
+
+    func writeLag(now: Double) -> WriteLag {
+        WriteLag(revisions: committedRev - writtenRev, seconds: openSince.map { max(0, now - $0) } ?? 0,
+                 bytes: open?.records.count ?? 0, failing: isFailing)
     }
 
     /// Memory mode drops every commit.
@@ -135,12 +173,17 @@ final class GroupCommitStorage: StateStorage {
             open = nil
             openSince = nil
             retryAt = nil
+            compactAt = .max
             batch.records.removeAll(keepingCapacityUpTo: 1 << 20)
             spare = batch
         case .writeFailed(let error):
             // Nothing of it is on disk: it stays open, and what is committed meanwhile joins it,
             // so the lines waiting for any of it wait for the one number.
             retryAt = now + retryInterval
+            if compactAt == .max {
+                compactAt = compactionBytes
+                if batch.records.count >= compactAt { compact(batch) }
+            }
             throw .write(error)
         case .syncFailed(let error):
             broken = true

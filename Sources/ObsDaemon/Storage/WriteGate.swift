@@ -7,7 +7,9 @@
 // Which lines wait: acknowledgements and change events (`EncodedLine.needsSync`), and read answers
 // too (they could show another client's unwritten change). Only while a write has failed (a full
 // disk) do lines that are not about a change go at once, so that reads go on while the disk is
-// full; meanwhile write requests are refused (`Store.writeRefusal`) instead of waiting.
+// full; meanwhile write requests are refused (`Store.writeRefusal`) instead of waiting. The log
+// says so when the write first fails, again every `failureReminderInterval` while it fails, and when
+// it succeeds, each time with what waits (revisions, bytes, since when), as `stats` does.
 import ObsCore
 
 final class WriteGate {
@@ -16,6 +18,9 @@ final class WriteGate {
     private let log: Logger
     /// Connections with lines waiting for a batch.
     private var holding: [Connection] = []
+    /// While the database cannot be written, how often the log says so again.
+    static let failureReminderInterval = 60.0
+    private var nextReminder = 0.0
 
     init(storage: GroupCommitStorage, store: Store, log: Logger) {
         self.storage = storage
@@ -48,21 +53,32 @@ final class WriteGate {
     /// fsync cannot be (the kernel may have dropped the data), so it is thrown: nothing more may
     /// be acknowledged.
     func endTurn(now: Double) throws(GroupCommitFailure) {
+        let waiting = store.writeRefusal != nil ? storage.writeLag(now: now) : nil
         do throws(GroupCommitFailure) {
             try storage.endTurn(now: now)
             releaseWritten()
-            if store.writeRefusal != nil, !storage.isFailing {
+            if let waiting, !storage.isFailing {
                 store.writeRefusal = nil
-                log.info("the database can be written again; writes are accepted")
+                log.info("the database can be written again (written: \(Self.describe(waiting))); writes are accepted")
             }
         } catch .write(let error) {
             // The writes stay pending (their answers held) and are tried again later; meanwhile
             // new writes get a clear error instead of a wait.
+            let lag = storage.writeLag(now: now)
             if store.writeRefusal == nil {
-                log.error("\(error.message); refusing writes until the database can be written")
+                log.error("\(error.message); refusing writes until the database can be written (waiting: \(Self.describe(lag)))")
                 store.writeRefusal = ObsError(.internal, "the database cannot be written (\(error.message)); writes are refused until it can be")
+                nextReminder = now + Self.failureReminderInterval
+            } else if now >= nextReminder {
+                log.error("the database still cannot be written (\(error.message)); writes are refused (waiting: \(Self.describe(lag)))")
+                nextReminder = now + Self.failureReminderInterval
             }
         }
+    }
+
+    /// What waits to be written, for the log.
+    private static func describe(_ lag: WriteLag) -> String {
+        "\(lag.revisions) revision\(lag.revisions == 1 ? "" : "s"), \(lag.bytes) bytes in memory, the oldest for \(Int(lag.seconds.rounded())) s"
     }
 
     private func releaseWritten() {

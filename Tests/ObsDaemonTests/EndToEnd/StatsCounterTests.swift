@@ -55,7 +55,8 @@ final class StatsCounterTests: XCTestCase {
     }
 
     /// With the writer held back (a debug build's OBSD_TEST_WRITE_DELAY), a `stats` answered while
-    /// a set waits for its batch reports one unwritten revision; once it is written, none.
+    /// a set waits for its batch reports one unwritten revision and its records' bytes, not a
+    /// failing write; once it is written, none. (FullDiskOutageTests has a failing one.)
     func test_stats_reportTheWriteLag() throws {
         #if !DEBUG
         throw XCTSkip("OBSD_TEST_WRITE_DELAY needs a debug build of obsd")
@@ -70,8 +71,12 @@ final class StatsCounterTests: XCTestCase {
         let during = json(client.readLine())
         XCTAssertEqual(during["unwritten_revisions"] as? Int, 1)
         XCTAssertGreaterThanOrEqual(during["unwritten_age_s"] as? Double ?? -1, 0)
+        XCTAssertEqual(during["unwritten_bytes"] as? Int, 47, "a transaction record (13 bytes) and the put of a = 1 (34)")
+        XCTAssertEqual(during["write_failing"] as? Bool, false)
         let after = stats(client)
         XCTAssertEqual(after["unwritten_revisions"] as? Int, 0)
         XCTAssertEqual(after["unwritten_age_s"] as? Double, 0)
+        XCTAssertEqual(after["unwritten_bytes"] as? Int, 0)
+        XCTAssertEqual(after["write_failing"] as? Bool, false)
     }
 }

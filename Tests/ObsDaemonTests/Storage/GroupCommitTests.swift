@@ -1,5 +1,7 @@
+import Foundation
 import Glibc
 import ObsCore
+import TestSupport
 import XCTest
 @testable import ObsDaemon
 
@@ -106,8 +108,8 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertFalse(storage.isFailing)
         XCTAssertEqual(storage.written, 2)
         XCTAssertEqual(storage.unwritten, 2, "nothing left unwritten")
-        XCTAssertEqual((try disk.memory.load()).rev, 3)
-        XCTAssertEqual((try disk.memory.load()).keys, [key("a", 2, rev: 2), key("b", 3, rev: 3)])
+        XCTAssertEqual((try disk.inner.load()).rev, 3)
+        XCTAssertEqual((try disk.inner.load()).keys, [key("a", 2, rev: 2), key("b", 3, rev: 3)])
         try storage.close()
     }
 
@@ -149,30 +151,233 @@ final class GroupCommitTests: XCTestCase {
         try gate.endTurn(now: 1)
         XCTAssertNil(store.writeRefusal, "writes are accepted again")
         XCTAssertNil(gate.batch(toWaitFor: true))
-        XCTAssertEqual((try disk.memory.load()).keys, [key("a", 1, rev: 1)])
+        XCTAssertEqual((try disk.inner.load()).keys, [key("a", 1, rev: 1)])
         try storage.close()
     }
 }
 
-/// A storage whose writes or fsyncs fail on demand, over one kept in memory.
+extension GroupCommitTests {
+    /// The case that needed a bound: while the disk is full, client writes are refused, but a
+    /// binding fed by a computed over `now()` writes its target every second, and TTL keys expire.
+    /// The open batch stays within max(bound, twice its compacted size) plus one transaction,
+    /// and so does every retry's write; once the disk takes it, the state is what writing every
+    /// commit would have left.
+    func test_whileAWriteFails_theDaemonsOwnCommits_keepTheOpenBatchWithinItsBound() throws {
+        let bound = 64 << 10
+        let disk = FailingStorage()
+        let storage = GroupCommitStorage(writer: StorageWriter(disk), strict: false, retryInterval: 1, compactionBytes: bound)
+        let model = MemoryStorage()
+        var rev: UInt64 = 1
+        var keys = StoredTransaction(rev: rev)
+        keys.putKeys = (1...20).map { StoredKey(key: "ttl.\($0)", value: .int(Int64($0)), rev: 1, createdRev: 1, version: 1, expiresAt: 2e9) }
+        try model.commit(keys)
+        try storage.commit(keys)
+        try storage.endTurn(now: 0)
+
+        // The disk is full: the turn's batch (a client's write) is not written.
+        disk.failing = true
+        rev += 1
+        let held = put("held", 1, rev: rev)
+        try model.commit(held)
+        try storage.commit(held)
+        XCTAssertThrowsError(try storage.endTurn(now: 1))
+
+        let stamp = String(repeating: "s", count: 1000)
+        var largestTransaction = 0, largestBatch = 0
+        var now = 1.0
+        for tick in 1...5000 {
+            rev += 1
+            var transaction = StoredTransaction(rev: rev)
+            if tick % 250 == 0 {
+                transaction.deletedKeys = ["ttl.\(tick / 250)"]
+            } else {
+                transaction.putKeys = [StoredKey(key: "stamp", value: .string(stamp + "\(tick)"), rev: rev, createdRev: 2, version: UInt64(tick))]
+            }
+            var records = ByteBuffer()
+            CommitLog.append(transaction, to: &records)
+            largestTransaction = max(largestTransaction, records.count)
+            try model.commit(transaction)
+            try storage.commit(transaction)
+            if tick % 10 == 0 {
+                now += 1
+                XCTAssertThrowsError(try storage.endTurn(now: now), "tick \(tick): the retry fails")
+            }
+            largestBatch = max(largestBatch, storage.writeLag(now: monotonicSeconds()).bytes)
+        }
+        XCTAssertTrue(storage.writeLag(now: monotonicSeconds()).failing)
+        XCTAssertLessThanOrEqual(largestBatch, bound + largestTransaction, "the open batch")
+        XCTAssertEqual(disk.attempts, 502)
+        XCTAssertLessThanOrEqual(disk.largestWrite, bound + largestTransaction, "what one retry writes")
+        XCTAssertEqual(storage.writeLag(now: monotonicSeconds()).revisions, 5001)
+
+        disk.failing = false
+        try storage.endTurn(now: now + 1)
+        XCTAssertFalse(storage.isFailing)
+        XCTAssertEqual(storage.writeLag(now: monotonicSeconds()), WriteLag())
+        XCTAssertEqual(try disk.inner.load(), try model.load(), "what writing every commit would have left")
+        try storage.close()
+    }
+
+    /// The compacted batch through the daemon's real storage (log files beside an SQLite
+    /// database): random transactions of every kind go to two of them, one whose writes fail for
+    /// two long stretches (its open batch compacted many times) and one that writes every turn.
+    /// The second stretch lasts to the end: a key, a definition and a binding made before it are
+    /// deleted in it (a TTL expiry, say), then another key is written many times (a binding fed
+    /// by the clock), compacted several times over: the state is what its compacted batch left.
+    /// Loaded from disk, both as a crash would leave them (the log files replayed over the rows)
+    /// and after a clean stop (the log folded into the rows), they hold the same state.
+    func test_aCompactedBatch_writtenToTheLogFiles_loadsAsTheBatchesWrittenEveryTurn() throws {
+        let root = NSTemporaryDirectory() + "obsd-compaction-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        func logStorage(_ name: String) throws -> LogFileStorage {
+            let directory = root + "/" + name
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let storage = try LogFileStorage(directory: directory, database: try SQLiteStorage(path: directory + "/obsd.db")) { _ in }
+            _ = try storage.load()
+            return storage
+        }
+        let everyTurn = try logStorage("every-turn"), failing = try logStorage("failing")
+        let disk = FailingStorage(failing)
+        let plain = GroupCommitStorage(writer: StorageWriter(everyTurn), strict: true, retryInterval: 1)
+        let compacting = GroupCommitStorage(writer: StorageWriter(disk), strict: true, retryInterval: 1, compactionBytes: 2048)
+        let model = MemoryStorage()
+        var random = SplitMix64(seed: 59)
+        var now = 0.0
+        for rev in UInt64(1)...3000 {
+            disk.failing = (500..<1500).contains(rev) || rev >= 2000
+            var transaction: StoredTransaction
+            switch rev {
+            case 1999:
+                transaction = put("doomed", 1, rev: rev)
+                transaction.putDefinitions = [StoredDefinition(key: "doomed.computed", expr: "$doomed", createdRev: rev)]
+                transaction.putBindings = [StoredBinding(from: "doomed", to: "doomed.target")]
+            case 2800:
+                transaction = StoredTransaction(rev: rev)
+                transaction.deletedKeys = ["doomed"]
+                transaction.deletedDefinitions = ["doomed.computed"]
+                transaction.deletedBindings = ["doomed.target"]
+            case 2801...:
+                transaction = put("stamp", Int(rev), rev: rev)
+            default:
+                transaction = random.storedTransaction(rev: rev)
+            }
+            try model.commit(transaction)
+            try plain.commit(transaction)
+            try compacting.commit(transaction)
+            // A turn every few commits, a tenth of a second apart: never idle long enough for a
+            // checkpoint, so that everything is in the log files until the copy below.
+            if random.below(4) == 0 {
+                now += 0.1
+                try plain.endTurn(now: now)
+                if (try? compacting.endTurn(now: now)) == nil { XCTAssertTrue(disk.failing, "revision \(rev)") }
+            }
+        }
+        disk.failing = false
+        now += 1
+        try plain.endTurn(now: now)
+        try compacting.endTurn(now: now)
+        XCTAssertFalse(compacting.isFailing)
+        XCTAssertLessThan(disk.largestWrite, 64 << 10, "the batch was compacted while the disk was full")
+        let expected = try model.load()
+
+        // As a crash would leave them: copies of the state directories, the log files replayed.
+        for name in ["every-turn", "failing"] {
+            let copy = root + "/crashed-" + name
+            try FileManager.default.copyItem(atPath: root + "/" + name, toPath: copy)
+            let loaded = try LogFileStorage(directory: copy, database: try SQLiteStorage(path: copy + "/obsd.db")) { _ in }
+            XCTAssertGreaterThan(try LogFileStorage.files(in: copy).count, 0, "\(name): the state is in its log files")
+            XCTAssertEqual(try loaded.load(), expected, "\(name), its log files replayed")
+            loaded.close()
+        }
+        // After a clean stop: the log folded into the rows.
+        try plain.close()
+        try compacting.close()
+        everyTurn.close()
+        failing.close()
+        for name in ["every-turn", "failing"] {
+            let directory = root + "/" + name
+            XCTAssertEqual(try LogFileStorage.files(in: directory).count, 0, "\(name): a clean stop leaves no log file")
+            let loaded = try LogFileStorage(directory: directory, database: try SQLiteStorage(path: directory + "/obsd.db")) { _ in }
+            XCTAssertEqual(try loaded.load(), expected, "\(name), folded into its rows")
+            loaded.close()
+        }
+    }
+
+    /// The log says when the write first fails, again once a minute while it fails, and when it
+    /// succeeds, each time with what waits (revisions, bytes, since when).
+    func test_theLog_saysWhatWaits_whenTheWriteFails_everyMinuteWhileItFails_andWhenItSucceeds() throws {
+        let disk = FailingStorage()
+        let storage = GroupCommitStorage(writer: StorageWriter(disk), strict: false, retryInterval: 1)
+        let store = try Store(storage: MemoryStorage(), clock: ManualClock())
+        let lines = Lines()
+        let gate = WriteGate(storage: storage, store: store, log: Logger(level: .info, journal: false) { lines.append($0) })
+        disk.failing = true
+        try storage.commit(put("a", 1, rev: 1))
+        try gate.endTurn(now: 100)
+        XCTAssertEqual(lines.all.count, 1)
+        XCTAssertTrue(lines.all[0].hasPrefix("obsd: error: No space left on device; refusing writes"), lines.all[0])
+        XCTAssertTrue(lines.all[0].contains("(waiting: 1 revision, 47 bytes in memory, the oldest for "), lines.all[0])
+        for second in 101...159 {
+            try storage.commit(put("a", second, rev: UInt64(second - 99)))
+            try gate.endTurn(now: Double(second))
+        }
+        XCTAssertEqual(lines.all.count, 1, "retried every second, said once a minute")
+        try gate.endTurn(now: 160)
+        XCTAssertEqual(lines.all.count, 2)
+        XCTAssertTrue(lines.all[1].hasPrefix("obsd: error: the database still cannot be written (No space left on device); writes are refused (waiting: 60 revisions, 2938 bytes in memory, the oldest for "),
+                      lines.all[1])
+        disk.failing = false
+        try gate.endTurn(now: 161)
+        XCTAssertEqual(lines.all.count, 3)
+        XCTAssertTrue(lines.all[2].hasPrefix("obsd: info: the database can be written again (written: 60 revisions, 2938 bytes in memory, the oldest for "), lines.all[2])
+        XCTAssertTrue(lines.all[2].hasSuffix("); writes are accepted\n"), lines.all[2])
+        try storage.close()
+    }
+}
+
+/// Log lines, collected from any thread.
+private final class Lines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+
+    var all: [String] { lock.withLock { lines } }
+}
+
+/// A storage whose writes or fsyncs fail on demand, over another (one kept in memory unless told).
 private final class FailingStorage: StateStorage {
-    let memory = MemoryStorage()
+    let inner: any StateStorage
     var failing = false
     var syncFails = false
     /// Writes tried, failed or not.
     private(set) var attempts = 0
+    /// The most bytes one write tried to write.
+    private(set) var largestWrite = 0
 
-    func load() throws(ObsError) -> StoredState { try memory.load() }
+    init(_ inner: any StateStorage = MemoryStorage()) {
+        self.inner = inner
+    }
 
-    func commit(_ transaction: StoredTransaction) throws(ObsError) { try memory.commit(transaction) }
+    func load() throws(ObsError) -> StoredState { try inner.load() }
+
+    func commit(_ transaction: StoredTransaction) throws(ObsError) { try inner.commit(transaction) }
 
     func commitLog(_ records: UnsafeRawBufferPointer, rev: UInt64) throws(ObsError) {
         attempts += 1
+        largestWrite = max(largestWrite, records.count)
         if failing { throw ObsError(.internal, "No space left on device") }
-        try memory.commitLog(records, rev: rev)
+        try inner.commitLog(records, rev: rev)
     }
 
     func sync() throws(ObsError) {
         if syncFails { throw ObsError(.internal, "fdatasync: Input/output error") }
+        try inner.sync()
     }
+
+    func checkpoint() throws(ObsError) { try inner.checkpoint() }
+
+    func checkFiles() { inner.checkFiles() }
+
+    var logBytes: Int { inner.logBytes }
 }

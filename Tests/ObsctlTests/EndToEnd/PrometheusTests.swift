@@ -45,6 +45,8 @@ final class PrometheusTests: XCTestCase {
         XCTAssertTrue(samples.contains("obsd_request_errors counter obsd_request_errors_total{code=\"cycle\"} 0.0"), result.stdout)
         XCTAssertTrue(samples.contains("obsd_unwritten_revisions gauge obsd_unwritten_revisions{} 0.0"), result.stdout)
         XCTAssertTrue(samples.contains("obsd_unwritten_age_seconds gauge obsd_unwritten_age_seconds{} 0.0"), result.stdout)
+        XCTAssertTrue(samples.contains("obsd_unwritten_bytes gauge obsd_unwritten_bytes{} 0.0"), result.stdout)
+        XCTAssertTrue(samples.contains("obsd_write_failing gauge obsd_write_failing{} 0.0"), result.stdout)
         XCTAssertFalse(samples.contains { $0.contains(" untyped ") }, "every field of this daemon is known: \(result.stdout)")
         XCTAssertEqual(try obsctl(daemon, ["stats", "--format", "yaml"]).stderr,
                        "obsctl: stats: unknown format 'yaml' (text, json or prometheus)\nSee 'obsctl --help'.\n")

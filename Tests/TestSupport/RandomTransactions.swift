@@ -1,10 +1,9 @@
-import TestSupport
-@testable import ObsCore
+import ObsCore
 
 extension SplitMix64 {
     /// A random transaction at `rev` over a few names: puts and deletes of keys (with and without
     /// expiry, values of every JSON kind), definitions and bindings.
-    mutating func storedTransaction(rev: UInt64) -> StoredTransaction {
+    public mutating func storedTransaction(rev: UInt64) -> StoredTransaction {
         var transaction = StoredTransaction(rev: rev)
         let names = ["a", "b.c", "k.1", "k.2", "long.name-with_all.kinds"]
         let values: [JSONValue] = [1, -7, 2.5, "text", "with \"quotes\" and \u{e9}", true, .null, [1, "x"], ["b": 1, "a": [2]]]
