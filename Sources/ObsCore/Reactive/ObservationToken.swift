@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// A subscription: cancelling it, or releasing the last reference to it, stops its handler.
@@ -76,23 +77,22 @@ private final class CancelAction: Sendable {
 
 /// Holds many subscriptions and cancels them together: on `cancelAll()` or when released. A token
 /// cancelled on its own leaves the bag, so a bag that lives long holds only what is still live.
-public final class ObservationBag: Sendable {
-    private struct Tokens {
-        /// By the order they were added in, which `cancelAll` keeps.
-        var held: [UInt64: ObservationToken] = [:]
-        var nextNumber: UInt64 = 0
-    }
-
-    private let tokens = Mutex(Tokens())
+public final class ObservationBag: @unchecked Sendable {
+    // @unchecked: the tokens are guarded by `lock`, a pthread mutex rather than Synchronization's
+    // Mutex, whose contended hand-over ThreadSanitizer does not see (EngineLock.swift).
+    private let lock = NSLock()
+    /// By the order they were added in, which `cancelAll` keeps.
+    private var held: [UInt64: ObservationToken] = [:]
+    private var nextNumber: UInt64 = 0
 
     public init() {}
 
     /// Keeps `token` until it is cancelled, or the bag is cancelled or released.
     public func insert(_ token: ObservationToken) {
-        let number = tokens.withLock { tokens in
-            defer { tokens.nextNumber += 1 }
-            tokens.held[tokens.nextNumber] = token
-            return tokens.nextNumber
+        let number = lock.withLock {
+            defer { nextNumber += 1 }
+            held[nextNumber] = token
+            return nextNumber
         }
         // The token holds the bag weakly, so neither keeps the other alive. Added after the token
         // is in the bag, so that a cancel on another thread meanwhile either finds it there or
@@ -102,17 +102,17 @@ public final class ObservationBag: Sendable {
 
     /// Lets go of a cancelled token (so its release, under the lock, runs nothing).
     private func remove(_ number: UInt64) {
-        tokens.withLock { _ = $0.held.removeValue(forKey: number) }
+        lock.withLock { _ = held.removeValue(forKey: number) }
     }
 
     /// How many subscriptions the bag holds: those added and not cancelled yet.
-    public var count: Int { tokens.withLock { $0.held.count } }
+    public var count: Int { lock.withLock { held.count } }
 
     /// Cancels every subscription in the bag, in the order added, and empties it.
     public func cancelAll() {
-        let all = tokens.withLock { tokens -> [UInt64: ObservationToken] in
-            defer { tokens.held = [:] }
-            return tokens.held
+        let all = lock.withLock {
+            defer { held = [:] }
+            return held
         }
         for (_, token) in all.sorted(by: { $0.key < $1.key }) { token.cancel() }
     }
