@@ -42,14 +42,4 @@ final class FormatTests: XCTestCase {
         XCTAssertEqual(WatchEvent.removingWatchField(#"{"event":"change","watch":12,"key":"watch","new":",\"watch\":3","rev":1}"#),
                        #"{"event":"change","key":"watch","new":",\"watch\":3","rev":1}"#)
     }
-
-    func test_latestQueue_coalescesPerKey_keepingTheOldValueLastSeen() throws {
-        let queue = EventQueue(coalescing: true)
-        queue.push(event(#"{"event":"change","key":"k","old":1,"new":2,"rev":2,"created":false}"#))
-        queue.push(event(#"{"event":"change","key":"j","old":0,"new":5,"rev":3,"created":false}"#))
-        queue.push(event(#"{"event":"change","key":"k","old":2,"new":3,"rev":4,"created":false}"#))
-        XCTAssertEqual(try queue.next(deadline: 0)?.fields, event(#"{"event":"change","key":"k","old":1,"new":3,"rev":4,"created":false}"#).fields)
-        XCTAssertEqual(try queue.next(deadline: 0)?["key"], "j")
-        XCTAssertNil(try queue.next(deadline: 0))
-    }
 }

@@ -92,15 +92,16 @@ public final class ObsdProcess {
     }
 
     /// Resident memory in KiB, from /proc.
-    public var residentKiB: Int { statusKiB("VmRSS:") }
+    public var residentKiB: Int { processStatusKiB(pid, "VmRSS:") }
 
     /// Resident anonymous memory (the heap, stacks: what obsd holds, without the pages of files it
     /// maps, such as a commit log file being folded, which the kernel can drop) in KiB.
-    public var anonymousKiB: Int { statusKiB("RssAnon:") }
+    public var anonymousKiB: Int { processStatusKiB(pid, "RssAnon:") }
+}
 
-    private func statusKiB(_ field: String) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-    }
+/// A field of /proc/PID/status given in KiB (`VmRSS:`, `VmHWM:`, ...); 0 if it cannot be read.
+public func processStatusKiB(_ pid: Int32, _ field: String) -> Int {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// A subscription: cancelling it, or releasing the last reference to it, stops its handler.
@@ -23,13 +24,37 @@ public final class ObservationToken: Hashable, Sendable {
 
     /// Stops the subscription. Safe to call more than once, from any thread, from inside its handler.
     public func cancel() {
-        let taken = action.exchange(0, ordering: .acquiringAndReleasing)
+        Self.run(action.exchange(0, ordering: .acquiringAndReleasing))
+    }
+
+    /// Runs an action taken out of `action`, releasing what it held.
+    private static func run(_ taken: UInt) {
         guard let address = UnsafeRawPointer(bitPattern: taken & ~1) else { return }
         if taken & 1 != 0 {
             Unmanaged<CancelAction>.fromOpaque(address).takeRetainedValue().run()
         } else {
             Unmanaged<ReactiveNode>.fromOpaque(address).takeRetainedValue().cancelSubscription()
         }
+    }
+
+    /// Makes cancelling run `then` too, after what it did already; false (and `then` is not kept)
+    /// when the token is cancelled already. Costs a closure, so only bags use it.
+    func whenCancelled(_ then: @escaping @Sendable () -> Void) -> Bool {
+        var current = action.load(ordering: .acquiring)
+        while current != 0 {
+            // The new action owns the old one's retain once it is in place; until then the token does.
+            let previous = current
+            let chained = Unmanaged.passRetained(CancelAction {
+                Self.run(previous)
+                then()
+            })
+            let (exchanged, found) = action.compareExchange(
+                expected: current, desired: UInt(bitPattern: chained.toOpaque()) | 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            chained.release()
+            current = found
+        }
+        return false
     }
 
     /// Whether `cancel()` has run.
@@ -50,27 +75,46 @@ private final class CancelAction: Sendable {
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
-/// Holds many subscriptions and cancels them together: on `cancelAll()` or when released.
-public final class ObservationBag: Sendable {
-    private let tokens = Mutex<[ObservationToken]>([])
+/// Holds many subscriptions and cancels them together: on `cancelAll()` or when released. A token
+/// cancelled on its own leaves the bag, so a bag that lives long holds only what is still live.
+public final class ObservationBag: @unchecked Sendable {
+    // @unchecked: the tokens are guarded by `lock`, a pthread mutex rather than Synchronization's
+    // Mutex, whose contended hand-over ThreadSanitizer does not see (EngineLock.swift).
+    private let lock = NSLock()
+    /// By the order they were added in, which `cancelAll` keeps.
+    private var held: [UInt64: ObservationToken] = [:]
+    private var nextNumber: UInt64 = 0
 
     public init() {}
 
-    /// Keeps `token` until the bag is cancelled or released.
+    /// Keeps `token` until it is cancelled, or the bag is cancelled or released.
     public func insert(_ token: ObservationToken) {
-        tokens.withLock { $0.append(token) }
+        let number = lock.withLock {
+            defer { nextNumber += 1 }
+            held[nextNumber] = token
+            return nextNumber
+        }
+        // The token holds the bag weakly, so neither keeps the other alive. Added after the token
+        // is in the bag, so that a cancel on another thread meanwhile either finds it there or
+        // makes this fail.
+        if !token.whenCancelled({ [weak self] in self?.remove(number) }) { remove(number) }
     }
 
-    /// How many subscriptions the bag holds.
-    public var count: Int { tokens.withLock { $0.count } }
+    /// Lets go of a cancelled token (so its release, under the lock, runs nothing).
+    private func remove(_ number: UInt64) {
+        lock.withLock { _ = held.removeValue(forKey: number) }
+    }
+
+    /// How many subscriptions the bag holds: those added and not cancelled yet.
+    public var count: Int { lock.withLock { held.count } }
 
     /// Cancels every subscription in the bag, in the order added, and empties it.
     public func cancelAll() {
-        let all = tokens.withLock { tokens -> [ObservationToken] in
-            defer { tokens = [] }
-            return tokens
+        let all = lock.withLock {
+            defer { held = [:] }
+            return held
         }
-        for token in all { token.cancel() }
+        for (_, token) in all.sorted(by: { $0.key < $1.key }) { token.cancel() }
     }
 
     deinit { cancelAll() }

@@ -245,10 +245,17 @@ extension ObservableValue {
     }
 
     /// Every change from now on, as an asynchronous sequence; ending the iteration unsubscribes.
+    /// A reader more than 1024 changes behind gets the later ones merged into one, from the value
+    /// the one before ended on to the latest (docs/library.md).
     public var changes: AsyncStream<Change<Value>> {
-        AsyncStream { continuation in
-            let token = self.observe { continuation.yield($0) }
-            continuation.onTermination = { _ in token.cancel() }
+        let buffer = ChangeBuffer<Value>(limit: ChangeBuffer<Value>.limit, isEqual: isEqual)
+        let token = observe { buffer.push($0) }
+        return AsyncStream {
+            // The stream holds the subscription: it ends when the stream is cancelled or released.
+            withExtendedLifetime(token) {}
+            return await buffer.next()
+        } onCancel: {
+            token.cancel()
         }
     }
 }

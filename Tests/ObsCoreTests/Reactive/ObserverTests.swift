@@ -50,6 +50,69 @@ final class ObserverTests: XCTestCase {
         XCTAssertEqual(seen.count, 2)
     }
 
+    /// A program that subscribes and cancels through one bag for as long as it runs keeps only
+    /// what is live in it.
+    func test_observationBag_cancelledTokensLeaveIt() {
+        let a = Observable(0)
+        let bag = ObservationBag()
+        weak var first: ObservationToken?
+        var most = 0
+        for index in 0..<100_000 {
+            let token = a.observe { _ in }
+            token.store(in: bag)
+            if index == 0 { first = token }
+            token.cancel()
+            most = max(most, bag.count)
+        }
+        XCTAssertEqual(most, 0)
+        XCTAssertEqual(bag.count, 0)
+        XCTAssertNil(first, "the bag let go of the cancelled token")
+        let live = a.observe { _ in }
+        live.store(in: bag)
+        a.observe { _ in }.store(in: bag)
+        XCTAssertEqual(bag.count, 2)
+        live.cancel()
+        XCTAssertEqual(bag.count, 1)
+        let cancelled = a.observe { _ in }
+        cancelled.cancel()
+        cancelled.store(in: bag)
+        XCTAssertEqual(bag.count, 1, "a token cancelled already is not kept")
+        bag.cancelAll()
+        XCTAssertEqual(bag.count, 0)
+        XCTAssertNil(a.subs)
+    }
+
+    func test_observationBag_cancelAll_inTheOrderAdded_skippingThoseCancelled() {
+        let order = Log<Int>()
+        let bag = ObservationBag()
+        let tokens = (0..<6).map { index in ObservationToken { order.append(index) } }
+        tokens.forEach { $0.store(in: bag) }
+        tokens[1].cancel()
+        tokens[4].cancel()
+        XCTAssertEqual(bag.count, 4)
+        bag.cancelAll()
+        XCTAssertEqual(order.entries, [1, 4, 0, 2, 3, 5])
+    }
+
+    func test_observationBag_manyThreadsAddingAndCancelling() {
+        let a = Observable(0)
+        let bag = ObservationBag()
+        let kept = Log<ObservationToken>()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for index in 0..<2_000 {
+                let token = a.observe { _ in }
+                token.store(in: bag)
+                if index % 4 == 0 { kept.append(token) } else { token.cancel() }
+            }
+        }
+        XCTAssertEqual(bag.count, 8 * 500)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for (index, token) in kept.entries.enumerated() where index % 8 == thread { token.cancel() }
+        }
+        XCTAssertEqual(bag.count, 0)
+        XCTAssertNil(a.subs)
+    }
+
     func test_setOfObservations_holdsTokens() {
         let a = Observable(0)
         let seen = Counter()
@@ -215,6 +278,33 @@ final class ObserverTests: XCTestCase {
         a.value = 3
         let values = await reader.value
         XCTAssertEqual(values, [1, 2, 3])
+    }
+
+    /// A reader that does not keep up: at most `ChangeBuffer.limit` changes wait for it, and the
+    /// later ones are merged into the last, so it still ends on the latest value, each change
+    /// starting where the one before ended.
+    func test_changes_slowReader_isBounded_andEndsOnTheLatestValue() async {
+        let a = Observable(0)
+        let stream = a.changes
+        for value in 1...100_000 { a.value = value }
+        var received: [Change<Int>] = []
+        for await change in stream {
+            received.append(change)
+            if change.newValue == 100_000 { break }
+        }
+        let limit = ChangeBuffer<Int>.limit
+        XCTAssertLessThanOrEqual(received.count, limit)
+        XCTAssertEqual(received.dropLast().map(\.newValue), Array(1..<limit), "the changes before the limit as they came")
+        XCTAssertEqual(received.last, Change(oldValue: limit - 1, newValue: 100_000))
+        XCTAssertEqual(received.first?.oldValue, 0)
+    }
+
+    /// Changes merged into one that ends where it started are no change (for `Equatable` values).
+    func test_changeBuffer_dropsAMergeBackToTheStart() async {
+        let buffer = ChangeBuffer<Int>(limit: 2, isEqual: ==)
+        for (old, new) in [(0, 1), (1, 2), (2, 3), (3, 1), (1, 5)] { buffer.push(Change(oldValue: old, newValue: new)) }
+        let first = await buffer.next(), second = await buffer.next()
+        XCTAssertEqual([first, second], [Change(oldValue: 0, newValue: 1), Change(oldValue: 1, newValue: 5)])
     }
 
     func test_manyThreadsWritingAtOnce_loseNoUpdateAndDoNotDeadlock() {

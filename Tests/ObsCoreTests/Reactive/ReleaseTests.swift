@@ -122,6 +122,53 @@ final class ReleaseTests: XCTestCase {
         XCTAssertNil(source.subs, "leaving the loop unsubscribes")
     }
 
+    func test_changesStream_cancellingItsReader_endsItAndUnsubscribes() async {
+        let source = Observable(0)
+        let reader = Task { () -> Int in
+            var seen = 0
+            for await _ in source.changes { seen += 1 }
+            return seen
+        }
+        while !isSubscribed(source) { await Task.yield() }
+        reader.cancel()
+        let seen = await reader.value
+        XCTAssertEqual(seen, 0)
+        XCTAssertNil(source.subs)
+    }
+
+    /// A bag and the tokens in it keep each other alive in one direction only: the bag holds its
+    /// tokens (and through them the observers), a token holds its bag weakly.
+    func test_observationBag_holdsItsTokens_whichDoNotHoldIt() {
+        let source = Observable(0)
+        weak var weakBag: ObservationBag?, cancelledToken: ObservationToken?, heldToken: ObservationToken?
+        weak var cancelledWitness: Witness?, heldWitness: Witness?
+        var bag: ObservationBag? = ObservationBag()
+        var outside: ObservationToken?
+        do {
+            let (first, second) = (Witness(), Witness())
+            let cancelled = source.observe { _ in withExtendedLifetime(first) {} }
+            let held = source.observe { _ in withExtendedLifetime(second) {} }
+            cancelled.store(in: bag!)
+            held.store(in: bag!)
+            outside = source.observe { _ in }
+            outside?.store(in: bag!)
+            cancelled.cancel()
+            (weakBag, cancelledToken, heldToken, cancelledWitness, heldWitness) = (bag, cancelled, held, first, second)
+        }
+        XCTAssertNil(cancelledToken, "a cancelled token leaves its bag")
+        XCTAssertNil(cancelledWitness)
+        XCTAssertNotNil(heldToken, "the bag holds the others")
+        bag = nil
+        XCTAssertNil(bag)
+        XCTAssertNil(weakBag, "tokens do not keep their bag")
+        XCTAssertNil(heldToken)
+        XCTAssertNil(heldWitness)
+        XCTAssertEqual(outside?.isCancelled, true, "a bag cancels every token in it when released")
+        outside = nil
+        XCTAssertNil(outside)
+        XCTAssertNil(source.subs)
+    }
+
     func test_queueSchedulerObserver_isReleasedAfterCancelOnceItsQueueRan() {
         let queue = DispatchQueue(label: "test.release")
         let source = Observable(0)

@@ -80,11 +80,7 @@ extension Client {
 }
 
 /// The resident memory of process `pid` in KiB, from /proc.
-func residentKiB(of pid: Int32) -> Int {
-    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-}
+func residentKiB(of pid: Int32) -> Int { processStatusKiB(pid, "VmRSS:") }
 
 /// What client threads collect: named counts, and items (keys acknowledged, say).
 final class Tally: @unchecked Sendable {

@@ -13,10 +13,15 @@ final class Daemon {
     var persistent: Bool
     var extraArguments: [String]
 
-    init(persistent: Bool = false, arguments: [String] = []) throws {
+    /// `config`: the text of a configuration file for obsd (its settings, as in obsd.conf).
+    init(persistent: Bool = false, arguments: [String] = [], config: String? = nil) throws {
         sandbox = try Sandbox()
         self.persistent = persistent
         extraArguments = arguments
+        if let config {
+            try sandbox.write(config, to: sandbox.config)
+            extraArguments += ["--config", sandbox.config]
+        }
         try start()
     }
 
