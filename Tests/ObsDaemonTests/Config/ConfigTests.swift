@@ -84,6 +84,7 @@ final class ConfigFileTests: XCTestCase {
             client_timeout = 250ms
             history = 500
             history_bytes = 32M
+            max_restore_bytes = 8M
             cluster = etcd
             etcd_endpoints = https://e1:2379,https://e2:2379
             etcd_prefix = /fleet/
@@ -112,6 +113,7 @@ final class ConfigFileTests: XCTestCase {
         expected.limits.clientTimeout = 0.25
         expected.limits.history = 500
         expected.limits.historyBytes = 32 << 20
+        expected.limits.maxRestoreBytes = 8 << 20
         expected.cluster = .etcd
         expected.etcd.endpoints = ["https://e1:2379", "https://e2:2379"]
         expected.etcd.prefix = "/fleet/"
@@ -123,7 +125,7 @@ final class ConfigFileTests: XCTestCase {
         expected.etcd.timeout = 2
         expected.etcd.ephemeralTTL = 30
         XCTAssertEqual(result, expected)
-        XCTAssertEqual(ConfigFile.specs.count, 28, "a new setting needs a line in this test and in obsd.conf.example")
+        XCTAssertEqual(ConfigFile.specs.count, 29, "a new setting needs a line in this test and in obsd.conf.example")
     }
 
     func test_defaults_matchModelLimits() {
