@@ -69,9 +69,12 @@ public enum EventFormat {
     }
 
     /// The environment of a `-- COMMAND` run: OBS_EVENT (the event's JSON), OBS_KEY, OBS_VALUE,
-    /// OBS_OLD, OBS_REV, OBS_CHANNEL, each empty when the event lacks it.
+    /// OBS_OLD, OBS_REV, OBS_CHANNEL, each empty when the event lacks it. A variable longer than
+    /// the kernel passes to a program (`longestVariable`) is left empty and named in
+    /// OBS_TOO_LARGE (the event is whole on the command's stdin): with it, the command could not
+    /// be started at all.
     public static func environment(_ event: WatchEvent) -> [String: String] {
-        [
+        var variables = [
             "OBS_EVENT": event.line,
             "OBS_KEY": event["key"].map(ValueArgument.render) ?? "",
             "OBS_VALUE": (event.kind == "publish" ? event["payload"] : event.value).map(ValueArgument.render) ?? "",
@@ -79,5 +82,13 @@ public enum EventFormat {
             "OBS_REV": event["rev"].map(ValueArgument.render) ?? "",
             "OBS_CHANNEL": event["channel"].map(ValueArgument.render) ?? "",
         ]
+        let tooLarge = variables.filter { $0.key.utf8.count + 1 + $0.value.utf8.count > longestVariable }.keys.sorted()
+        for name in tooLarge { variables[name] = "" }
+        variables["OBS_TOO_LARGE"] = tooLarge.joined(separator: " ")
+        return variables
     }
+
+    /// The longest `NAME=value` Linux passes to a program: 32 pages with the terminating zero
+    /// (MAX_ARG_STRLEN); posix_spawn refuses a longer one with E2BIG.
+    static let longestVariable = 32 * Int(sysconf(Int32(_SC_PAGESIZE))) - 1
 }

@@ -1,4 +1,6 @@
 import Foundation
+import ObsClient
+import ObsCore
 import TestSupport
 import XCTest
 
@@ -186,6 +188,26 @@ final class WatchTests: XCTestCase {
 
             """)
         XCTAssertEqual(result.stderr, "obsctl: sh exited with status 1\n")
+        XCTAssertEqual(result.status, 0)
+    }
+
+    /// A value too long for one environment variable (128 KiB) no longer keeps the command from
+    /// starting: the variables it would overfill are empty and named in OBS_TOO_LARGE, and the
+    /// event is whole on stdin.
+    func test_command_ofAnEventTooLargeForTheEnvironment_runsWithTheEventOnStdin() throws {
+        let daemon = try Daemon()
+        let big = String(repeating: "x", count: 200_000)
+        let script = "printf '%s|%s|%s|%s|' \"$OBS_TOO_LARGE\" \"${#OBS_VALUE}\" \"${#OBS_EVENT}\" \"$OBS_KEY\"; wc -c"
+        let watch = try Obsctl(daemon, ["watch", "k", "--no-initial", "-n", "2", "--", "sh", "-c", script])
+        daemon.waitForWatches(1)
+        let connection = try ObsConnection(path: daemon.socket)
+        try connection.request("set", ["key": "k", "value": .string(big)])
+        try connection.request("set", ["key": "k", "value": "small"])
+        let result = watch.finish()
+        let line = #"{"event":"change","key":"k","new":"\#(big)","rev":1,"created":true}"#
+        let second = #"{"event":"change","key":"k","old":"\#(big)","new":"small","rev":2,"created":false}"#
+        XCTAssertEqual(result.stdout, "OBS_EVENT OBS_VALUE|0|0|k|\(line.utf8.count + 1)\nOBS_EVENT OBS_OLD|5|0|k|\(second.utf8.count + 1)\n")
+        XCTAssertEqual(result.stderr, "")
         XCTAssertEqual(result.status, 0)
     }
 
