@@ -137,13 +137,13 @@ extension Session {
         var bindings = request.array("bindings") ?? []
         if request.bool("more") == true {
             try restoreParts.add(keys: keys, bindings: bindings, size: store.requestLineBytes ?? encodedSize(keys, bindings),
-                                 limit: store.configuration.maxRestoreBytes)
+                                 held: &store.restorePartsBytes, limit: store.configuration.maxRestoreBytes)
             return .now(Reply(fields: [("parts", .int(Int64(restoreParts.count))), ("items", .int(Int64(restoreParts.items)))]))
         }
         if restoreParts.count > 0 {
             keys = restoreParts.keys + keys
             bindings = restoreParts.bindings + bindings
-            restoreParts = RestoreParts()
+            restoreParts.drop(from: &store.restorePartsBytes)
         }
         let replace = request.bool("replace") ?? false
         let body = { [unowned self] () throws(ObsError) in try store.restore(keys: keys, bindings: bindings, replace: replace) }

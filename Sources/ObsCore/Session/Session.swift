@@ -208,6 +208,7 @@ public final class Session {
         store.watches.remove(watchClient)
         store.removeEphemeralKeys(ephemeralKeys, owner: id)
         ephemeralKeys.removeAll()
+        restoreParts.drop(from: &store.restorePartsBytes)
     }
 
     /// A session dropped without `close()` still stops its watches (they refer back to it).

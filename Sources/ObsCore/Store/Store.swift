@@ -59,6 +59,8 @@ public final class Store {
     @exclusivity(unchecked) public var writeRefusal: ObsError?
     /// The length of the request line being handled, if any: a bound on its values' sizes.
     @exclusivity(unchecked) var requestLineBytes: Int?
+    /// The bytes of the `restore` parts every session holds (`RestoreParts`).
+    var restorePartsBytes = 0
     /// Whether sessions answer the hot operations from the line's bytes (Session+Hot.swift); when
     /// false everything takes the general path, which is what the tests of the hot path compare it
     /// with.

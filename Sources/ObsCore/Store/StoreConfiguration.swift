@@ -16,8 +16,8 @@ public struct StoreConfiguration: Sendable {
     public var maxJSONDepth = 128
     /// Longest request line: `too_large`, then the connection closes.
     public var maxLineBytes = 1 << 20
-    /// Most bytes of `restore` parts (`more: true`) one connection may send before the last part:
-    /// `too_large` beyond it, and the parts are dropped.
+    /// Most bytes of `restore` parts (`more: true`) held for every connection together before
+    /// their last parts: `too_large` beyond it, and that connection's parts are dropped.
     public var maxRestoreBytes = 256 << 20
     /// Seconds between re-evaluations of computeds that read the clock.
     public var timeRefreshInterval = 1.0

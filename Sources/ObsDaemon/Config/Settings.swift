@@ -52,7 +52,7 @@ public struct Limits: Sendable, Equatable {
     public var history = 10_000
     /// Bytes of history kept for `since` (keys and values); the oldest revisions go first.
     public var historyBytes = 64 << 20
-    /// Bytes of `restore` parts a connection may send before the last one (`too_large` beyond).
+    /// Bytes of `restore` parts held for every connection together (`too_large` beyond).
     public var maxRestoreBytes = 256 << 20
 
     public init() {}

@@ -82,7 +82,7 @@ final class RestoreInPartsTests: XCTestCase {
         let target = try daemon("max_restore_bytes = 32K\n")
         let restored = try obsctl(target, ["restore"], stdin: dump)
         XCTAssertEqual(restored.status, 1)
-        XCTAssertTrue(restored.stderr.hasPrefix("obsctl: too_large: restore: the parts sent add up to more than 32768 bytes (max_restore_bytes)"),
+        XCTAssertTrue(restored.stderr.hasPrefix("obsctl: too_large: restore: the parts sent add up to more than 32768 bytes (max_restore_bytes, every connection's together)"),
                       restored.stderr)
         XCTAssertEqual(try rev(target), 0)
         XCTAssertEqual(try obsctl(target, ["get", "k.0.0"]).status, 1)
@@ -90,6 +90,36 @@ final class RestoreInPartsTests: XCTestCase {
         let small = #"{"keys":[{"key":"a","kind":"value","value":1}],"bindings":[]}"#
         XCTAssertEqual(try obsctl(target, ["restore"], stdin: small).status, 0)
         XCTAssertEqual(try obsctl(target, ["get", "a"]).stdout, "1\n")
+    }
+
+    /// The bound is for every connection's parts together, so that many connections cannot
+    /// multiply it; a connection's parts leave it when the connection closes.
+    func test_theBound_countsEveryConnectionsParts_untilTheyClose() throws {
+        let target = try daemon("max_restore_bytes = 32K\n")
+        let item: JSONValue = ["key": "a", "kind": "value", "value": .string(String(repeating: "v", count: 12_000))]
+        var first: ObsConnection? = try ObsConnection(path: target.socket)
+        try first!.request("restore", ["keys": [item], "more": true])
+        let second = try ObsConnection(path: target.socket)
+        try second.request("restore", ["keys": [item], "more": true])
+        XCTAssertThrowsError(try second.request("restore", ["keys": [item], "more": true])) { error in
+            XCTAssertTrue("\(error)".contains("too_large"), "\(error)")
+        }
+        // The second's parts were dropped; the first's still count until it closes.
+        try second.request("restore", ["keys": [item], "more": true])
+        XCTAssertThrowsError(try second.request("restore", ["keys": [item], "more": true]))
+        first = nil
+        try second.request("ping")
+        var parts: JSONValue?
+        for _ in 0..<1000 {
+            // The daemon sees the first connection's end on its next turn.
+            if let answer = try? second.request("restore", ["keys": [item], "more": true]) { parts = answer["parts"]; break }
+            usleep(10_000)
+        }
+        XCTAssertEqual(parts, 1)
+        XCTAssertEqual(try second.request("restore", ["keys": [], "more": true])["parts"], 2)
+        try second.request("restore", ["keys": []])
+        XCTAssertEqual(try rev(target), 1)
+        XCTAssertEqual(try obsctl(target, ["get", "a"]).stdout.count, 12_001)
     }
 
     func test_partsOfAConnectionThatCloses_areNotRestored_andPartsAreThatConnectionsOwn() throws {
