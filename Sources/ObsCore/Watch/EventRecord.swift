@@ -178,14 +178,26 @@ extension ByteBuffer {
         JSONValue.appendString(record.key, to: &self)
         switch record.kind {
         case .change:
-            if let old = record.old {
-                append(#","old":"#)
-                append(old)
+            // The usual event, written after one reservation.
+            let old = record.old, new = record.new
+            let created: StaticString = record.created ? ",\"created\":true}\n" : ",\"created\":false}\n"
+            reserve((old.map { $0.count + 7 } ?? 0) + 7 + new.count + revField.count + created.utf8CodeUnitCount)
+            var cursor = end
+            func put(_ bytes: UnsafeRawBufferPointer) {
+                cursor.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                cursor += bytes.count
             }
-            append(#","new":"#)
-            append(record.new)
-            append(revField)
-            append(record.created ? #","created":true}"# : #","created":false}"#)
+            func put(_ text: StaticString) { put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)) }
+            if let old {
+                put(#","old":"#)
+                put(old)
+            }
+            put(#","new":"#)
+            put(new)
+            put(revField)
+            put(created)
+            didAppend(cursor - end)
+            return
         case .delete:
             append(#","old":"#)
             if let old = record.old { append(old) }
