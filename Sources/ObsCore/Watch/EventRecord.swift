@@ -16,9 +16,9 @@ import Glibc
 ///     4   u8   kind (0 change, 1 delete, 2 error), 5: u8 created, 6: u16 the key's length
 ///     8   u32  `old`'s length (0xFFFF_FFFF: no `old`), 12: u32 `new`'s length (an error: its field)
 ///     16  u32  the length of the delete's reason
-///     20  u32  unused (zero)
-///     24  u32  the body's offset in the transaction's bodies, plus one (0: not written yet; only
-///              in the open transaction), 28: u32 the body's length
+///     20  u32  the body's length, 24: u64 its offset in the transaction's bodies, plus one (0: not
+///              written yet; only in the open transaction: the bodies of a transaction that
+///              deletes a large store can pass 4 GiB, one body cannot)
 ///     32  the key, `old`, `new` (an error: `,"error":{...}`), the reason
 struct EventRecord {
     let base: UnsafeRawPointer
@@ -59,16 +59,16 @@ struct EventRecord {
     /// Where this record's body is among the open transaction's bodies: (offset, length), nil
     /// while not written.
     var writtenBody: (offset: Int, length: Int)? {
-        let offset = base.loadUnaligned(fromByteOffset: 24, as: UInt32.self)
+        let offset = base.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
         guard offset > 0 else { return nil }
-        return (Int(offset) - 1, Int(base.loadUnaligned(fromByteOffset: 28, as: UInt32.self)))
+        return (Int(offset) - 1, Int(base.loadUnaligned(fromByteOffset: 20, as: UInt32.self)))
     }
 
     /// Notes where this record's body was written (a record of the open transaction only).
     func noteBody(offset: Int, length: Int) {
         let header = UnsafeMutableRawPointer(mutating: base)
-        header.storeBytes(of: UInt32(offset + 1), toByteOffset: 24, as: UInt32.self)
-        header.storeBytes(of: UInt32(length), toByteOffset: 28, as: UInt32.self)
+        header.storeBytes(of: UInt32(length), toByteOffset: 20, as: UInt32.self)
+        header.storeBytes(of: UInt64(offset + 1), toByteOffset: 24, as: UInt64.self)
     }
 
     /// The body as a line carries it, for the transaction at `rev` (tests, and the paths that
