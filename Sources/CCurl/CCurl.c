@@ -16,6 +16,7 @@ static struct {
     void (*easy_cleanup)(CURL *handle);
     CURLcode (*easy_pause)(CURL *handle, int bitmask);
     const char *(*easy_strerror)(CURLcode code);
+    curl_version_info_data *(*version_info)(CURLversion version);
     CURLcode (*easy_setopt)(CURL *handle, CURLoption option, ...);
     CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
     CURLM *(*multi_init)(void);
@@ -58,6 +59,7 @@ static void load(void) {
           && resolve(library, (void **)&api.easy_cleanup, "curl_easy_cleanup")
           && resolve(library, (void **)&api.easy_pause, "curl_easy_pause")
           && resolve(library, (void **)&api.easy_strerror, "curl_easy_strerror")
+          && resolve(library, (void **)&api.version_info, "curl_version_info")
           && resolve(library, (void **)&api.easy_setopt, "curl_easy_setopt")
           && resolve(library, (void **)&api.easy_getinfo, "curl_easy_getinfo")
           && resolve(library, (void **)&api.multi_init, "curl_multi_init")
@@ -111,6 +113,15 @@ CURLcode obs_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slis
 
 CURLcode obs_curl_setopt_write_function(CURL *handle, curl_write_callback callback) {
     return api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+}
+
+CURLcode obs_curl_setopt_header_function(CURL *handle, curl_write_callback callback) {
+    return api.easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
+}
+
+int obs_curl_has_http2(void) {
+    curl_version_info_data *info = api.version_info(CURLVERSION_NOW);
+    return info && (info->features & CURL_VERSION_HTTP2) != 0;
 }
 
 CURLcode obs_curl_setopt_sockopt_function(CURL *handle, curl_sockopt_callback callback) {

@@ -1,4 +1,5 @@
-// An asynchronous etcd v3 client over etcd's JSON gateway, made for a single-threaded event loop:
+// An asynchronous etcd v3 client, over etcd's gRPC API (HTTP/2) or its JSON gateway (HTTP/1.1),
+// made for a single-threaded event loop:
 // the loop submits requests and watches and gets an ID back at once; the client does the I/O
 // through libcurl's multi interface on the loop's own thread, in the calls the loop makes. Its
 // sockets and deadlines are gathered in one epoll set, `completionFD`, which the loop adds to its
@@ -13,7 +14,7 @@ import Glibc
 /// (the loop's) makes every call.
 public final class EtcdClient {
     public let configuration: EtcdConfiguration
-    private let driver: Driver
+    let driver: Driver
 
     /// Makes the client; nothing is sent until the first request.
     public init(_ configuration: EtcdConfiguration) throws(EtcdError) {
@@ -21,6 +22,10 @@ public final class EtcdClient {
         try configuration.validate()
         configuration.endpoints = configuration.endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         if let curlUnavailable { throw .libraryUnavailable(curlUnavailable) }
+        if configuration.api == .grpc, obs_curl_has_http2() == 0 {
+            throw .libraryUnavailable("this host's libcurl was built without HTTP/2, which etcd's gRPC API needs: "
+                                      + "use etcd's JSON gateway (etcd_api = json)")
+        }
         self.configuration = configuration
         driver = try Driver(configuration: configuration)
     }

@@ -43,6 +43,10 @@ public let obsdOptions = [
         etcd's password (visible to other local users in the process list: prefer $OBSD_ETCD_PASSWORD \
         or the configuration file).
         """),
+    DaemonOption(names: "--etcd-api", value: "API", help: """
+        grpc: etcd's own API over HTTP/2 (default); json: its JSON gateway over HTTP/1.1, for a path \
+        to etcd that carries only HTTP/1.1.
+        """),
     DaemonOption(names: "--check", value: nil, help: "Validate the configuration and the database's integrity, then exit."),
     DaemonOption(names: "--version", value: nil, help: "Print the version and exit."),
     DaemonOption(names: "-h, --help", value: nil, help: "Print this help and exit."),
@@ -60,7 +64,7 @@ public let obsdUsage = """
     obsd [--socket PATH] [--state-dir DIR | --memory] [--config FILE]
                 [--durability normal|strict] [--log-level debug|info|warn|error]
                 [--cluster etcd --etcd-endpoints URLS [--etcd-prefix PREFIX] [--etcd-cacert FILE]
-                [--etcd-cert FILE --etcd-key FILE] [--etcd-user USER]]
+                [--etcd-cert FILE --etcd-key FILE] [--etcd-user USER] [--etcd-api grpc|json]]
                 [--check] [--version] [--help]
     """
 

@@ -4,7 +4,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdBoundsTests: XCTestCase {
+class EtcdBoundsTests: APITestCase {
     func test_answerOverTheBound_isResponseTooLarge_andTheClientGoesOn() throws {
         let cluster = try SharedCluster.get()
         let prefix = uniquePrefix()
@@ -64,4 +64,15 @@ final class EtcdBoundsTests: XCTestCase {
         XCTAssertEqual(poll(&descriptor, 1, 10_000), 1)
         XCTAssertEqual(client.takeCompletions(), [.response(request, .failure(.closed)), .watch(watch, .failed(.closed))])
     }
+}
+
+/// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
+/// XCTest on Linux runs only the test methods a class declares itself.
+final class EtcdBoundsTestsOverTheGateway: EtcdBoundsTests {
+    override class var api: EtcdAPI { .json }
+
+    override func test_answerOverTheBound_isResponseTooLarge_andTheClientGoesOn() throws { try super.test_answerOverTheBound_isResponseTooLarge_andTheClientGoesOn() }
+    override func test_watchMessageOverTheBound_endsTheWatch() throws { try super.test_watchMessageOverTheBound_endsTheWatch() }
+    override func test_configurationThatCannotWork_isRefused() { super.test_configurationThatCannotWork_isRefused() }
+    override func test_closedClient_answersClosedAtOnce() throws { try super.test_closedClient_answersClosedAtOnce() }
 }

@@ -1,11 +1,11 @@
 // Members dying under the client, each test with a cluster of its own: one member down is nothing
 // but a failover; two down (no quorum) is `unavailable` within the timeout, the loop thread never
 // waiting for it; and watches cut by either are reported, to be resumed from their last revision.
-import EtcdClient
+@testable import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdFailoverTests: XCTestCase {
+class EtcdFailoverTests: APITestCase {
     /// The member the client talks to is killed (a follower: a leader's death has a window of its
     /// own, see the next test), and the client goes on with the others.
     func test_oneMemberKilled_requestsAndWatchesGoOnThroughAnotherEndpoint() throws {
@@ -127,6 +127,28 @@ final class EtcdFailoverTests: XCTestCase {
         XCTAssertTrue(cluster.endpoints.dropFirst().contains(idle.client.currentEndpoint))
     }
 
+    /// A member restarted while the client kept an idle connection to it: the next request finds
+    /// that connection dead and goes to the same member over a new one, applied once. Over gRPC on
+    /// plain TCP, libcurl first sends such a request in HTTP/1.1 (the member's 404 does nothing)
+    /// and the client sends it again with HTTP/2's prior knowledge.
+    func test_aMemberRestarted_theNextRequestGoesToItOverANewConnection_once() throws {
+        let cluster = try startEtcdCluster()
+        try cluster.moveLeader(to: 1)
+        let driver = try ClientDriver(cluster)
+        let prefix = uniquePrefix()
+        _ = try driver.put(prefix + "k", "before")
+        XCTAssertEqual(driver.client.currentEndpoint, cluster.endpoints[0])
+
+        cluster.stop(0)
+        try cluster.restart(0)
+        _ = try driver.put(prefix + "k", "after")
+        XCTAssertEqual(driver.client.currentEndpoint, cluster.endpoints[0], "the restarted member answered")
+        XCTAssertEqual(try driver.range(RangeRequest(key: bytes(prefix + "k"))).kvs.first?.version, 2, "the put applied once")
+        if Self.api == .grpc {
+            XCTAssertEqual(driver.client.driver.http1Answers, 1, "sent in HTTP/1.1 first, then with prior knowledge")
+        }
+    }
+
     func test_quorumLost_requestsFailUnavailableWithinTheTimeout_withoutBlockingTheCaller() throws {
         let cluster = try startEtcdCluster()
         let timeout = 2.0
@@ -206,4 +228,17 @@ private func takeFreeDescriptorNumbers() -> [Int32] {
         }
         taken.append(descriptor)
     }
+}
+
+/// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
+/// XCTest on Linux runs only the test methods a class declares itself.
+final class EtcdFailoverTestsOverTheGateway: EtcdFailoverTests {
+    override class var api: EtcdAPI { .json }
+
+    override func test_oneMemberKilled_requestsAndWatchesGoOnThroughAnotherEndpoint() throws { try super.test_oneMemberKilled_requestsAndWatchesGoOnThroughAnotherEndpoint() }
+    override func test_leaderKilled_onlyWritesBeforeTheElectionFail() throws { try super.test_leaderKilled_onlyWritesBeforeTheElectionFail() }
+    override func test_aWriteSentOverAPooledConnection_isNotSentAgain() throws { try super.test_aWriteSentOverAPooledConnection_isNotSentAgain() }
+    override func test_aPooledConnectionClosedByTheMember_doesNotKeepTheLoopAwake_andTheNextRequestWorks() throws { try super.test_aPooledConnectionClosedByTheMember_doesNotKeepTheLoopAwake_andTheNextRequestWorks() }
+    override func test_aMemberRestarted_theNextRequestGoesToItOverANewConnection_once() throws { try super.test_aMemberRestarted_theNextRequestGoesToItOverANewConnection_once() }
+    override func test_quorumLost_requestsFailUnavailableWithinTheTimeout_withoutBlockingTheCaller() throws { try super.test_quorumLost_requestsFailUnavailableWithinTheTimeout_withoutBlockingTheCaller() }
 }

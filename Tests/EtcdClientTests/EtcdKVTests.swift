@@ -3,7 +3,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdKVTests: SharedClusterTestCase {
+class EtcdKVTests: SharedClusterTestCase {
     func test_put_thenRange_returnsTheValueWithItsRevisions() throws {
         let prefix = uniquePrefix()
         let first = try driver.put(prefix + "a", "one")
@@ -185,7 +185,9 @@ final class EtcdKVTests: SharedClusterTestCase {
     func test_check_countsTheKeysUnderThePrefix() throws {
         let prefix = uniquePrefix()
         for key in ["a", "b"] { _ = try driver.put(prefix + key, key) }
-        let check = try EtcdClient.check(EtcdConfiguration(endpoints: cluster.endpoints), prefix: bytes(prefix))
+        var configuration = EtcdConfiguration(endpoints: cluster.endpoints)
+        configuration.api = Self.api
+        let check = try EtcdClient.check(configuration, prefix: bytes(prefix))
         XCTAssertEqual(check.keys, 2)
         XCTAssertTrue(cluster.endpoints.contains(check.endpoint))
         XCTAssertNotEqual(check.status.leader, 0)
@@ -194,10 +196,32 @@ final class EtcdKVTests: SharedClusterTestCase {
     func test_check_withNoEtcd_isUnavailable() throws {
         let dead = try freeLoopbackPorts(1)[0]
         var configuration = EtcdConfiguration(endpoints: ["http://127.0.0.1:\(dead)"])
+        configuration.api = Self.api
         configuration.requestTimeout = .seconds(2)
         XCTAssertThrowsError(try EtcdClient.check(configuration, prefix: bytes("/"))) { error in
             guard case EtcdError.unavailable(let message) = error else { return XCTFail("\(error)") }
             XCTAssertTrue(message.contains("127.0.0.1:\(dead)"), message)
         }
     }
+}
+
+/// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
+/// XCTest on Linux runs only the test methods a class declares itself.
+final class EtcdKVTestsOverTheGateway: EtcdKVTests {
+    override class var api: EtcdAPI { .json }
+
+    override func test_put_thenRange_returnsTheValueWithItsRevisions() throws { try super.test_put_thenRange_returnsTheValueWithItsRevisions() }
+    override func test_rangePrefix_findsEveryKeyUnderThePrefixOnly() throws { try super.test_rangePrefix_findsEveryKeyUnderThePrefixOnly() }
+    override func test_rangeAtRevision_seesTheStoreAsItWas() throws { try super.test_rangeAtRevision_seesTheStoreAsItWas() }
+    override func test_bytesThatAreNotUTF8_roundTrip() throws { try super.test_bytesThatAreNotUTF8_roundTrip() }
+    override func test_deleteRange_withPrevKV_returnsTheDeletedKeys() throws { try super.test_deleteRange_withPrevKV_returnsTheDeletedKeys() }
+    override func test_putWithPrevKV_returnsTheKeyBefore() throws { try super.test_putWithPrevKV_returnsTheKeyBefore() }
+    override func test_txn_eachCompareTarget_choosesTheBranch() throws { try super.test_txn_eachCompareTarget_choosesTheBranch() }
+    override func test_txn_operationsAreOneRevision_withResultsInOrder() throws { try super.test_txn_operationsAreOneRevision_withResultsInOrder() }
+    override func test_concurrentCompareAndSet_exactlyOneSucceeds() throws { try super.test_concurrentCompareAndSet_exactlyOneSucceeds() }
+    override func test_rangeAtACompactedRevision_isCompacted() throws { try super.test_rangeAtACompactedRevision_isCompacted() }
+    override func test_putWithAnUnknownLease_isEtcdsError() throws { try super.test_putWithAnUnknownLease_isEtcdsError() }
+    override func test_status_namesTheLeaderAndVersion() throws { try super.test_status_namesTheLeaderAndVersion() }
+    override func test_check_countsTheKeysUnderThePrefix() throws { try super.test_check_countsTheKeysUnderThePrefix() }
+    override func test_check_withNoEtcd_isUnavailable() throws { try super.test_check_withNoEtcd_isUnavailable() }
 }

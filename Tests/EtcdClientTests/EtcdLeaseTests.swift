@@ -5,7 +5,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdLeaseTests: SharedClusterTestCase {
+class EtcdLeaseTests: SharedClusterTestCase {
     private func grant(ttl: Int64) throws -> LeaseResponse {
         guard case .leaseGrant(let lease) = try driver.succeed(.leaseGrant(ttl: ttl)) else {
             throw EtcdTestError("not a lease grant")
@@ -70,4 +70,15 @@ final class EtcdLeaseTests: SharedClusterTestCase {
         XCTAssertEqual(lease.id, id)
         _ = try driver.succeed(.leaseRevoke(id: id))
     }
+}
+
+/// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
+/// XCTest on Linux runs only the test methods a class declares itself.
+final class EtcdLeaseTestsOverTheGateway: EtcdLeaseTests {
+    override class var api: EtcdAPI { .json }
+
+    override func test_expiredLease_deletesItsKeys() throws { try super.test_expiredLease_deletesItsKeys() }
+    override func test_keepAlive_keepsTheKeyPastItsTTL() throws { try super.test_keepAlive_keepsTheKeyPastItsTTL() }
+    override func test_revoke_deletesTheKeysAtOnce() throws { try super.test_revoke_deletesTheKeysAtOnce() }
+    override func test_grantWithAnID_usesIt() throws { try super.test_grantWithAnID_usesIt() }
 }

@@ -4,7 +4,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdSecurityTests: XCTestCase {
+class EtcdSecurityTests: APITestCase {
     func test_tls_withTheCAAndAClientCertificate_works_andWithoutEitherIsRefused() throws {
         var options = EtcdCluster.Options()
         options.tls = true
@@ -74,4 +74,13 @@ final class EtcdSecurityTests: XCTestCase {
         usleep(2_500_000)
         XCTAssertEqual(try driver.range(.prefix(bytes(prefix))).kvs.map { text($0.value) }, ["v"])
     }
+}
+
+/// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
+/// XCTest on Linux runs only the test methods a class declares itself.
+final class EtcdSecurityTestsOverTheGateway: EtcdSecurityTests {
+    override class var api: EtcdAPI { .json }
+
+    override func test_tls_withTheCAAndAClientCertificate_works_andWithoutEitherIsRefused() throws { try super.test_tls_withTheCAAndAClientCertificate_works_andWithoutEitherIsRefused() }
+    override func test_authentication_withThePassword_works_andWithAWrongOneOrNoneIsRefused() throws { try super.test_authentication_withThePassword_works_andWithAWrongOneOrNoneIsRefused() }
 }

@@ -4,7 +4,7 @@ import EtcdClient
 import TestSupport
 import XCTest
 
-final class EtcdWatchTests: SharedClusterTestCase {
+class EtcdWatchTests: SharedClusterTestCase {
     func test_watchFromARevision_seesEveryChangeInOrder_withRevisions() throws {
         let prefix = uniquePrefix()
         let start = try driver.put(prefix + "k0", "0").header.revision
@@ -148,4 +148,42 @@ final class EtcdWatchTests: SharedClusterTestCase {
         XCTAssertLessThan(largest, bound + 20_000)
         XCTAssertGreaterThan(calls, 5)
     }
+
+    /// A gRPC watch is never paused: what one call has no room for waits in the watch's backlog,
+    /// and a backlog past its bound ends the watch `unavailable` (to be watched again from the last
+    /// revision taken), after every event before it, in order. (The gateway's watches pause
+    /// instead, and never end so.)
+    func test_gRPCWatchBacklogOverItsBound_endsTheWatch_afterTheEventsBefore() throws {
+        guard Self.api == .grpc else { return }
+        let prefix = uniquePrefix()
+        let slow = try ClientDriver(cluster) {
+            $0.maxBytesPerTake = 1
+            $0.maxWatchBacklogBytes = 8192
+        }
+        let watch = slow.client.watch(.prefix(bytes(prefix)))
+        XCTAssertTrue(slow.created(watch))
+        var revisions: [Int64] = []
+        for index in 0..<100 { revisions.append(try driver.put(prefix + "k\(index)", String(repeating: "v", count: 1024)).header.revision) }
+        let updates = slow.watchUpdates(watch) { $0.end != nil }
+        guard case .failed(.unavailable(let message))? = updates.end else { return XCTFail("\(updates)") }
+        XCTAssertTrue(message.contains("fell more than 8192 bytes behind"), message)
+        let seen = updates.events.map(\.revision)
+        XCTAssertFalse(seen.isEmpty)
+        XCTAssertLessThan(seen.count, revisions.count)
+        XCTAssertEqual(seen, Array(revisions.prefix(seen.count)), "a prefix of the changes, in order")
+    }
+}
+
+/// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
+/// XCTest on Linux runs only the test methods a class declares itself.
+final class EtcdWatchTestsOverTheGateway: EtcdWatchTests {
+    override class var api: EtcdAPI { .json }
+
+    override func test_watchFromARevision_seesEveryChangeInOrder_withRevisions() throws { try super.test_watchFromARevision_seesEveryChangeInOrder_withRevisions() }
+    override func test_watchWithPrevKV_carriesTheKeyBefore() throws { try super.test_watchWithPrevKV_carriesTheKeyBefore() }
+    override func test_progressNotify_reportsTheRevisionWhileNothingChanges() throws { try super.test_progressNotify_reportsTheRevisionWhileNothingChanges() }
+    override func test_oneTransaction_isOneRevisionOfEvents() throws { try super.test_oneTransaction_isOneRevisionOfEvents() }
+    override func test_watchFromACompactedRevision_reportsCompacted() throws { try super.test_watchFromACompactedRevision_reportsCompacted() }
+    override func test_canceledWatch_reportsNothingMore() throws { try super.test_canceledWatch_reportsNothingMore() }
+    override func test_boundedCompletions_holdTheWatchBack_losingNothing() throws { try super.test_boundedCompletions_holdTheWatchBack_losingNothing() }
 }

@@ -6,7 +6,11 @@
 // on host A seen by a watcher on host B) is measured by the same functions (ClusterHarness.swift),
 // against the same cluster, in the same run, each row of each system in turn, round after round.
 //
-// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2] [--tmpfs] [--etcd-metrics] [--obsd PATH]
+// Both columns speak etcd's gRPC API (what etcd's own clients speak), or with `--api json` both
+// its JSON gateway.
+//
+// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2] [--api grpc|json]
+//                         [--tmpfs] [--etcd-metrics] [--obsd PATH]
 import EtcdClient
 import EtcdTestCluster
 import Foundation
@@ -18,6 +22,8 @@ private struct ClusterOptions {
     /// Watches of the prefix in raw etcd's column: 2, one on each host as obsd's hosts have, or 1,
     /// on the watcher's host only (RawEtcd.swift).
     var rawWatches = 1
+    /// The API both columns speak to etcd.
+    var api = EtcdAPI.grpc
     var tmpfs = false
     /// Read etcd's counters around each throughput row and print them per write (EtcdMetrics.swift).
     var etcdMetrics = false
@@ -44,6 +50,9 @@ private struct ClusterOptions {
             case "--rounds": rounds = max(1, Int(value) ?? rounds)
             case "--raw-watches": rawWatches = min(2, max(1, Int(value) ?? rawWatches))
             case "--obsd": obsdPath = value
+            case "--api":
+                guard let chosen = EtcdAPI(rawValue: value) else { throw BenchError("--api is grpc or json") }
+                api = chosen
             default: throw BenchError("unknown option \(flag)")
             }
         }
@@ -75,12 +84,13 @@ func runClusterBenchmark() {
             + "of obsd; latency: \(options.samples) writes one at a time in all; throughput: \(options.seconds) s per row "
             + "and round (the median round's figures)")
         print("- raw etcd: \(options.rawWatches == 2 ? "the writer's host and the watcher's each watch the prefix, as obsd's hosts do" : "only the watcher's host watches the prefix") (--raw-watches \(options.rawWatches))")
+        print("- both columns speak etcd's \(options.api == .grpc ? "gRPC API (HTTP/2)" : "JSON gateway (HTTP/1.1)") (--api \(options.api.rawValue))")
         print("- load average at the start: \(loadAverages())")
         print()
         let etcdPIDs = cluster.members.compactMap(\.processIdentifier)
         let raw = try RawEtcd(endpoints: cluster.endpoints, prefix: "/bench/raw/",
-                              parts: CPUParts(parts: [("etcd", etcdPIDs), ("obsbench", [getpid()])]), watches: options.rawWatches)
-        let obsd = try ObsdSystem(cluster, obsdPath: options.obsdPath)
+                              parts: CPUParts(parts: [("etcd", etcdPIDs), ("obsbench", [getpid()])]), watches: options.rawWatches, api: options.api)
+        let obsd = try ObsdSystem(cluster, obsdPath: options.obsdPath, api: options.api.rawValue)
         let columns = try measureAlternately([raw, obsd], rounds: options.rounds, samples: options.samples,
                                              seconds: options.seconds, inFlight: options.inFlight,
                                              metrics: options.etcdMetrics ? EtcdMetrics(urls: cluster.members.map(\.clientURL), pids: etcdPIDs) : nil)

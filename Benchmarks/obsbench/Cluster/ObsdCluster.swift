@@ -10,7 +10,7 @@ final class ObsdClusterHosts {
     private let processes: [Process]
     let directory: String
 
-    init(_ cluster: EtcdCluster, obsdPath: String, prefix: String) throws(BenchError) {
+    init(_ cluster: EtcdCluster, obsdPath: String, prefix: String, api: String = "grpc") throws(BenchError) {
         directory = NSTemporaryDirectory() + "obsbench-cluster-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -25,7 +25,7 @@ final class ObsdClusterHosts {
             process.executableURL = URL(fileURLWithPath: obsdPath)
             process.arguments = ["--socket", directory + "/h\(host).sock", "--log-level", "error", "--cluster", "etcd",
                                  "--etcd-endpoints", endpoints.joined(separator: ","), "--etcd-prefix", prefix,
-                                 "--config", "/dev/null"]
+                                 "--config", "/dev/null"] + (api == "grpc" ? [] : ["--etcd-api", api])
             process.standardOutput = FileHandle.nullDevice
             do {
                 try process.run()
@@ -137,8 +137,8 @@ final class ObsdSystem: MeasuredSystem {
     /// only a transaction of compares, where raw etcd's every put is a write.
     private var nextLoadValue = 0
 
-    init(_ cluster: EtcdCluster, obsdPath: String) throws(BenchError) {
-        hosts = try ObsdClusterHosts(cluster, obsdPath: obsdPath, prefix: "/bench/obsd/")
+    init(_ cluster: EtcdCluster, obsdPath: String, api: String) throws(BenchError) {
+        hosts = try ObsdClusterHosts(cluster, obsdPath: obsdPath, prefix: "/bench/obsd/", api: api)
         let pids = hosts.processIdentifiers
         parts = CPUParts(parts: [("etcd", cluster.members.compactMap(\.processIdentifier)), ("obsd host A", [pids.writer]),
                                  ("obsd host B", [pids.watcher]), ("obsbench", [getpid()])])

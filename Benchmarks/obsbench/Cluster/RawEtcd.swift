@@ -27,12 +27,16 @@ final class RawEtcd: MeasuredSystem {
     /// The next latency sample's value.
     private var nextValue = 0
 
-    init(endpoints: [String], prefix: String, parts: CPUParts, watches: Int) throws(BenchError) {
+    init(endpoints: [String], prefix: String, parts: CPUParts, watches: Int, api: EtcdAPI) throws(BenchError) {
         self.parts = parts
         self.prefix = Array(prefix.utf8)
         do {
-            writer = try EtcdClient(EtcdConfiguration(endpoints: endpoints))
-            watcher = try EtcdClient(EtcdConfiguration(endpoints: Array(endpoints.dropFirst()) + endpoints.prefix(1)))
+            var writerConfiguration = EtcdConfiguration(endpoints: endpoints)
+            writerConfiguration.api = api
+            var watcherConfiguration = EtcdConfiguration(endpoints: Array(endpoints.dropFirst()) + endpoints.prefix(1))
+            watcherConfiguration.api = api
+            writer = try EtcdClient(writerConfiguration)
+            watcher = try EtcdClient(watcherConfiguration)
         } catch {
             throw BenchError("cannot start the etcd clients: \(error)")
         }

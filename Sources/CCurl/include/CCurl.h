@@ -27,6 +27,9 @@ CURLcode obs_curl_setopt_pointer(CURL *handle, CURLoption option, void *value);
 CURLcode obs_curl_setopt_offset(CURL *handle, CURLoption option, curl_off_t value);
 CURLcode obs_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value);
 CURLcode obs_curl_setopt_write_function(CURL *handle, curl_write_callback callback);
+CURLcode obs_curl_setopt_header_function(CURL *handle, curl_write_callback callback);
+/// Whether the loaded libcurl speaks HTTP/2 (built with nghttp2), which the gRPC API needs.
+int obs_curl_has_http2(void);
 CURLcode obs_curl_setopt_sockopt_function(CURL *handle, curl_sockopt_callback callback);
 CURLcode obs_curl_setopt_closesocket_function(CURL *handle, curl_closesocket_callback callback);
 CURLcode obs_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);

@@ -27,8 +27,29 @@ extension Driver {
         case nil:
             break
         }
+        if transfer.answeredInHTTP1 {
+            // Not a gRPC answer: nothing was done (etcd serves its gRPC methods in HTTP/2 only).
+            idleHTTP2[transfer.endpointIndex] = 0
+            operation.http1Answers += 1
+            http1Answers += 1
+            if operation.http1Answers <= 2 {
+                attempt(operation)
+            } else {
+                failOver(operation, at: transfer, "answered in HTTP/1.1, not gRPC")
+            }
+            return
+        }
         guard let code, code == CURLE_OK else {
+            if transfer.version != .http1 { idleHTTP2[transfer.endpointIndex] = 0 }
             transportFailed(transfer, code ?? CURLE_OK)
+            return
+        }
+        if transfer.version == .http2Pooled || transfer.version == .http2PriorKnowledge {
+            // The connection went back to libcurl's pool (which keeps at most as many).
+            idleHTTP2[transfer.endpointIndex] = min(MultiSocket.maxIdleConnections, idleHTTP2[transfer.endpointIndex] + 1)
+        }
+        if operation.call.isGRPC {
+            finishedGRPC(transfer)
             return
         }
         if operation.isWatch {
@@ -55,6 +76,96 @@ extension Driver {
         }
         answered(at: transfer)
         succeed(operation, object)
+    }
+
+    /// A gRPC call that libcurl carried through: its answer, etcd's refusal, or a member that
+    /// answered in HTTP/1.1 (see EasyHandle.Version.http2Pooled).
+    private func finishedGRPC(_ transfer: Transfer) {
+        let operation = transfer.operation
+        if transfer.answeredHTTPVersion == 1 {
+            // An HTTP/1.1 server on the way (TLS without HTTP/2): not etcd's gRPC.
+            answered(at: transfer)
+            fail(operation, .etcd(code: 0, message: "HTTP \(transfer.httpStatus) in HTTP/1.1 from \(transfer.endpoint), "
+                                  + "which does not serve etcd's gRPC API (etcd_api = json uses its JSON gateway)"))
+            return
+        }
+        if let status = transfer.grpcStatus.code, status != 0 {
+            let failure = GatewayFailure(code: status, message: transfer.grpcStatus.message)
+            if operation.isWatch {
+                watchEnded(transfer, failure)
+            } else {
+                refused(transfer, failure)
+            }
+            return
+        }
+        if operation.isWatch {
+            // The stream ended without a refusal, or with a message cut short.
+            if operation.watchCreated {
+                fail(operation, .unavailable("the watch stream from \(transfer.endpoint) ended"))
+            } else {
+                failOver(operation, at: transfer, "the watch stream ended before the watch was created")
+            }
+            return
+        }
+        guard transfer.grpcStatus.code != nil else {
+            // No outcome: the stream was cut (the member went away mid-answer), or this is no gRPC server.
+            if transfer.httpStatus != 200 {
+                answered(at: transfer)
+                fail(operation, .etcd(code: 0, message: "HTTP \(transfer.httpStatus) from \(transfer.endpoint)"))
+            } else if operation.mayRepeat {
+                failOver(operation, at: transfer, "the answer ended without a gRPC status")
+            } else {
+                notPreferred(transfer.endpointIndex)
+                operation.recordFailure("\(transfer.endpoint): the answer ended without a gRPC status (the request may have been applied)",
+                                        endpoints: configuration.endpoints.count)
+                fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
+            }
+            return
+        }
+        let body = transfer.body
+        guard body.count >= GRPCFrame.headerBytes, body[0] == 0 else {
+            answered(at: transfer)
+            fail(operation, .malformedResponse("a gRPC answer of \(body.count) bytes that is not one uncompressed message"))
+            return
+        }
+        let length = Int(body[1]) << 24 | Int(body[2]) << 16 | Int(body[3]) << 8 | Int(body[4])
+        guard length == body.count - GRPCFrame.headerBytes else {
+            answered(at: transfer)
+            fail(operation, .malformedResponse("a gRPC answer of \(body.count) bytes framing \(length)"))
+            return
+        }
+        answered(at: transfer)
+        let message = body[GRPCFrame.headerBytes...]
+        switch operation.kind {
+        case .request(let request):
+            let result: Result<EtcdResponse, EtcdError>
+            do throws(EtcdError) {
+                result = .success(try request.decodeGRPC(message))
+            } catch {
+                result = .failure(error)
+            }
+            deliver(.response(operation.id, result))
+        case .authenticate:
+            do throws(EtcdError) {
+                authenticated(.success(try grpcAuthenticationToken(message)))
+            } catch {
+                authenticated(.failure(error))
+            }
+        case .watch:
+            break
+        }
+    }
+
+    /// A gRPC watch's stream ended with etcd's refusal.
+    private func watchEnded(_ transfer: Transfer, _ failure: GatewayFailure) {
+        let operation = transfer.operation
+        if !operation.watchCreated, failure.isNoLeader {
+            failOver(operation, at: transfer, failure.message)
+        } else if !operation.watchCreated, failure.isInvalidToken, !operation.reauthenticated, !isNotNeeded(token) {
+            reauthenticate(operation)
+        } else {
+            fail(operation, failure.error)
+        }
     }
 
     /// etcd refused the operation.
@@ -187,7 +298,8 @@ extension Driver {
         guard let user = configuration.user, let password = configuration.password else { return }
         token = .fetching
         let operation = Operation(id: EtcdRequestID(0), kind: .authenticate,
-                                  call: authenticateCall(user: user, password: password),
+                                  call: configuration.api == .grpc ? grpcAuthenticateCall(user: user, password: password)
+                                      : authenticateCall(user: user, password: password),
                                   deadline: .now + configuration.requestTimeout)
         operation.firstEndpoint = preferred
         attempt(operation)
@@ -226,7 +338,6 @@ extension Driver {
     // MARK: - Watch messages (called from libcurl's write callback)
 
     func watchMessage(_ bytes: [UInt8], from transfer: Transfer) {
-        let operation = transfer.operation
         do throws(EtcdError) {
             let object = try GatewayObject(parsing: bytes)
             if let failure = GatewayFailure(object) {
@@ -236,30 +347,39 @@ extension Driver {
             guard let result = try object.object("result") else {
                 throw .malformedResponse("a watch message without result: \(object.fields.keys.sorted())")
             }
-            let header = try ResponseHeader(result.object("header"))
-            if try result.bool("canceled") {
-                let compactRevision = try result.int64("compact_revision")
-                if compactRevision > 0 {
-                    endWatch(transfer, .compacted(compactRevision: compactRevision))
-                } else {
-                    let reason = try result.string("cancel_reason") ?? "etcd canceled the watch"
-                    watchRefused(transfer, GatewayFailure(cancelReason: reason))
-                }
-                return
-            }
-            if try result.bool("created") {
-                operation.watchCreated = true
-                answered(at: transfer)
-                deliver(.watch(operation.id, .created(revision: header.revision)))
-                return
-            }
-            var events: [WatchEvent] = []
-            for event in try result.objects("events") { events.append(try WatchEvent(event)) }
-            deliver(.watch(operation.id, events.isEmpty
-                ? .progress(revision: header.revision) : .events(revision: header.revision, events)))
+            watchResponse(try WatchMessage(result), from: transfer)
         } catch {
             endWatch(transfer, .failed(error))
         }
+    }
+
+    func grpcWatchMessage(_ bytes: ArraySlice<UInt8>, from transfer: Transfer) {
+        do throws(EtcdError) {
+            watchResponse(try WatchMessage(protobuf: bytes), from: transfer)
+        } catch {
+            endWatch(transfer, .failed(error))
+        }
+    }
+
+    private func watchResponse(_ message: WatchMessage, from transfer: Transfer) {
+        let operation = transfer.operation
+        if message.canceled {
+            if message.compactRevision > 0 {
+                endWatch(transfer, .compacted(compactRevision: message.compactRevision))
+            } else {
+                let reason = message.cancelReason.isEmpty ? "etcd canceled the watch" : message.cancelReason
+                watchRefused(transfer, GatewayFailure(cancelReason: reason))
+            }
+            return
+        }
+        if message.created {
+            operation.watchCreated = true
+            answered(at: transfer)
+            deliver(.watch(operation.id, .created(revision: message.header.revision)))
+            return
+        }
+        deliver(.watch(operation.id, message.events.isEmpty
+            ? .progress(revision: message.header.revision) : .events(revision: message.header.revision, message.events)))
     }
 
     private func watchRefused(_ transfer: Transfer, _ failure: GatewayFailure) {

@@ -46,6 +46,12 @@ final class Driver {
     private var spareHandles: [EasyHandle] = []
     /// More than the requests a daemon has in flight at once, as a rule; the spares beyond are freed.
     private static let maxSpareHandles = 32
+    /// For each plain-HTTP endpoint (gRPC), how many idle HTTP/2 connections to it libcurl's
+    /// pool is believed to hold (EasyHandle.Version): one more for each transfer done over
+    /// HTTP/2, one fewer for each sent over one; none once an attempt found none, or failed.
+    var idleHTTP2: [Int]
+    /// gRPC requests answered in HTTP/1.1 over a connection libcurl made for them, and sent again.
+    var http1Answers = 0
     /// The header lists of the current token, with and without "require leader".
     private var headerLists: (token: String?, leader: HeaderList, noLeader: HeaderList)?
 
@@ -54,11 +60,14 @@ final class Driver {
     private var completionBytes = 0
     /// Watches stopped reading in this round because its completions reached the bound.
     private var watchesPaused = false
+    /// gRPC watches keep messages this round had no room for.
+    var watchesBacklogged = false
 
     init(configuration: EtcdConfiguration) throws(EtcdError) {
         self.configuration = configuration
         sockets = try MultiSocket()
         token = configuration.user == nil ? .notNeeded : .missing
+        idleHTTP2 = Array(repeating: 0, count: configuration.endpoints.count)
     }
 
     var currentEndpoint: String { configuration.endpoints[preferred] }
@@ -72,7 +81,7 @@ final class Driver {
             sockets.wake()
             return id
         }
-        start(Operation(id: id, kind: .request(request), call: request.call, deadline: .now + timeout))
+        start(Operation(id: id, kind: .request(request), call: request.call(configuration.api), deadline: .now + timeout))
         kick()
         return id
     }
@@ -84,7 +93,7 @@ final class Driver {
             sockets.wake()
             return id
         }
-        start(Operation(id: id, kind: .watch(request), call: request.call, deadline: .now + configuration.requestTimeout))
+        start(Operation(id: id, kind: .watch(request), call: request.call(configuration.api), deadline: .now + configuration.requestTimeout))
         kick()
         return id
     }
@@ -100,6 +109,11 @@ final class Driver {
     }
 
     func takeCompletions() -> [EtcdCompletion] {
+        if !closed, watchesBacklogged {
+            // First what gRPC watches received and could not hand over in the last call.
+            watchesBacklogged = false
+            for transfer in Array(watches.values) where transfer.drainBacklog() { watchesBacklogged = true }
+        }
         if !closed {
             if watchesPaused {
                 watchesPaused = false
@@ -111,7 +125,7 @@ final class Driver {
             sockets.serveReady()
             settle()
             // Watches held back: come again at once, after the loop has dealt with these.
-            if watchesPaused { sockets.wake() }
+            if watchesPaused || watchesBacklogged { sockets.wake() }
         } else {
             sockets.serveReady()
         }
@@ -190,9 +204,18 @@ final class Driver {
         if case .have(let value) = token, !isAuthentication(operation) { bearer = value }
         let handle = operation.isWatch ? EasyHandle(configuration, sockets: sockets)
             : spareHandles.popLast() ?? EasyHandle(configuration, sockets: sockets)
-        let transfer = Transfer(operation, endpointIndex: index, endpoint: configuration.endpoints[index], driver: self,
+        let endpoint = configuration.endpoints[index]
+        let version: EasyHandle.Version = if !operation.call.isGRPC {
+            .http1
+        } else if endpoint.hasPrefix("https:") {
+            .http2TLS
+        } else {
+            idleHTTP2[index] > 0 ? .http2Pooled : .http2PriorKnowledge
+        }
+        if version == .http2Pooled { idleHTTP2[index] -= 1 }
+        let transfer = Transfer(operation, endpointIndex: index, endpoint: endpoint, driver: self,
                                 handle: handle, headers: headers(token: bearer, requiresLeader: operation.requiresLeader),
-                                configuration: configuration)
+                                version: version, configuration: configuration)
         transfers[transfer.easy] = transfer
         if operation.isWatch { watches[operation.id] = transfer }
         obs_curl_multi_add_handle(multi, transfer.easy)
@@ -200,8 +223,8 @@ final class Driver {
 
     private func headers(token: String?, requiresLeader: Bool) -> HeaderList {
         if let lists = headerLists, lists.token == token { return requiresLeader ? lists.leader : lists.noLeader }
-        let lists = (token: token, leader: HeaderList(token: token, requiresLeader: true),
-                     noLeader: HeaderList(token: token, requiresLeader: false))
+        let lists = (token: token, leader: HeaderList(api: configuration.api, token: token, requiresLeader: true),
+                     noLeader: HeaderList(api: configuration.api, token: token, requiresLeader: false))
         headerLists = lists
         return requiresLeader ? lists.leader : lists.noLeader
     }
@@ -279,6 +302,10 @@ final class Driver {
 
     /// Whether a watch may hand over more in this round: false (and the watch pauses until the
     /// next `takeCompletions`) once the round's completions reach the bound.
+    /// Whether a gRPC watch may hand over another message in this round (it keeps it otherwise:
+    /// Transfer.receiveGRPCStream).
+    func roomForWatchMessages() -> Bool { completionBytes < configuration.maxBytesPerTake }
+
     func roomForWatches() -> Bool {
         guard completionBytes >= configuration.maxBytesPerTake else { return true }
         watchesPaused = true

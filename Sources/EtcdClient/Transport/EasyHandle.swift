@@ -6,7 +6,28 @@
 import CCurl
 
 final class EasyHandle {
+    /// How a transfer speaks HTTP.
+    enum Version: Equatable {
+        /// HTTP/1.1: the JSON gateway.
+        case http1
+        /// HTTP/2 over TLS, agreed in the handshake (ALPN).
+        case http2TLS
+        /// HTTP/2 over plain TCP on a new connection, with prior knowledge (a plain-TCP gRPC server
+        /// takes nothing else). libcurl 7.88 (Debian 12's) breaks a transfer with prior knowledge
+        /// that it puts on a connection from its pool (curl PR #10643, fixed in 8.0), so such a
+        /// transfer always makes a new connection; after it, the connection rests in the pool.
+        case http2PriorKnowledge
+        /// HTTP/2 over plain TCP on an idle connection from the pool that already speaks it (the
+        /// driver's `idleHTTP2` says when there should be one). Should libcurl have none, it asks
+        /// over a new connection in HTTP/1.1 with an upgrade etcd does not take: the member
+        /// answers 404 without doing anything, the transfer stops at its status line (which
+        /// closes that connection) and the driver sends the request again with prior knowledge.
+        case http2Pooled
+    }
+
     let easy: UnsafeMutableRawPointer
+    /// What the handle is set to (nil: nothing yet).
+    private var version: Version?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
     init(_ configuration: EtcdConfiguration, sockets: MultiSocket) {
@@ -14,13 +35,17 @@ final class EasyHandle {
         self.easy = easy
         errorBuffer.initialize(to: 0)
         obs_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        obs_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
         obs_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         obs_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         obs_curl_setopt_write_function(easy, { data, size, count, context in
             guard let context else { return 0 }
             let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
             return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+        })
+        obs_curl_setopt_header_function(easy, { data, size, count, context in
+            guard let context else { return 0 }
+            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
         })
         obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, configuration.keepAliveSeconds)
@@ -38,7 +63,7 @@ final class EasyHandle {
 
     /// Sets what is the request's own. A timeout of 0 is none (a watch's).
     func prepare(url: String, headers: HeaderList, body: [UInt8], for transfer: Transfer,
-                 connectTimeoutMilliseconds: Int, timeoutMilliseconds: Int) {
+                 connectTimeoutMilliseconds: Int, timeoutMilliseconds: Int, version: Version) {
         errorBuffer[0] = 0
         obs_curl_setopt_string(easy, CURLOPT_URL, url)
         obs_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headers.list)
@@ -47,6 +72,18 @@ final class EasyHandle {
             _ = obs_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
         }
         obs_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(transfer).toOpaque())
+        obs_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, Unmanaged.passUnretained(transfer).toOpaque())
+        if version != self.version {
+            self.version = version
+            let httpVersion = switch version {
+            case .http1: CURL_HTTP_VERSION_1_1
+            case .http2TLS: CURL_HTTP_VERSION_2TLS
+            case .http2PriorKnowledge: CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+            case .http2Pooled: CURL_HTTP_VERSION_2_0
+            }
+            obs_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(httpVersion))
+            obs_curl_setopt_long(easy, CURLOPT_FRESH_CONNECT, version == .http2PriorKnowledge ? 1 : 0)
+        }
         obs_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
         obs_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds)
     }
@@ -63,12 +100,21 @@ final class EasyHandle {
 final class HeaderList {
     let list: UnsafeMutablePointer<curl_slist>?
 
-    init(token: String?, requiresLeader: Bool) {
-        var lines = ["Content-Type: application/json", "Expect:"]
-        if let token, !token.isEmpty { lines.append("Authorization: \(token)") }
-        // etcd's "require leader" metadata: a member without a leader refuses at once (unary
-        // calls) or ends the stream (watches) instead of waiting or staying silent.
-        if requiresLeader { lines.append("Grpc-Metadata-hasleader: true") }
+    init(api: EtcdAPI, token: String?, requiresLeader: Bool) {
+        var lines: [String]
+        switch api {
+        case .json:
+            lines = ["Content-Type: application/json", "Expect:"]
+            if let token, !token.isEmpty { lines.append("Authorization: \(token)") }
+            // etcd's "require leader" metadata: a member without a leader refuses at once (unary
+            // calls) or ends the stream (watches) instead of waiting or staying silent.
+            if requiresLeader { lines.append("Grpc-Metadata-hasleader: true") }
+        case .grpc:
+            // The same metadata as gRPC headers; "te: trailers" is gRPC's own requirement.
+            lines = ["Content-Type: application/grpc", "TE: trailers", "Expect:"]
+            if let token, !token.isEmpty { lines.append("token: \(token)") }
+            if requiresLeader { lines.append("hasleader: true") }
+        }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines { list = obs_curl_slist_append(list, line) }
         self.list = list

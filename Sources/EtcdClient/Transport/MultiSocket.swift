@@ -77,6 +77,12 @@ final class MultiSocket {
         // connection is given back: with requests done one after another, as few as a handful,
         // so that after a burst it closes connections the next burst opens again.
         obs_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, MultiSocket.maxIdleConnections)
+        // One transfer per connection, HTTP/2 included: libcurl 7.88's HTTP/2 streams sharing a
+        // connection, driven through curl_multi_socket_action, could leave a stream's answer read
+        // into libcurl's buffers and never handed over (a request stalled until the next
+        // transfer on that connection woke it: seconds behind a busy watch). Connections are
+        // still kept and reused, one request after another, as with HTTP/1.1.
+        obs_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, 0)
         obs_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
         obs_curl_multi_setopt_timer_function(multi) { _, milliseconds, context in
             let this = Unmanaged<MultiSocket>.fromOpaque(context!).takeUnretainedValue()

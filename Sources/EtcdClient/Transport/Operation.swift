@@ -11,7 +11,7 @@ final class Operation {
 
     let id: EtcdRequestID
     let kind: Kind
-    let call: GatewayCall
+    let call: WireCall
     /// For a request, when it fails; for a watch, by when it must be created.
     let deadline: Monotonic
     /// The endpoint of the first attempt; later attempts take the next ones in turn.
@@ -24,10 +24,13 @@ final class Operation {
     var retryAt = Monotonic(nanoseconds: 0)
     /// A refused token is fetched again once per operation, not in a loop.
     var reauthenticated = false
+    /// Attempts answered in HTTP/1.1 by a member asked for HTTP/2 on a pooled connection
+    /// (EasyHandle.Version.http2Pooled): sent again with prior knowledge, a few times at most.
+    var http1Answers = 0
     /// The watch has reported `.created`: from then on, a cut is reported rather than retried.
     var watchCreated = false
 
-    init(id: EtcdRequestID, kind: Kind, call: GatewayCall, deadline: Monotonic) {
+    init(id: EtcdRequestID, kind: Kind, call: WireCall, deadline: Monotonic) {
         self.id = id
         self.kind = kind
         self.call = call

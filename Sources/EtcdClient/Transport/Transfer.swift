@@ -1,6 +1,8 @@
 // One attempt of an operation on one endpoint: a libcurl easy handle, the HTTP request it sends,
 // and what it has received. A unary answer is kept whole (up to the bound) until the transfer
-// ends; a watch's stream is cut into messages as it arrives and handed to the driver.
+// ends; a watch's stream is cut into messages as it arrives (JSON objects from the gateway, gRPC
+// frames from etcd's own API) and handed to the driver. For gRPC, the call's outcome comes in
+// header or trailer lines (`grpc-status`, `grpc-message`), gathered as they arrive.
 import CCurl
 
 final class Transfer {
@@ -30,12 +32,25 @@ final class Transfer {
     private(set) var body: [UInt8] = []
     /// A watch's stream, cut into messages.
     private var framer: JSONObjectFramer
+    private var grpcFramer: GRPCFramer
+    /// A gRPC call answered in HTTP/1.1 (and stopped): nothing was done; send it again.
+    private(set) var answeredInHTTP1 = false
+    /// gRPC's outcome of the call, once its trailers (or headers) came.
+    var grpcStatus = GRPCStatus()
+    /// Sent with HTTP/2 prior knowledge over a connection of its own (EasyHandle.Version).
+    let version: EasyHandle.Version
     private(set) var tooLarge = false
+    /// A gRPC watch's messages that the round's completions had no room for, oldest first.
+    private var backlog: [ArraySlice<UInt8>] = []
+    private var backlogBytes = 0
+    /// How the stream ended, told once the backlog before it is handed over.
+    private var pendingFailure: EtcdError?
+    private let maxBacklogBytes: Int
     var paused = false
     var verdict: Verdict?
 
     init(_ operation: Operation, endpointIndex: Int, endpoint: String, driver: Driver, handle: EasyHandle,
-         headers: HeaderList, configuration: EtcdConfiguration) {
+         headers: HeaderList, version: EasyHandle.Version, configuration: EtcdConfiguration) {
         self.operation = operation
         self.endpointIndex = endpointIndex
         self.endpoint = endpoint
@@ -43,12 +58,40 @@ final class Transfer {
         self.handle = handle
         self.headers = headers
         maxResponseBytes = configuration.maxResponseBytes
+        maxBacklogBytes = configuration.maxWatchBacklogBytes
         framer = JSONObjectFramer(maxBytes: configuration.maxResponseBytes)
+        grpcFramer = GRPCFramer(maxBytes: configuration.maxResponseBytes)
+        self.version = version
         let left = max(1, operation.deadline.millisecondsLeft)
         // A watch lasts as long as it is wanted: its setup deadline is the driver's to keep.
         handle.prepare(url: endpoint + operation.call.path, headers: headers, body: operation.call.body, for: self,
                        connectTimeoutMilliseconds: min(left, configuration.connectTimeout.milliseconds),
-                       timeoutMilliseconds: operation.isWatch ? 0 : left)
+                       timeoutMilliseconds: operation.isWatch ? 0 : left, version: version)
+    }
+
+    /// The HTTP version of the answer: 2 for HTTP/2, 1 for HTTP/1.x, 0 before any answer.
+    var answeredHTTPVersion: Int {
+        var version = 0
+        obs_curl_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        switch version {
+        case Int(CURL_HTTP_VERSION_2_0): return 2
+        case Int(CURL_HTTP_VERSION_1_0), Int(CURL_HTTP_VERSION_1_1): return 1
+        default: return version == 0 ? 0 : 2
+        }
+    }
+
+    /// One header or trailer line; false stops the transfer.
+    func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard operation.call.isGRPC else { return true }
+        if version == .http2Pooled, line.starts(with: "HTTP/1.".utf8) {
+            // libcurl found no HTTP/2 connection to reuse and asked over a new one in HTTP/1.1
+            // (EasyHandle.Version.http2Pooled): the member's 404 did nothing. Stopping here
+            // closes that connection, so that no later request is sent over it.
+            answeredInHTTP1 = true
+            return false
+        }
+        grpcStatus.take(line)
+        return true
     }
 
     /// libcurl's message for a failed transfer: the details when it left some.
@@ -85,6 +128,7 @@ final class Transfer {
             return bytes.count
         }
         guard verdict == nil else { return bytes.count }
+        if operation.call.isGRPC { return receiveGRPCStream(bytes) }
         guard driver.roomForWatches() else {
             paused = true
             return Int(CURL_WRITEFUNC_PAUSE)
@@ -103,5 +147,66 @@ final class Transfer {
             driver.watchMessage(message, from: self)
         }
         return bytes.count
+    }
+
+    // MARK: - A gRPC watch's stream
+
+    /// A gRPC watch's bytes: its messages go to the driver while the round's completions have
+    /// room, and wait in `backlog` otherwise. The stream is never paused: libcurl 7.88 could
+    /// leave a paused HTTP/2 stream stalled for good once resumed (its window never opened
+    /// again, or its buffered bytes never handed over), where an HTTP/1.1 transfer resumes
+    /// cleanly. A backlog past `maxBacklogBytes` ends the watch `unavailable`: its owner
+    /// watches again from the last revision it has (etcd keeps what was dropped), so memory
+    /// stays bounded and nothing is lost.
+    private func receiveGRPCStream(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard verdict == nil else { return bytes.count }
+        let messages = grpcFramer.append(bytes)
+        for message in messages {
+            if backlog.isEmpty, driver.roomForWatchMessages() {
+                driver.grpcWatchMessage(message, from: self)
+                if verdict != nil { break }
+            } else {
+                backlog.append(message)
+                backlogBytes += message.count
+                driver.watchesBacklogged = true
+                if backlogBytes > maxBacklogBytes {
+                    backlog.removeAll()
+                    backlogBytes = 0
+                    driver.endWatch(self, .failed(.unavailable(
+                        "the watch from \(endpoint) fell more than \(maxBacklogBytes) bytes behind; watch again from the last revision taken")))
+                    break
+                }
+            }
+        }
+        if verdict == nil, let failure = grpcFramer.failure {
+            // After the messages before it, which the backlog may still hold: they go first.
+            let error: EtcdError = switch failure {
+            case .tooLarge: .responseTooLarge(limit: maxResponseBytes)
+            case .compressed: .malformedResponse("a compressed gRPC message, which the client did not ask for")
+            }
+            if backlog.isEmpty {
+                driver.endWatch(self, .failed(error))
+            } else {
+                pendingFailure = error
+            }
+        }
+        return bytes.count
+    }
+
+    /// Hands over what waits in the backlog while the round has room; whether some is left.
+    func drainBacklog() -> Bool {
+        while !backlog.isEmpty, verdict == nil, driver.roomForWatchMessages() {
+            let message = backlog.removeFirst()
+            backlogBytes -= message.count
+            driver.grpcWatchMessage(message, from: self)
+        }
+        if verdict != nil {
+            backlog.removeAll()
+            backlogBytes = 0
+        } else if backlog.isEmpty, let error = pendingFailure {
+            pendingFailure = nil
+            driver.endWatch(self, .failed(error))
+        }
+        return !backlog.isEmpty
     }
 }

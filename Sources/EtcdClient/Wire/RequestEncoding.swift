@@ -4,30 +4,36 @@
 // of a cluster host's CPU, bridging every dictionary to Objective-C types and back).
 import ObsCore
 
-/// One HTTP request to the gateway: the path and the JSON body.
-struct GatewayCall: Sendable {
+/// One HTTP request: the path and the body (JSON for the gateway, a framed protobuf message for
+/// gRPC: GRPC.swift).
+struct WireCall: Sendable {
     var path: String
     var body: [UInt8]
+    /// A call of etcd's gRPC API rather than of its gateway.
+    var isGRPC = false
 }
 
 typealias JSONObject = [String: JSONValue]
 
 extension EtcdRequest {
+    /// The call in `api`.
+    func call(_ api: EtcdAPI) -> WireCall { api == .grpc ? grpcCall : gatewayCall }
+
     /// The gateway call.
-    var call: GatewayCall {
+    var gatewayCall: WireCall {
         switch self {
-        case .range(let range): GatewayCall(path: "/v3/kv/range", body: encodeJSON(range.json))
-        case .put(let put): GatewayCall(path: "/v3/kv/put", body: encodeJSON(put.json))
-        case .deleteRange(let delete): GatewayCall(path: "/v3/kv/deleterange", body: encodeJSON(delete.json))
-        case .txn(let txn): GatewayCall(path: "/v3/kv/txn", body: encodeJSON(txn.json))
+        case .range(let range): WireCall(path: "/v3/kv/range", body: encodeJSON(range.json))
+        case .put(let put): WireCall(path: "/v3/kv/put", body: encodeJSON(put.json))
+        case .deleteRange(let delete): WireCall(path: "/v3/kv/deleterange", body: encodeJSON(delete.json))
+        case .txn(let txn): WireCall(path: "/v3/kv/txn", body: encodeJSON(txn.json))
         case .compact(let revision, let physical):
-            GatewayCall(path: "/v3/kv/compaction",
+            WireCall(path: "/v3/kv/compaction",
                         body: encodeJSON(["revision": .string(String(revision)), "physical": .bool(physical)]))
         case .leaseGrant(let ttl, let id):
-            GatewayCall(path: "/v3/lease/grant", body: encodeJSON(["TTL": .string(String(ttl)), "ID": .string(String(id))]))
-        case .leaseKeepAlive(let id): GatewayCall(path: "/v3/lease/keepalive", body: encodeJSON(["ID": .string(String(id))]))
-        case .leaseRevoke(let id): GatewayCall(path: "/v3/lease/revoke", body: encodeJSON(["ID": .string(String(id))]))
-        case .status: GatewayCall(path: "/v3/maintenance/status", body: Array("{}".utf8))
+            WireCall(path: "/v3/lease/grant", body: encodeJSON(["TTL": .string(String(ttl)), "ID": .string(String(id))]))
+        case .leaseKeepAlive(let id): WireCall(path: "/v3/lease/keepalive", body: encodeJSON(["ID": .string(String(id))]))
+        case .leaseRevoke(let id): WireCall(path: "/v3/lease/revoke", body: encodeJSON(["ID": .string(String(id))]))
+        case .status: WireCall(path: "/v3/maintenance/status", body: Array("{}".utf8))
         }
     }
 
@@ -42,18 +48,21 @@ extension EtcdRequest {
 }
 
 extension WatchRequest {
-    var call: GatewayCall {
+    /// The call in `api`.
+    func call(_ api: EtcdAPI) -> WireCall { api == .grpc ? grpcCall : gatewayCall }
+
+    var gatewayCall: WireCall {
         var create: JSONObject = ["key": base64(key)]
         if let rangeEnd { create["range_end"] = base64(rangeEnd) }
         if startRevision != 0 { create["start_revision"] = .string(String(startRevision)) }
         if prevKV { create["prev_kv"] = .bool(true) }
         if progressNotify { create["progress_notify"] = .bool(true) }
-        return GatewayCall(path: "/v3/watch", body: encodeJSON(["create_request": .object(create)]))
+        return WireCall(path: "/v3/watch", body: encodeJSON(["create_request": .object(create)]))
     }
 }
 
-func authenticateCall(user: String, password: String) -> GatewayCall {
-    GatewayCall(path: "/v3/auth/authenticate", body: encodeJSON(["name": .string(user), "password": .string(password)]))
+func authenticateCall(user: String, password: String) -> WireCall {
+    WireCall(path: "/v3/auth/authenticate", body: encodeJSON(["name": .string(user), "password": .string(password)]))
 }
 
 extension RangeRequest {

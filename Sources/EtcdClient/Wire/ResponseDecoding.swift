@@ -204,3 +204,15 @@ extension EtcdRequest {
         }
     }
 }
+
+extension WatchMessage {
+    /// The gateway's `result` of a watch message.
+    init(_ result: GatewayObject) throws(EtcdError) {
+        header = try ResponseHeader(result.object("header"))
+        created = try result.bool("created")
+        canceled = try result.bool("canceled")
+        compactRevision = try result.int64("compact_revision")
+        cancelReason = try result.string("cancel_reason") ?? ""
+        for event in try result.objects("events") { events.append(try WatchEvent(event)) }
+    }
+}

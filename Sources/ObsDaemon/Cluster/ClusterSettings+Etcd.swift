@@ -9,6 +9,7 @@ extension ClusterSettings {
         configuration.keyFile = keyFile
         configuration.user = user
         configuration.password = password
+        configuration.api = api == .grpc ? .grpc : .json
         configuration.requestTimeout = .milliseconds(Int64(timeout * 1000))
         return configuration
     }

@@ -16,6 +16,7 @@ public struct CommandLineOptions: Sendable, Equatable {
     public var etcdKey: String?
     public var etcdUser: String?
     public var etcdPassword: String?
+    public var etcdAPI: EtcdAPIChoice?
     public var check = false
     public var version = false
     public var help = false
@@ -75,6 +76,10 @@ public struct CommandLineOptions: Sendable, Equatable {
             case "--etcd-key": options.etcdKey = try nonEmpty(value(), flag)
             case "--etcd-user": options.etcdUser = try nonEmpty(value(), flag)
             case "--etcd-password": options.etcdPassword = try nonEmpty(value(), flag)
+            case "--etcd-api":
+                let text = try value()
+                guard let api = EtcdAPIChoice(rawValue: text) else { throw UsageError("--etcd-api must be grpc or json, not '\(text)'") }
+                options.etcdAPI = api
             case "--check": try noValue(); options.check = true
             case "--version": try noValue(); options.version = true
             case "--help", "-h": try noValue(); options.help = true

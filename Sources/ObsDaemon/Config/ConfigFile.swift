@@ -112,6 +112,11 @@ enum ConfigFile {
             settings.etcd.timeout = seconds
             return true
         },
+        SettingSpec(name: "etcd_api", expects: "grpc or json") { settings, value, _ in
+            guard let api = EtcdAPIChoice(rawValue: value) else { return false }
+            settings.etcd.api = api
+            return true
+        },
         SettingSpec(name: "ephemeral_ttl", expects: "a duration of at least 2s") { settings, value, _ in
             guard let seconds = ConfigValues.duration(value), seconds >= 2 else { return false }
             settings.etcd.ephemeralTTL = Int64(seconds.rounded(.up))

@@ -85,6 +85,7 @@ public enum Configuration {
         if let file = options.etcdCert { settings.etcd.certFile = file }
         if let file = options.etcdKey { settings.etcd.keyFile = file }
         if let user = options.etcdUser { settings.etcd.user = user }
+        if let api = options.etcdAPI { settings.etcd.api = api }
         if let password = environment["OBSD_ETCD_PASSWORD"] ?? options.etcdPassword { settings.etcd.password = password }
         if settings.cluster == .etcd {
             guard !settings.etcd.endpoints.isEmpty else { throw ConfigError("cluster = etcd needs etcd_endpoints (or --etcd-endpoints)") }

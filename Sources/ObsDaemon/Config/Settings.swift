@@ -79,8 +79,15 @@ public struct ClusterSettings: Sendable, Equatable {
     public var timeout: Double = 5
     /// The TTL of this host's lease, in seconds: how long its ephemeral keys outlive it.
     public var ephemeralTTL: Int64 = 10
+    /// How the host talks to etcd: its gRPC API (HTTP/2), or its JSON gateway (HTTP/1.1).
+    public var api = EtcdAPIChoice.grpc
 
     public init() {}
+}
+
+/// `etcd_api`: etcd's gRPC API, or its JSON gateway for a path to etcd that carries only HTTP/1.1.
+public enum EtcdAPIChoice: String, Sendable, CaseIterable {
+    case grpc, json
 }
 
 /// The daemon's complete configuration, after flags, environment, file and defaults are combined.

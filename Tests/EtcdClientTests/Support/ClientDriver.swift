@@ -18,8 +18,12 @@ final class ClientDriver {
         client = try EtcdClient(configuration)
     }
 
+    /// The API of the clients made for a cluster: the running test class's (APITestCase).
+    nonisolated(unsafe) static var defaultAPI = EtcdAPI.grpc
+
     convenience init(_ cluster: EtcdCluster, configure: (inout EtcdConfiguration) -> Void = { _ in }) throws {
         var configuration = EtcdConfiguration(endpoints: cluster.endpoints)
+        configuration.api = ClientDriver.defaultAPI
         configuration.caFile = cluster.caFile
         configuration.certFile = cluster.clientCertFile
         configuration.keyFile = cluster.clientKeyFile

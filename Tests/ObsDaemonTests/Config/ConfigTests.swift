@@ -95,6 +95,7 @@ final class ConfigFileTests: XCTestCase {
             etcd_password = pw
             etcd_timeout = 2s
             ephemeral_ttl = 30s
+            etcd_api = json
             """)
         var expected = Settings(socket: "/run/x/obsd.sock", stateDirectory: "/var/lib/x")
         expected.socketMode = 0o660
@@ -124,8 +125,9 @@ final class ConfigFileTests: XCTestCase {
         expected.etcd.password = "pw"
         expected.etcd.timeout = 2
         expected.etcd.ephemeralTTL = 30
+        expected.etcd.api = .json
         XCTAssertEqual(result, expected)
-        XCTAssertEqual(ConfigFile.specs.count, 29, "a new setting needs a line in this test and in obsd.conf.example")
+        XCTAssertEqual(ConfigFile.specs.count, 30, "a new setting needs a line in this test and in obsd.conf.example")
     }
 
     func test_defaults_matchModelLimits() {
@@ -386,6 +388,9 @@ final class ClusterConfigTests: XCTestCase {
         XCTAssertEqual(settings.etcd.password, "from-env", "the environment keeps the password out of files and process lists")
         XCTAssertEqual(settings.etcd.timeout, 2)
         XCTAssertEqual(settings.etcd.ephemeralTTL, 3)
+        XCTAssertEqual(settings.etcd.api, .grpc, "etcd's gRPC API unless told")
+        XCTAssertEqual(try resolve(["--etcd-api", "grpc"], file: "etcd_api = json").etcd.api, .grpc, "the flag wins")
+        XCTAssertEqual(try resolve(["--etcd-api", "json"]).etcd.api, .json)
     }
 
     func test_clusterSettings_thatCannotWork_areRefused() {
@@ -394,6 +399,8 @@ final class ClusterConfigTests: XCTestCase {
         XCTAssertThrowsError(try resolve(["--cluster", "raft"]))
         XCTAssertThrowsError(try resolve(["--etcd-endpoints", "a:2379"]))
         XCTAssertThrowsError(try resolve([], file: "ephemeral_ttl = 1s"))
+        XCTAssertThrowsError(try resolve(["--etcd-api", "rest"]))
+        XCTAssertThrowsError(try resolve([], file: "etcd_api = http"))
         XCTAssertEqual(try resolve([]).cluster, ClusterMode.none)
     }
 }

@@ -591,8 +591,11 @@ final class ClusterFailureTests: XCTestCase {
 
         let after = try hosts.request(0, #"{"op":"set","key":"big.0","value":"live"}"#)
         var live: [String: Any] = [:]
-        repeat { live = ClusterHosts.event(bulk) } while live["event"] as? String != "change" || live["key"] as? String != "big.0"
-            || live["new"] as? String != "live"
+        repeat {
+            live = ClusterHosts.event(bulk)
+            // No event within the client's read timeout: the watch is stuck; fail rather than wait on.
+            guard !live.isEmpty else { return XCTFail("host 1's watch never delivered the live change\n\(hosts.logs)") }
+        } while live["event"] as? String != "change" || live["key"] as? String != "big.0" || live["new"] as? String != "live"
         XCTAssertEqual(live["rev"] as? Int, after["rev"] as? Int)
         let status = try hosts.request(0, #"{"op":"set","key":"status","value":"after"}"#)
         let change = ClusterHosts.event(watcher)
