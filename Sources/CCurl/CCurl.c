@@ -140,6 +140,10 @@ CURLcode obs_curl_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value)
     return api.easy_getinfo(handle, info, value);
 }
 
+CURLcode obs_curl_getinfo_socket(CURL *handle, CURLINFO info, curl_socket_t *value) {
+    return api.easy_getinfo(handle, info, value);
+}
+
 CURLM *obs_curl_multi_init(void) { return api.multi_init(); }
 CURLMcode obs_curl_multi_cleanup(CURLM *multi) { return api.multi_cleanup(multi); }
 CURLMcode obs_curl_multi_add_handle(CURLM *multi, CURL *handle) { return api.multi_add_handle(multi, handle); }

@@ -149,6 +149,25 @@ class EtcdWatchTests: SharedClusterTestCase {
         XCTAssertGreaterThan(calls, 5)
     }
 
+    /// One message a call, over a backlog of more than a thousand: every change comes, in order
+    /// (the backlog's handed-over messages are dropped from its front now and then, not one by one).
+    func test_aLongBacklog_isHandedOverInOrder() throws {
+        let prefix = uniquePrefix()
+        let slow = try ClientDriver(cluster) { $0.maxBytesPerTake = 1 }
+        let watch = slow.client.watch(.prefix(bytes(prefix)))
+        XCTAssertTrue(slow.created(watch))
+        var revisions: [Int64] = []
+        for index in 0..<1_100 { revisions.append(try driver.put(prefix + "k\(index % 10)", "\(index)").header.revision) }
+        var seen: [Int64] = []
+        let deadline = Date().addingTimeInterval(60)
+        while seen.count < revisions.count, Date() < deadline {
+            var descriptor = pollfd(fd: slow.client.completionFD, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 5000) == 1 else { break }
+            for case .watch(watch, .events(_, let batch)) in slow.client.takeCompletions() { seen += batch.map(\.revision) }
+        }
+        XCTAssertEqual(seen, revisions)
+    }
+
     /// A gRPC watch is never paused: what one call has no room for waits in the watch's backlog,
     /// and a backlog past its bound ends the watch `unavailable` (to be watched again from the last
     /// revision taken), after every event before it, in order. (The gateway's watches pause
@@ -186,4 +205,5 @@ final class EtcdWatchTestsOverTheGateway: EtcdWatchTests {
     override func test_watchFromACompactedRevision_reportsCompacted() throws { try super.test_watchFromACompactedRevision_reportsCompacted() }
     override func test_canceledWatch_reportsNothingMore() throws { try super.test_canceledWatch_reportsNothingMore() }
     override func test_boundedCompletions_holdTheWatchBack_losingNothing() throws { try super.test_boundedCompletions_holdTheWatchBack_losingNothing() }
+    override func test_aLongBacklog_isHandedOverInOrder() throws { try super.test_aLongBacklog_isHandedOverInOrder() }
 }

@@ -34,6 +34,7 @@ CURLcode obs_curl_setopt_sockopt_function(CURL *handle, curl_sockopt_callback ca
 CURLcode obs_curl_setopt_closesocket_function(CURL *handle, curl_closesocket_callback callback);
 CURLcode obs_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode obs_curl_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value);
+CURLcode obs_curl_getinfo_socket(CURL *handle, CURLINFO info, curl_socket_t *value);
 
 CURLM *obs_curl_multi_init(void);
 CURLMcode obs_curl_multi_cleanup(CURLM *multi);

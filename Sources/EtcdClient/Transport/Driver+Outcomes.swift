@@ -136,24 +136,8 @@ extension Driver {
         }
         answered(at: transfer)
         let message = body[GRPCFrame.headerBytes...]
-        switch operation.kind {
-        case .request(let request):
-            let result: Result<EtcdResponse, EtcdError>
-            do throws(EtcdError) {
-                result = .success(try request.decodeGRPC(message))
-            } catch {
-                result = .failure(error)
-            }
-            deliver(.response(operation.id, result))
-        case .authenticate:
-            do throws(EtcdError) {
-                authenticated(.success(try grpcAuthenticationToken(message)))
-            } catch {
-                authenticated(.failure(error))
-            }
-        case .watch:
-            break
-        }
+        answer(operation, response: { (request: EtcdRequest) throws(EtcdError) in try request.decodeGRPC(message) },
+               token: { () throws(EtcdError) in try grpcAuthenticationToken(message) })
     }
 
     /// A gRPC watch's stream ended with etcd's refusal.
@@ -263,18 +247,26 @@ extension Driver {
     }
 
     func succeed(_ operation: Operation, _ object: GatewayObject) {
+        answer(operation, response: { (request: EtcdRequest) throws(EtcdError) in try request.decodeResponse(object) },
+               token: { () throws(EtcdError) in try object.string("token") ?? "" })
+    }
+
+    /// Hands over an operation's answer, read by `response` (a request's) or `token` (an
+    /// authentication's): a reading that fails is the operation's error.
+    private func answer(_ operation: Operation, response: (EtcdRequest) throws(EtcdError) -> EtcdResponse,
+                        token: () throws(EtcdError) -> String) {
         switch operation.kind {
         case .request(let request):
             let result: Result<EtcdResponse, EtcdError>
             do throws(EtcdError) {
-                result = .success(try request.decodeResponse(object))
+                result = .success(try response(request))
             } catch {
                 result = .failure(error)
             }
             deliver(.response(operation.id, result))
         case .authenticate:
             do throws(EtcdError) {
-                authenticated(.success(try object.string("token") ?? ""))
+                authenticated(.success(try token()))
             } catch {
                 authenticated(.failure(error))
             }

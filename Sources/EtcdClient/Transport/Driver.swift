@@ -124,6 +124,7 @@ final class Driver {
             }
             sockets.serveReady()
             settle()
+            collectGRPCWatchLeftovers()
             // Watches held back: come again at once, after the loop has dealt with these.
             if watchesPaused || watchesBacklogged { sockets.wake() }
         } else {
@@ -133,6 +134,27 @@ final class Driver {
         completions.removeAll(keepingCapacity: true)
         completionBytes = 0
         return taken
+    }
+
+    /// libcurl 7.88 may read more of an HTTP/2 stream than it hands over in one go, and keep the
+    /// rest in its connection's buffer to hand over when it runs that transfer again, which
+    /// nothing else may prompt (the socket has nothing more to read): a watch then held changes
+    /// until the next one came. So a gRPC watch that received bytes in this call is run once
+    /// more, and again while that brings more (a few times at most).
+    private func collectGRPCWatchLeftovers() {
+        for _ in 0..<4 {
+            var prompted = false
+            for transfer in watches.values where transfer.receivedInCall {
+                transfer.receivedInCall = false
+                var socket: curl_socket_t = -1
+                guard obs_curl_getinfo_socket(transfer.easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket >= 0 else { continue }
+                sockets.act(on: socket)
+                prompted = true
+            }
+            guard prompted else { return }
+            settle()
+        }
+        for transfer in watches.values { transfer.receivedInCall = false }
     }
 
     /// Every operation still under way is answered `closed`, and libcurl is let go.

@@ -83,6 +83,11 @@ final class EasyHandle {
             }
             obs_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(httpVersion))
             obs_curl_setopt_long(easy, CURLOPT_FRESH_CONNECT, version == .http2PriorKnowledge ? 1 : 0)
+            // Over HTTP/2 libcurl 7.88 reads a connection 32 KiB at a time and hands a stream's
+            // bytes over through this buffer: one at least as large takes every read whole, so
+            // that no rest waits in libcurl for the transfer to run again (Driver's
+            // collectGRPCWatchLeftovers is the net beneath).
+            obs_curl_setopt_long(easy, CURLOPT_BUFFERSIZE, version == .http1 ? 16 << 10 : 64 << 10)
         }
         obs_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
         obs_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds)

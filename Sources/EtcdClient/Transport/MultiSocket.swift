@@ -157,6 +157,13 @@ final class MultiSocket {
     /// Lets libcurl run its timeouts while they are due: new transfers start this way, and one
     /// step of libcurl often asks for the next at once. False if it still wants more (the caller
     /// comes back after other work).
+    /// Lets libcurl run the transfers on `socket` as if it were readable: what they read from it
+    /// and have not handed over yet goes out (a read that finds nothing new costs one EAGAIN).
+    func act(on socket: Int32) {
+        var running: Int32 = 0
+        obs_curl_multi_socket_action(multi, socket, CURL_CSELECT_IN, &running)
+    }
+
     func runDueTimeouts() -> Bool {
         for _ in 0..<16 {
             guard let deadline = curlDeadline, deadline <= .now else { return true }

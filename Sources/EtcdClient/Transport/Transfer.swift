@@ -40,12 +40,16 @@ final class Transfer {
     /// Sent with HTTP/2 prior knowledge over a connection of its own (EasyHandle.Version).
     let version: EasyHandle.Version
     private(set) var tooLarge = false
-    /// A gRPC watch's messages that the round's completions had no room for, oldest first.
+    /// A gRPC watch's messages that the round's completions had no room for, oldest first, from
+    /// `backlogStart` on (the ones before it were handed over).
     private var backlog: [ArraySlice<UInt8>] = []
+    private var backlogStart = 0
     private var backlogBytes = 0
     /// How the stream ended, told once the backlog before it is handed over.
     private var pendingFailure: EtcdError?
     private let maxBacklogBytes: Int
+    /// A gRPC watch received bytes in this `takeCompletions` (Driver.takeCompletions).
+    var receivedInCall = false
     var paused = false
     var verdict: Verdict?
 
@@ -160,9 +164,10 @@ final class Transfer {
     /// stays bounded and nothing is lost.
     private func receiveGRPCStream(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard verdict == nil else { return bytes.count }
+        receivedInCall = true
         let messages = grpcFramer.append(bytes)
         for message in messages {
-            if backlog.isEmpty, driver.roomForWatchMessages() {
+            if backlogStart == backlog.count, driver.roomForWatchMessages() {
                 driver.grpcWatchMessage(message, from: self)
                 if verdict != nil { break }
             } else {
@@ -170,8 +175,7 @@ final class Transfer {
                 backlogBytes += message.count
                 driver.watchesBacklogged = true
                 if backlogBytes > maxBacklogBytes {
-                    backlog.removeAll()
-                    backlogBytes = 0
+                    clearBacklog()
                     driver.endWatch(self, .failed(.unavailable(
                         "the watch from \(endpoint) fell more than \(maxBacklogBytes) bytes behind; watch again from the last revision taken")))
                     break
@@ -184,7 +188,7 @@ final class Transfer {
             case .tooLarge: .responseTooLarge(limit: maxResponseBytes)
             case .compressed: .malformedResponse("a compressed gRPC message, which the client did not ask for")
             }
-            if backlog.isEmpty {
+            if backlogStart == backlog.count {
                 driver.endWatch(self, .failed(error))
             } else {
                 pendingFailure = error
@@ -195,18 +199,28 @@ final class Transfer {
 
     /// Hands over what waits in the backlog while the round has room; whether some is left.
     func drainBacklog() -> Bool {
-        while !backlog.isEmpty, verdict == nil, driver.roomForWatchMessages() {
-            let message = backlog.removeFirst()
+        while backlogStart < backlog.count, verdict == nil, driver.roomForWatchMessages() {
+            let message = backlog[backlogStart]
+            backlogStart += 1
             backlogBytes -= message.count
             driver.grpcWatchMessage(message, from: self)
         }
-        if verdict != nil {
-            backlog.removeAll()
-            backlogBytes = 0
-        } else if backlog.isEmpty, let error = pendingFailure {
+        if verdict != nil || backlogStart == backlog.count {
+            clearBacklog()
+        } else if backlogStart > 1024, backlogStart > backlog.count / 2 {
+            backlog.removeFirst(backlogStart)
+            backlogStart = 0
+        }
+        if verdict == nil, backlogStart == backlog.count, let error = pendingFailure {
             pendingFailure = nil
             driver.endWatch(self, .failed(error))
         }
-        return !backlog.isEmpty
+        return backlogStart < backlog.count
+    }
+
+    private func clearBacklog() {
+        backlog.removeAll()
+        backlogStart = 0
+        backlogBytes = 0
     }
 }
