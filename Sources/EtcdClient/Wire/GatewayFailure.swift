@@ -1,4 +1,6 @@
-// etcd's refusals as the gateway sends them, and what each means to the client.
+// etcd's refusals as the gateway sends them, and what each means to the client. Over gRPC a
+// refusal is the call's status (`grpc-status`, `grpc-message`: Wire/GRPC.swift), the same code and
+// message, read into the same type.
 //
 // A unary call answers `{"error": "...", "message": "...", "code": N}` (N a gRPC status code) with
 // an HTTP error status; a stream (watch, keepalive) ends with
