@@ -231,7 +231,7 @@ private func takeFreeDescriptorNumbers() -> [Int32] {
 }
 
 /// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
-/// XCTest on Linux runs only the test methods a class declares itself.
+/// XCTest on Linux finds a test class by the test methods it declares, not those it inherits.
 final class EtcdFailoverTestsOverTheGateway: EtcdFailoverTests {
     override class var api: EtcdAPI { .json }
 

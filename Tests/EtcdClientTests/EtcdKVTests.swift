@@ -206,7 +206,7 @@ class EtcdKVTests: SharedClusterTestCase {
 }
 
 /// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
-/// XCTest on Linux runs only the test methods a class declares itself.
+/// XCTest on Linux finds a test class by the test methods it declares, not those it inherits.
 final class EtcdKVTestsOverTheGateway: EtcdKVTests {
     override class var api: EtcdAPI { .json }
 

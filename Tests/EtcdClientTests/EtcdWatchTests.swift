@@ -173,7 +173,7 @@ class EtcdWatchTests: SharedClusterTestCase {
     /// revision taken), after every event before it, in order. (The gateway's watches pause
     /// instead, and never end so.)
     func test_gRPCWatchBacklogOverItsBound_endsTheWatch_afterTheEventsBefore() throws {
-        guard Self.api == .grpc else { return }
+        try XCTSkipIf(Self.api != .grpc, "the gateway's watches pause instead of keeping a backlog")
         let prefix = uniquePrefix()
         let slow = try ClientDriver(cluster) {
             $0.maxBytesPerTake = 1
@@ -194,7 +194,8 @@ class EtcdWatchTests: SharedClusterTestCase {
 }
 
 /// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
-/// XCTest on Linux runs only the test methods a class declares itself.
+/// XCTest on Linux finds a test class by the test methods it declares, not those it inherits.
+/// (The gRPC backlog's test, inherited all the same, skips: the gateway's watches pause instead.)
 final class EtcdWatchTestsOverTheGateway: EtcdWatchTests {
     override class var api: EtcdAPI { .json }
 

@@ -53,12 +53,7 @@ extension Driver {
             return
         }
         if operation.isWatch {
-            // The stream ended without a message that ends the watch.
-            if operation.watchCreated {
-                fail(operation, .unavailable("the watch stream from \(transfer.endpoint) ended"))
-            } else {
-                failOver(operation, at: transfer, "the watch stream ended before the watch was created")
-            }
+            watchStreamEnded(transfer)
             return
         }
         let object: GatewayObject
@@ -99,12 +94,7 @@ extension Driver {
             return
         }
         if operation.isWatch {
-            // The stream ended without a refusal, or with a message cut short.
-            if operation.watchCreated {
-                fail(operation, .unavailable("the watch stream from \(transfer.endpoint) ended"))
-            } else {
-                failOver(operation, at: transfer, "the watch stream ended before the watch was created")
-            }
+            watchStreamEnded(transfer)
             return
         }
         guard transfer.grpcStatus.code != nil else {
@@ -138,6 +128,16 @@ extension Driver {
         let message = body[GRPCFrame.headerBytes...]
         answer(operation, response: { (request: EtcdRequest) throws(EtcdError) in try request.decodeGRPC(message) },
                token: { () throws(EtcdError) in try grpcAuthenticationToken(message) })
+    }
+
+    /// A watch's stream ended without a message or status that ends the watch (or with a message
+    /// cut short): reported once the watch was created, tried elsewhere before.
+    private func watchStreamEnded(_ transfer: Transfer) {
+        if transfer.operation.watchCreated {
+            fail(transfer.operation, .unavailable("the watch stream from \(transfer.endpoint) ended"))
+        } else {
+            failOver(transfer.operation, at: transfer, "the watch stream ended before the watch was created")
+        }
     }
 
     /// A gRPC watch's stream ended with etcd's refusal.

@@ -37,7 +37,7 @@ final class Transfer {
     private(set) var answeredInHTTP1 = false
     /// gRPC's outcome of the call, once its trailers (or headers) came.
     var grpcStatus = GRPCStatus()
-    /// Sent with HTTP/2 prior knowledge over a connection of its own (EasyHandle.Version).
+    /// How the transfer speaks HTTP (EasyHandle.Version).
     let version: EasyHandle.Version
     private(set) var tooLarge = false
     /// A gRPC watch's messages that the round's completions had no room for, oldest first, from
