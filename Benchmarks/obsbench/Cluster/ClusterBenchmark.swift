@@ -9,8 +9,14 @@
 // Both columns speak etcd's gRPC API (what etcd's own clients speak), or with `--api json` both
 // its JSON gateway.
 //
+// On a machine with two or more cores, etcd's three members run on one CPU and everything else
+// (this program, so raw etcd's clients, and obsd's hosts) on another, as `obsbench redis` pins
+// the load generator and the server: each column's clients then get the same CPU, and etcd the
+// same in both columns, as when etcd runs on machines of its own. `--pin none` lets every process
+// run anywhere, so that whatever the hosts spend is taken from etcd's members.
+//
 // Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2] [--api grpc|json]
-//                         [--tmpfs] [--etcd-metrics] [--obsd PATH]
+//                         [--tmpfs] [--etcd-metrics] [--obsd PATH] [--pin CLIENTS,ETCD|none]
 import EtcdClient
 import EtcdTestCluster
 import Foundation
@@ -29,6 +35,9 @@ private struct ClusterOptions {
     var etcdMetrics = false
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
     let inFlight = [1, 16]
+    /// The CPU of this program and obsd's hosts, and the CPU of etcd's members (nil: anywhere).
+    var clientCore: Int? = ProcessInfo.processInfo.activeProcessorCount >= 2 ? 0 : nil
+    var etcdCore: Int? = ProcessInfo.processInfo.activeProcessorCount >= 2 ? 1 : nil
 
     init(_ arguments: ArraySlice<String>) throws(BenchError) {
         var remaining = arguments
@@ -50,6 +59,11 @@ private struct ClusterOptions {
             case "--rounds": rounds = max(1, Int(value) ?? rounds)
             case "--raw-watches": rawWatches = min(2, max(1, Int(value) ?? rawWatches))
             case "--obsd": obsdPath = value
+            case "--pin":
+                let cores = value.split(separator: ",").compactMap { Int($0) }
+                guard value == "none" || cores.count == 2 else { throw BenchError("--pin takes CLIENTS,ETCD or none") }
+                clientCore = cores.first
+                etcdCore = cores.last
             case "--api":
                 guard let chosen = EtcdAPI(rawValue: value) else { throw BenchError("--api is grpc or json") }
                 api = chosen
@@ -74,8 +88,12 @@ func startBenchmarkCluster(tmpfs: Bool) throws(BenchError) -> EtcdCluster {
 func runClusterBenchmark() {
     do throws(BenchError) {
         let options = try ClusterOptions(CommandLine.arguments.dropFirst(2))
+        // The members inherit this program's CPU when they start (so Go sizes its scheduler to
+        // one core), then this program moves to the other, where the hosts it starts inherit it.
+        if let core = options.etcdCore { pinThisProcess(to: core) }
         let cluster = try startBenchmarkCluster(tmpfs: options.tmpfs)
         defer { cluster.shutDown() }
+        if let core = options.clientCore { pinThisProcess(to: core) }
         let version = (try? cluster.etcdctl(["version"]))?.split(separator: "\n").first.map(String.init) ?? "?"
         print("## obsbench cluster: a 3-member etcd cluster on loopback")
         print()
@@ -85,6 +103,7 @@ func runClusterBenchmark() {
             + "and round (the median round's figures)")
         print("- raw etcd: \(options.rawWatches == 2 ? "the writer's host and the watcher's each watch the prefix, as obsd's hosts do" : "only the watcher's host watches the prefix") (--raw-watches \(options.rawWatches))")
         print("- both columns speak etcd's \(options.api == .grpc ? "gRPC API (HTTP/2)" : "JSON gateway (HTTP/1.1)") (--api \(options.api.rawValue))")
+        print("- pinned: " + (options.clientCore.map { "etcd's members on CPU \(options.etcdCore ?? 1), this program and obsd's hosts on CPU \($0) (taskset; --pin none: anywhere)" } ?? "no (--pin none)"))
         print("- load average at the start: \(loadAverages())")
         print()
         let etcdPIDs = cluster.members.compactMap(\.processIdentifier)
