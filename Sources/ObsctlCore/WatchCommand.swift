@@ -74,8 +74,10 @@ enum WatchCommand {
             source = { () throws(ClientError) in try stream.next(deadline: nextDeadline()) }
         }
 
-        var counted: UInt64 = 0
         if limit == 0 { return 0 }
+        // Only with -n: it holds the last state of every key the watch printed.
+        var count = limit.map { _ in WatchCount() }
+        var counted: UInt64 = 0
         while true {
             guard let event = try source() else { throw ClientError.timedOut }
             if parsed.has("--initial-only"), event.kind == "synced" { return 0 }
@@ -84,9 +86,9 @@ enum WatchCommand {
             } else {
                 emit(event, style, context.output)
             }
-            if ["change", "delete", "error", "publish"].contains(event.kind) {
-                counted += 1
-                if let limit, counted >= limit { return 0 }
+            if let limit, let units = count?.count(event), units > 0 {
+                counted += UInt64(units)
+                if counted >= limit { return 0 }
             }
         }
     }

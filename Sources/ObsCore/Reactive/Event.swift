@@ -100,6 +100,9 @@ public final class Event<Payload>: @unchecked Sendable {
 extension Event where Payload: Sendable {
     /// Calls `handler` on `scheduler` for every payload fired until the token is cancelled or
     /// released; with an asynchronous scheduler nothing is delivered after `cancel()` returns.
+    ///
+    /// Every payload is scheduled, without a bound: occurrences cannot be merged as an observer's
+    /// changes are, and dropping some would lose them unseen (docs/library.md, Limits).
     public func subscribe(on scheduler: some EventScheduler, _ handler: @escaping @Sendable (Payload) -> Void) -> ObservationToken {
         if scheduler is ImmediateScheduler { return subscribe(handler) }
         return add(Subscriber(handler: handler, dispatch: { subscriber, payload in

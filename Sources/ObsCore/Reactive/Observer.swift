@@ -18,7 +18,8 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
     /// Whether handlers are called directly on the delivering thread (`ImmediateScheduler`).
     private let immediate: Bool
     private let cancelled = Atomic<Bool>(false)
-    /// The scheduler of a non-immediate observer and the error handler: nil for nearly all.
+    /// The error handler, and for a non-immediate observer its scheduler with the calls waiting
+    /// on it (`ScheduledDelivery`): nil for nearly all.
     private let extras: ObserverExtras?
 
     /// The value the handler last saw (or was given at subscription), once `hasLast`.
@@ -41,8 +42,13 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         self.handler = handler
         self.deliver = deliver
         immediate = scheduler is ImmediateScheduler
-        extras = immediate && errorHandler == nil
-            ? nil : ObserverExtras(scheduler: immediate ? nil : scheduler, errorHandler: errorHandler)
+        if !immediate {
+            extras = ScheduledDelivery(scheduler: scheduler, isEqual: target.isEqual, errorHandler: errorHandler)
+        } else if let errorHandler {
+            extras = ObserverExtras(errorHandler: errorHandler)
+        } else {
+            extras = nil
+        }
         super.init(flags: .watcher)
         ValueCell<Value>.prepare(in: self)
     }
@@ -174,7 +180,7 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
             if immediate {
                 callError(error)
             } else {
-                extras!.scheduler!.schedule { self.callError(error) }
+                scheduled.schedule(error, for: self)
             }
             return
         }
@@ -186,20 +192,25 @@ final class ObserverNode<Value: Sendable>: DeliveringObserver, @unchecked Sendab
         if immediate {
             call(old, new, isInitial)
         } else {
-            extras!.scheduler!.schedule { self.call(old, new, isInitial) }
+            scheduled.schedule(old, new, isInitial: isInitial, for: self)
         }
+    }
+
+    /// The extras of a non-immediate observer.
+    private var scheduled: ScheduledDelivery<Value> {
+        unsafeDowncast(extras.unsafelyUnwrapped, to: ScheduledDelivery<Value>.self)
     }
 
     @_specialize(where Value == Int)
     @_specialize(where Value == Double)
     @_specialize(where Value == Bool)
     @_specialize(where Value == String)
-    private func call(_ old: Value, _ new: Value, _ isInitial: Bool) {
+    func call(_ old: Value, _ new: Value, _ isInitial: Bool) {
         if cancelled.load(ordering: .acquiring) { return }
         deliver(handler, old, new, isInitial)
     }
 
-    private func callError(_ error: any Error) {
+    func callError(_ error: any Error) {
         if cancelled.load(ordering: .acquiring) { return }
         extras?.errorHandler?(error)
     }
@@ -218,7 +229,9 @@ extension ObservableValue {
     ///   - initial: also call it at once with the current value (`isInitial`); its value is never
     ///     older than a change delivered after it.
     ///   - scheduler: where the handler runs; with an asynchronous scheduler nothing is delivered
-    ///     after `cancel()` returns.
+    ///     after `cancel()` returns, and at most 1024 calls wait on it: while they do, later changes
+    ///     are merged into the last one waiting, from the value the one before it ended on to the
+    ///     latest (an error waiting there gives way to a later value; docs/library.md).
     ///   - onError: called when a computed value fails (enters or stays in an error state with a
     ///     new error); the next good value is delivered as a change.
     @inlinable
@@ -260,13 +273,12 @@ extension ObservableValue {
     }
 }
 
-/// What an observer keeps only when it has an error handler or a scheduler that is not immediate.
-private final class ObserverExtras: Sendable {
-    let scheduler: (any EventScheduler)?
-    let errorHandler: (@Sendable (any Error) -> Void)?
+/// What an observer keeps only when it has an error handler or a scheduler that is not immediate
+/// (then a `ScheduledDelivery`).
+class ObserverExtras: @unchecked Sendable {
+    final let errorHandler: (@Sendable (any Error) -> Void)?
 
-    init(scheduler: (any EventScheduler)?, errorHandler: (@Sendable (any Error) -> Void)?) {
-        self.scheduler = scheduler
+    init(errorHandler: (@Sendable (any Error) -> Void)?) {
         self.errorHandler = errorHandler
     }
 }

@@ -1,0 +1,72 @@
+import ObsClient
+import ObsCore
+
+/// What `watch -n COUNT` counts: change, delete, error and publish events, and the changes a
+/// resync's snapshot stands in for (docs/cli.md).
+///
+/// After `overflow` the daemon sends a fresh snapshot instead of the events it dropped, so a change
+/// can arrive folded into a snapshot line. Until that snapshot's `synced`, a line counts when the
+/// key's state (its value, or its error) differs from the last one the watch printed for it, or the
+/// key was not known; at `synced`, every known key the snapshot did not list counts as a delete.
+/// After `compacted` (a `--since` older than the history, or a `--reconnect` resumed after a
+/// restart) the lines count the same way, but missing keys do not: on a resume `WatchStream` leaves
+/// out the lines it had delivered already, so a key missing from what arrives is not known to be
+/// gone. The initial snapshot counts nothing.
+struct WatchCount {
+    /// A key's state as the watch last printed it. An error is its code and message: a snapshot
+    /// item leaves out the details an `error` event carries.
+    private enum State: Equatable {
+        case value(JSONValue)
+        case error(code: String?, message: String?)
+
+        init(error: JSONValue) {
+            self = .error(code: error["code"]?.stringValue, message: error["message"]?.stringValue)
+        }
+    }
+
+    private var states: [String: State] = [:]
+    /// Between `overflow` or `compacted` and the `synced` after it: the keys the snapshot listed,
+    /// and whether missing ones are deletes (after `overflow`).
+    private var resync: (listed: Set<String>, missingAreDeletes: Bool)?
+
+    /// How many of the COUNT `event` stands for.
+    mutating func count(_ event: WatchEvent) -> Int {
+        let key = event["key"]?.stringValue
+        switch event.name {
+        case .change:
+            if let key, let new = event["new"] { states[key] = .value(new) }
+            return 1
+        case .error:
+            if let key, let error = event["error"] { states[key] = State(error: error) }
+            return 1
+        case .delete:
+            if let key { states[key] = nil }
+            return 1
+        case .publish:
+            return 1
+        case .initial:
+            guard let key, let state = Self.state(ofSnapshotItem: event) else { return 0 }
+            let previous = states.updateValue(state, forKey: key)
+            guard resync != nil else { return 0 }
+            resync!.listed.insert(key)
+            return previous == state ? 0 : 1
+        case .overflow, .compacted:
+            resync = ([], event.name == .overflow)
+            return 0
+        case .synced:
+            guard let finished = resync else { return 0 }
+            resync = nil
+            guard finished.missingAreDeletes else { return 0 }
+            let gone = states.keys.filter { !finished.listed.contains($0) }
+            for key in gone { states[key] = nil }
+            return gone.count
+        default:
+            return 0
+        }
+    }
+
+    private static func state(ofSnapshotItem event: WatchEvent) -> State? {
+        if let value = event["value"] { return .value(value) }
+        return event["error"].map(State.init(error:))
+    }
+}
