@@ -180,7 +180,8 @@ final class EtcdLog: SharedLog {
         let applied = store.rev
         return [
             ("state", .string(state)), ("endpoints", .array(client.configuration.endpoints.map { .string($0) })),
-            ("endpoint", .string(client.currentEndpoint)), ("prefix", .string(String(decoding: records.prefix, as: UTF8.self))),
+            ("endpoint", .string(client.currentEndpoint)), ("api", .string(client.configuration.api.rawValue)),
+            ("prefix", .string(String(decoding: records.prefix, as: UTF8.self))),
             ("applied_rev", .int(Int64(applied))), ("etcd_rev", .int(max(etcdRevision, Int64(applied)))),
             ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
         ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? []) + (lastFailure.map { [("last_failure", .string($0))] } ?? [])

@@ -16,11 +16,12 @@ final class ClusterHosts {
     let timeout: String
     let environment: [String: String]
 
+    /// `prefix`: another group's, for hosts that join it (nil: a prefix of their own).
     init(_ etcd: EtcdCluster, count: Int = 3, extra: [String] = [], timeout: String = "5s", environment: [String: String] = [:],
-         name: String = #function) throws {
+         prefix: String? = nil, name: String = #function) throws {
         sandbox = try Sandbox()
         self.etcd = etcd
-        prefix = "/\(name.prefix { $0 != "(" })-\(UInt32.random(in: 0...UInt32.max))/"
+        self.prefix = prefix ?? "/\(name.prefix { $0 != "(" })-\(UInt32.random(in: 0...UInt32.max))/"
         self.extra = extra
         self.timeout = timeout
         self.environment = environment
@@ -305,6 +306,26 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(marker, set + 2, "the expiry was one transaction")
     }
 
+    /// Hosts that speak etcd's JSON gateway (`--etcd-api json`) and hosts that speak gRPC share
+    /// one state: a write on either is seen by the other's watcher at the same revision.
+    func test_gatewayAndGRPCHostsShareOneState() throws {
+        let grpc = try ClusterHosts(try SharedEtcd.get(), count: 1)
+        let gateway = try ClusterHosts(grpc.etcd, count: 1, extra: ["--etcd-api", "json"], prefix: grpc.prefix)
+        let stats = try gateway.request(0, #"{"op":"stats"}"#)
+        XCTAssertEqual((stats["cluster"] as? [String: Any])?["api"] as? String, "json")
+        let onGateway = try watch(gateway, 0, ["g"])
+        let onGRPC = try watch(grpc, 0, ["g"])
+        let written = try XCTUnwrap(try grpc.request(0, #"{"op":"set","key":"g","value":1}"#)["rev"] as? Int)
+        let seen = ClusterHosts.event(onGateway)
+        XCTAssertEqual(seen["new"] as? Int, 1)
+        XCTAssertEqual(seen["rev"] as? Int, written)
+        XCTAssertEqual(ClusterHosts.event(onGRPC)["rev"] as? Int, written)
+        let back = try XCTUnwrap(try gateway.request(0, #"{"op":"set","key":"g","value":2,"if_rev":\#(written)}"#)["rev"] as? Int)
+        let seenBack = ClusterHosts.event(onGRPC)
+        XCTAssertEqual(seenBack["new"] as? Int, 2)
+        XCTAssertEqual(seenBack["rev"] as? Int, back)
+    }
+
     /// Something else writes under the prefix: obsd skips what it cannot read, reports it, and
     /// goes on.
     func test_garbageUnderThePrefix_isSkippedAndReported() throws {
@@ -316,6 +337,7 @@ final class ClusterTests: XCTestCase {
         let cluster = try XCTUnwrap(stats["cluster"] as? [String: Any])
         XCTAssertEqual(cluster["skipped_records"] as? Int, 2)
         XCTAssertEqual(cluster["state"] as? String, "connected")
+        XCTAssertEqual(cluster["api"] as? String, "grpc")
         XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"bad"}"#)["error"].map { ($0 as? [String: Any])?["code"] as? String }, "not_found")
         XCTAssertTrue(hosts.hosts[0]!.log.contains("skipped \(hosts.prefix)k/bad"), hosts.logs)
         // What a monitoring user scrapes.
