@@ -61,6 +61,18 @@ public final class EtcdClient {
     /// The endpoint requests go to first: the last that answered.
     public var currentEndpoint: String { driver.currentEndpoint }
 
+    /// The most connections to etcd a client with `configuration` holds at once when it keeps
+    /// `watches` watches: a request or a watch has one each while under way, and libcurl keeps
+    /// some idle ones for the next requests. (Its epoll set, timer and eventfd are three more
+    /// descriptors, open from the start.)
+    public static func connectionsAtMost(_ configuration: EtcdConfiguration, watches: Int) -> Int {
+        configuration.maxConcurrentRequests + watches + MultiSocket.maxIdleConnections
+    }
+
+    /// Requests sent and not answered yet (at most `maxConcurrentRequests`), and requests waiting
+    /// for one of them to finish.
+    public var requestsUnderWay: (sent: Int, waiting: Int) { (driver.requestsSent, driver.requestsWaiting) }
+
     /// Ends every transfer; what was under way is answered `closed`. Later requests are answered
     /// `closed` at once.
     public func close() { driver.close() }

@@ -38,6 +38,11 @@ public struct EtcdConfiguration: Sendable, Hashable {
     /// (`maxBytesPerTake`): past it the watch ends `unavailable`, and is watched again from the
     /// last revision taken. (The gateway's watches stop reading instead.)
     public var maxWatchBacklogBytes = 32 << 20
+    /// The most requests (not watches) under way at once. Each has a connection of its own
+    /// (libcurl 7.88 multiplexes HTTP/2 streams unreliably: MultiSocket.swift), so this bounds the
+    /// connections a client opens to etcd however many requests its callers make at once; later
+    /// ones wait, in the order submitted, within their own deadline.
+    public var maxConcurrentRequests = 64
     /// Seconds between TCP keepalive probes on idle connections, so that a watch to a host that
     /// vanished from the network is cut rather than silent.
     public var keepAliveSeconds = 5
@@ -64,5 +69,6 @@ public struct EtcdConfiguration: Sendable, Hashable {
         guard maxResponseBytes > 0, maxBytesPerTake > 0, maxWatchBacklogBytes > 0 else {
             throw .invalidConfiguration("byte bounds must be positive")
         }
+        guard maxConcurrentRequests > 0 else { throw .invalidConfiguration("maxConcurrentRequests must be positive") }
     }
 }

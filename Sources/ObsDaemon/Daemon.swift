@@ -90,8 +90,10 @@ public final class Daemon {
             listener.removeSocketFile()
             throw DaemonError("cannot start the event loop: \(error)")
         }
-        // Everything obsd holds for itself is open now: the rest is for clients.
-        connectionCeiling = DescriptorLimit.connectionCeiling()
+        // Everything obsd holds for itself is open now: the rest is for clients, but for the
+        // connections to etcd that cluster mode opens as it goes (its watch, and one per request
+        // under way: EtcdLog.etcdConnections).
+        connectionCeiling = max(1, DescriptorLimit.connectionCeiling() - (cluster != nil ? EtcdLog.etcdConnections(settings.etcd) : 0))
         server.limits.maxConnections = connectionLimit(settings.limits.maxConnections)
         let where_ = cluster != nil ? "etcd \(settings.etcd.prefix) at \(settings.etcd.endpoints.joined(separator: ","))"
             : settings.durability == .memory ? "in memory" : settings.databasePath

@@ -33,6 +33,64 @@ class EtcdBoundsTests: APITestCase {
         guard case .failed(.responseTooLarge(2048))? = updates.end else { return XCTFail("\(updates)") }
     }
 
+    /// More requests at once than `maxConcurrentRequests`: the rest wait, so the client never has
+    /// more under way (each has a connection of its own), and every one is answered.
+    func test_requestsBeyondTheBound_waitTheirTurn_andAreAllAnswered() throws {
+        let cluster = try SharedCluster.get()
+        let prefix = uniquePrefix()
+        let bounded = try ClientDriver(cluster) { $0.maxConcurrentRequests = 3 }
+        let ids = (0..<40).map { bounded.client.submit(.put(PutRequest(key: bytes(prefix + "k\($0)"), value: bytes("v")))) }
+        XCTAssertEqual(bounded.client.requestsUnderWay.sent, 3)
+        XCTAssertEqual(bounded.client.requestsUnderWay.waiting, 37)
+        var mostSent = 0
+        bounded.wait("40 answers") {
+            mostSent = max(mostSent, bounded.client.requestsUnderWay.sent)
+            return ids.allSatisfy { bounded.responses[$0] != nil }
+        }
+        XCTAssertLessThanOrEqual(mostSent, 3)
+        for id in ids {
+            guard case .success(.put)? = bounded.responses[id] else { return XCTFail("\(id): \(String(describing: bounded.responses[id]))") }
+        }
+        XCTAssertEqual(bounded.client.requestsUnderWay.sent, 0)
+        XCTAssertEqual(bounded.client.requestsUnderWay.waiting, 0)
+        XCTAssertEqual(try bounded.range(.prefix(bytes(prefix), countOnly: true)).count, 40)
+    }
+
+    /// A request waiting for a turn fails `unavailable` at its own deadline, saying it was not
+    /// sent, when the requests under way do not finish (an endpoint that takes connections and
+    /// never answers: a socket that listens and never accepts).
+    func test_requestWaitingPastItsDeadline_failsUnavailable_notSent() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 8) == 0
+                && getsockname(listener, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound)
+        var configuration = EtcdConfiguration(endpoints: ["http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"])
+        configuration.api = Self.api
+        configuration.maxConcurrentRequests = 1
+        configuration.requestTimeout = .milliseconds(500)
+        let driver = try ClientDriver(configuration)
+        let ids = (0..<3).map { _ in driver.client.submit(.status) }
+        XCTAssertEqual(driver.client.requestsUnderWay.sent, 1)
+        XCTAssertEqual(driver.client.requestsUnderWay.waiting, 2)
+        driver.wait("3 answers") { ids.allSatisfy { driver.responses[$0] != nil } }
+        for (index, id) in ids.enumerated() {
+            guard case .failure(.unavailable(let reason))? = driver.responses[id] else {
+                return XCTFail("\(id): \(String(describing: driver.responses[id]))")
+            }
+            XCTAssertEqual(reason.contains("not sent"), index > 0, reason)
+        }
+        XCTAssertEqual(driver.client.requestsUnderWay.sent, 0)
+        XCTAssertEqual(driver.client.requestsUnderWay.waiting, 0)
+    }
+
     func test_configurationThatCannotWork_isRefused() {
         func refused(_ change: (inout EtcdConfiguration) -> Void) -> Bool {
             var configuration = EtcdConfiguration(endpoints: ["http://127.0.0.1:2379"])
@@ -52,6 +110,7 @@ class EtcdBoundsTests: APITestCase {
         XCTAssertTrue(refused { $0.password = "secret" })
         XCTAssertTrue(refused { $0.requestTimeout = .zero })
         XCTAssertTrue(refused { $0.maxResponseBytes = 0 })
+        XCTAssertTrue(refused { $0.maxConcurrentRequests = 0 })
         XCTAssertFalse(refused { _ in })
     }
 
@@ -73,6 +132,8 @@ final class EtcdBoundsTestsOverTheGateway: EtcdBoundsTests {
 
     override func test_answerOverTheBound_isResponseTooLarge_andTheClientGoesOn() throws { try super.test_answerOverTheBound_isResponseTooLarge_andTheClientGoesOn() }
     override func test_watchMessageOverTheBound_endsTheWatch() throws { try super.test_watchMessageOverTheBound_endsTheWatch() }
+    override func test_requestsBeyondTheBound_waitTheirTurn_andAreAllAnswered() throws { try super.test_requestsBeyondTheBound_waitTheirTurn_andAreAllAnswered() }
+    override func test_requestWaitingPastItsDeadline_failsUnavailable_notSent() throws { try super.test_requestWaitingPastItsDeadline_failsUnavailable_notSent() }
     override func test_configurationThatCannotWork_isRefused() { super.test_configurationThatCannotWork_isRefused() }
     override func test_closedClient_answersClosedAtOnce() throws { try super.test_closedClient_answersClosedAtOnce() }
 }

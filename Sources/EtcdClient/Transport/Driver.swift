@@ -38,6 +38,12 @@ final class Driver {
     var waitingForToken: [Operation] = []
     /// Operations resting between two rounds of endpoints (Driver+Outcomes.swift).
     var resting: [Operation] = []
+    /// Transfers of requests (not watches) in libcurl: at most `maxConcurrentRequests`.
+    private(set) var requestsSent = 0
+    /// Requests waiting for one of those to finish, oldest first from `waitingHead`.
+    private var waiting: [Operation] = []
+    private var waitingHead = 0
+    var requestsWaiting: Int { waiting.count - waitingHead }
     /// Transfers given a verdict inside a callback, to carry out after libcurl returns.
     var decided: [Transfer] = []
     private var nextID: UInt64 = 1
@@ -161,9 +167,11 @@ final class Driver {
     func close() {
         guard !closed else { return }
         closed = true
-        var pending = waitingForToken + resting
+        var pending = waitingForToken + resting + waiting[waitingHead...]
         waitingForToken.removeAll()
         resting.removeAll()
+        waiting.removeAll()
+        waitingHead = 0
         for transfer in Array(transfers.values) {
             remove(transfer)
             pending.append(transfer.operation)
@@ -192,6 +200,7 @@ final class Driver {
             collectFinished()
             expireWatchSetups()
             retryRested()
+            sendWaiting()
             rounds += 1
             let more = (sockets.deadline.map { $0 <= .now } ?? false) || !decided.isEmpty
             guard more, timeoutsDone, rounds < 16 else { break }
@@ -219,8 +228,16 @@ final class Driver {
         }
     }
 
-    /// Sends the operation to its next endpoint.
+    /// Sends the operation to its next endpoint, or, for a request when `maxConcurrentRequests`
+    /// are under way, makes it wait for one of them.
     func attempt(_ operation: Operation) {
+        if !operation.isWatch {
+            guard requestsSent < configuration.maxConcurrentRequests else {
+                waiting.append(operation)
+                return
+            }
+            requestsSent += 1
+        }
         let index = (operation.firstEndpoint + operation.attempts) % configuration.endpoints.count
         var bearer: String?
         if case .have(let value) = token, !isAuthentication(operation) { bearer = value }
@@ -256,6 +273,7 @@ final class Driver {
         // A handle given back to the spares may serve another transfer by now.
         guard transfers[transfer.easy] === transfer else { return }
         transfers[transfer.easy] = nil
+        if !transfer.operation.isWatch { requestsSent -= 1 }
         obs_curl_multi_remove_handle(multi, transfer.easy)
         if transfer.operation.isWatch, watches[transfer.operation.id] === transfer {
             watches[transfer.operation.id] = nil
@@ -290,6 +308,32 @@ final class Driver {
         }
     }
 
+    /// Sends waiting requests while fewer than `maxConcurrentRequests` are under way, and fails
+    /// those whose deadline passed while they waited.
+    private func sendWaiting() {
+        guard waitingHead < waiting.count else { return }
+        let now = Monotonic.now
+        while requestsSent < configuration.maxConcurrentRequests, waitingHead < waiting.count {
+            let operation = waiting[waitingHead]
+            waitingHead += 1
+            if operation.deadline <= now { failWaiting(operation) } else { attempt(operation) }
+        }
+        if waiting[waitingHead...].contains(where: { $0.deadline <= now }) {
+            let expired = waiting[waitingHead...].filter { $0.deadline <= now }
+            waiting = waiting[waitingHead...].filter { $0.deadline > now }
+            waitingHead = 0
+            for operation in expired { failWaiting(operation) }
+        } else if waitingHead == waiting.count || waitingHead >= 1024 {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+
+    private func failWaiting(_ operation: Operation) {
+        let reason = "not sent: the \(configuration.maxConcurrentRequests) requests under way (maxConcurrentRequests) did not finish before its deadline"
+        fail(operation, .unavailable((operation.failures + [reason]).joined(separator: "; ")))
+    }
+
     private func retryRested() {
         guard !resting.isEmpty else { return }
         let now = Monotonic.now
@@ -307,6 +351,7 @@ final class Driver {
         }
         for transfer in watches.values where !transfer.operation.watchCreated { sooner(transfer.operation.deadline) }
         for operation in resting { sooner(operation.retryAt) }
+        for operation in waiting[waitingHead...] { sooner(operation.deadline) }
         return deadline
     }
 

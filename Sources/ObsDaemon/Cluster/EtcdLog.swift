@@ -66,6 +66,12 @@ final class EtcdLog: SharedLog {
 
     /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
     /// start-up, before the loop runs): the log, and the state to restore the store from.
+    /// The most connections to etcd a host holds: its one watch of the prefix, and the client's
+    /// requests under way (writes, the lease's keepalives, reads after a compaction) and idle.
+    static func etcdConnections(_ settings: ClusterSettings) -> Int {
+        EtcdClient.connectionsAtMost(settings.etcdConfiguration, watches: 1)
+    }
+
     static func start(_ settings: ClusterSettings, log: Logger) throws(DaemonError) -> (EtcdLog, StoredState) {
         let client: EtcdClient
         do {
@@ -184,6 +190,7 @@ final class EtcdLog: SharedLog {
             ("prefix", .string(String(decoding: records.prefix, as: UTF8.self))),
             ("applied_rev", .int(Int64(applied))), ("etcd_rev", .int(max(etcdRevision, Int64(applied)))),
             ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
+            ("requests_sent", .int(Int64(client.requestsUnderWay.sent))), ("requests_waiting", .int(Int64(client.requestsUnderWay.waiting))),
         ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? []) + (lastFailure.map { [("last_failure", .string($0))] } ?? [])
     }
 

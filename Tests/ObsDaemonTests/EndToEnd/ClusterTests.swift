@@ -326,6 +326,38 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(seenBack["rev"] as? Int, back)
     }
 
+    /// Under a low descriptor limit a host keeps room for its connections to etcd: max_connections
+    /// is lowered by them (the log says so), and as many clients as it then serves can each have
+    /// a write under way at once, every one answered.
+    func test_aLowDescriptorLimit_leavesRoomForTheConnectionsToEtcd() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 0)
+        let config = hosts.sandbox.root + "/h0.conf"
+        try hosts.sandbox.write("etcd_timeout = 10s\n", to: config)
+        let obsd = try ObsdProcess(hosts.sandbox, arguments: ["--nofile=320:320", "--", try builtExecutable("obsd")]
+                                   + hosts.arguments(0) + ["--config", config], executable: "/usr/bin/prlimit", name: "h0")
+        defer { obsd.signal(SIGTERM) }
+        XCTAssertTrue(obsd.waitUntilListening(hosts.socket(0)), obsd.log)
+        XCTAssertTrue(waitFor("the connection ceiling in the log") { obsd.log.contains("serving at most") }, obsd.log)
+        let line = obsd.log.split(separator: "\n").first { $0.contains("serving at most") } ?? ""
+        let ceiling = try XCTUnwrap(line.split(separator: " ").last.flatMap { Int($0) }, obsd.log)
+        XCTAssertLessThan(ceiling, 320 - 64 - 32, "room left for the requests under way and libcurl's idle connections")
+        // Less two: the one that asks for stats, and the connection that saw it listening, which
+        // may not be closed on obsd's side yet.
+        let clients = try (0..<(ceiling - 2)).map { _ in try hosts.client(0) }
+        let monitor = try hosts.client(0)
+        for (index, client) in clients.enumerated() { client.send(#"{"op":"set","key":"d\#(index)","value":\#(index)}"# + "\n") }
+        // Asked while the writes are under way (etcd takes milliseconds for them, a turn of the
+        // loop microseconds): never more sent than the client's bound, the rest waiting.
+        monitor.send(#"{"op":"stats"}"# + "\n")
+        let cluster = try XCTUnwrap(json(monitor.readLine() ?? "")["cluster"] as? [String: Any])
+        XCTAssertLessThanOrEqual(try XCTUnwrap(cluster["requests_sent"] as? Int), 64, "\(cluster)")
+        for (index, client) in clients.enumerated() {
+            let answer = json(client.readLine() ?? "")
+            XCTAssertEqual(answer["ok"] as? Bool, true, "client \(index): \(answer)\n\(obsd.log)")
+        }
+        XCTAssertTrue(obsd.process.isRunning)
+    }
+
     /// Something else writes under the prefix: obsd skips what it cannot read, reports it, and
     /// goes on.
     func test_garbageUnderThePrefix_isSkippedAndReported() throws {
