@@ -26,6 +26,10 @@ public struct WatchEvent: Sendable {
 
     public subscript(name: String) -> JSONValue? { fields[name] }
 
+    /// Whether it is the first event `WatchStream` delivers after reconnecting (`reconnect`): what
+    /// came before it on the old connection may have been cut short, a snapshot among it.
+    public var followsReconnection = false
+
     /// The value the event carries: `new` for a change, `value` for a snapshot item.
     public var value: JSONValue? { fields["new"] ?? fields["value"] }
 

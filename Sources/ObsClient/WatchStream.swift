@@ -21,6 +21,8 @@ public final class WatchStream: @unchecked Sendable {
     /// it, so no transaction was cut and the watch can resume after the last revision itself.
     private var endedCleanly = true
     private var cancelled = false
+    /// Set on reconnecting, until the next event delivered carries `followsReconnection`.
+    private var reconnected = false
     /// Called once per outage, with the reason, when a connection attempt fails and the stream
     /// starts waiting for the daemon (obsctl prints it as a notice).
     private let waiting: (@Sendable (ClientError) -> Void)?
@@ -61,10 +63,12 @@ public final class WatchStream: @unchecked Sendable {
         while true {
             do throws(ClientError) {
                 guard let connection else { throw .connectionLost(path: path, reason: nil) }
-                guard let event = try connection.nextEvent(deadline: deadline) else { return nil }
+                guard var event = try connection.nextEvent(deadline: deadline) else { return nil }
                 if resuming, isAlreadyDelivered(event) { continue }
                 if event.name == .synced { resuming = false }
                 record(event)
+                event.followsReconnection = reconnected
+                reconnected = false
                 return event
             } catch .connectionLost(let path, let reason) {
                 guard options.reconnect, !cancelled else { throw .connectionLost(path: path, reason: reason) }
@@ -72,6 +76,7 @@ public final class WatchStream: @unchecked Sendable {
                 endedCleanly = reason != nil
                 guard try reconnect(deadline: deadline) else { return nil }
                 resuming = lastRevision != nil
+                reconnected = true
             }
         }
     }

@@ -132,10 +132,15 @@ final class EventQueue: @unchecked Sendable {
     }
 
     static func merged(_ waiting: WatchEvent, _ newer: WatchEvent) -> WatchEvent {
-        guard newer.kind == "change" || newer.kind == "delete" else { return newer }
-        var fields = newer.fields
-        fields["old"] = waiting.kind == "initial" ? waiting["value"] : waiting["old"]
-        if waiting.kind == "change", waiting["created"]?.boolValue == true { fields["created"] = .bool(true) }
-        return WatchEvent(fields: fields)
+        var merged = newer
+        if newer.kind == "change" || newer.kind == "delete" {
+            var fields = newer.fields
+            fields["old"] = waiting.kind == "initial" ? waiting["value"] : waiting["old"]
+            if waiting.kind == "change", waiting["created"]?.boolValue == true { fields["created"] = .bool(true) }
+            merged = WatchEvent(fields: fields)
+        }
+        // WatchCount must still learn of a reconnection the waiting event stood for.
+        merged.followsReconnection = waiting.followsReconnection || newer.followsReconnection
+        return merged
     }
 }

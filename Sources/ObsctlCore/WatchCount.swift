@@ -11,7 +11,9 @@ import ObsCore
 /// After `compacted` (a `--since` older than the history, or a `--reconnect` resumed after a
 /// restart) the lines count the same way, but missing keys do not: on a resume `WatchStream` leaves
 /// out the lines it had delivered already, so a key missing from what arrives is not known to be
-/// gone. The initial snapshot counts nothing.
+/// gone. A reconnection (`--reconnect`) ends a resync under way without deletes: the old
+/// connection may have dropped part way through its snapshot, so a key it did not list may still
+/// be there. The initial snapshot counts nothing.
 struct WatchCount {
     /// A key's state as the watch last printed it. An error is its code and message: a snapshot
     /// item leaves out the details an `error` event carries.
@@ -31,6 +33,7 @@ struct WatchCount {
 
     /// How many of the COUNT `event` stands for.
     mutating func count(_ event: WatchEvent) -> Int {
+        if event.followsReconnection { resync = nil }
         let key = event["key"]?.stringValue
         switch event.name {
         case .change:

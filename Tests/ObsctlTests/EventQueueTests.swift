@@ -27,6 +27,19 @@ final class EventQueueTests: XCTestCase {
         XCTAssertNil(try queue.next(deadline: 0))
     }
 
+    /// A reconnection marked on a change that a later one of its key replaces still reaches
+    /// WatchCount, on the event that stands for both.
+    func test_latestQueue_keepsTheMarkOfAReconnection() throws {
+        let queue = EventQueue(coalescing: true)
+        var resumed = change(2)
+        resumed.followsReconnection = true
+        queue.push(resumed)
+        queue.push(change(3))
+        let merged = try XCTUnwrap(try queue.next(deadline: 0))
+        XCTAssertEqual(merged["rev"], 3)
+        XCTAssertTrue(merged.followsReconnection)
+    }
+
     /// The reading thread waits while the queue is full (it reads nothing off the socket then):
     /// the queue never holds more than its limit, and every event comes out, in order.
     func test_fullQueue_makesTheReaderWait_andLosesNothing() throws {

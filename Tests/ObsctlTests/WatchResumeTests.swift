@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import ObsClient
 import ObsCore
+@testable import ObsctlCore
 import XCTest
 
 /// `--reconnect` across a connection cut in the middle of a transaction's events: the watch asks
@@ -51,11 +52,60 @@ final class WatchResumeTests: XCTestCase {
         XCTAssertFalse(requests.entries[0].contains("since"))
         XCTAssertTrue(requests.entries[1].contains(#""since":4"#), requests.entries[1])
     }
+
+    /// `watch -n`'s count across a connection cut in the middle of an overflow's resync: the keys
+    /// the cut snapshot did not reach are not deletes. Here `b` is still there (the second
+    /// connection replays nothing for it), so only `a`'s change counts.
+    func test_reconnect_duringAResync_countsNoKeyItDidNotListAsDeleted() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-resync-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("s.sock").path
+        let server = try ScriptedServer(path: path)
+        let serving = Thread {
+            // First connection: a snapshot, a change, an overflow and a resync cut after `a`.
+            server.serve { _ in
+                [#"{"id":null,"ok":true,"watch":1}"#,
+                 #"{"event":"initial","watch":1,"key":"a","kind":"value","value":1,"rev":3}"#,
+                 #"{"event":"initial","watch":1,"key":"b","kind":"value","value":1,"rev":4}"#,
+                 #"{"event":"synced","watch":1,"rev":4}"#,
+                 #"{"event":"change","watch":1,"key":"a","old":1,"new":2,"rev":5,"created":false}"#,
+                 #"{"event":"overflow","watch":1,"from_rev":6,"to_rev":6}"#,
+                 #"{"event":"initial","watch":1,"key":"a","kind":"value","value":2,"rev":5}"#]
+            }
+            // Second: revision 6 changed nothing watched; then a change of `a`.
+            server.serve(keepOpen: true) { _ in
+                [#"{"id":null,"ok":true,"watch":1}"#,
+                 #"{"event":"synced","watch":1,"rev":6}"#,
+                 #"{"event":"change","watch":1,"key":"a","old":2,"new":3,"rev":7,"created":false}"#]
+            }
+        }
+        serving.start()
+
+        var options = WatchOptions(keys: ["**"])
+        options.reconnect = true
+        let stream = try WatchStream(path: path, options: options, deadline: monotonicNow() + 30)
+        var count = WatchCount()
+        var counted: [String] = []
+        var reconnections: [String] = []
+        while counted.last != "change a@7", let event = try stream.next(deadline: monotonicNow() + 30) {
+            let name = "\(event.kind)\(event["key"].map { " \($0.stringValue ?? "")" } ?? "")@\(event["rev"]?.intValue.map(String.init) ?? "")"
+            if event.followsReconnection { reconnections.append(name) }
+            if count.count(event) > 0 { counted.append(name) }
+        }
+        stream.cancel()
+        server.stop()
+
+        XCTAssertEqual(reconnections, ["synced@6"], "the first event of the second connection")
+        XCTAssertEqual(counted, ["change a@5", "change a@7"], "b, not listed by the cut resync, was not counted as deleted")
+    }
 }
 
 /// A Unix-socket server that answers each connection's first line with a scripted list of lines.
 private final class ScriptedServer: @unchecked Sendable {
     private let listener: Int32
+    /// Connections kept open: added by the serving thread, closed by `stop` on the test's.
+    private let lock = NSLock()
     private var open: [Int32] = []
 
     init(path: String) throws {
@@ -81,11 +131,11 @@ private final class ScriptedServer: @unchecked Sendable {
         while read(connection, &byte, 1) == 1, byte != UInt8(ascii: "\n") { request.append(byte) }
         let reply = script(String(decoding: request, as: UTF8.self)).map { $0 + "\n" }.joined()
         _ = reply.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
-        if keepOpen { open.append(connection) } else { close(connection) }
+        if keepOpen { lock.withLock { open.append(connection) } } else { close(connection) }
     }
 
     func stop() {
-        open.forEach { close($0) }
+        lock.withLock { open.forEach { close($0) } }
         close(listener)
     }
 }
