@@ -29,7 +29,7 @@ public final class Event<Payload>: @unchecked Sendable {
         let payload: Payload
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Run when the event goes away (a bridge removing its source registration).
     var onDeinit: (@Sendable () -> Void)?
 

@@ -64,7 +64,7 @@ private final class RateLimiter<Value: Sendable>: Sendable {
     private let interval: Duration
     private let scheduler: any DelayScheduler
     private let output: WeakReference<Observable<Value>>
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(mode: Mode, interval: Duration, scheduler: any DelayScheduler, output: WeakReference<Observable<Value>>) {
         self.mode = mode

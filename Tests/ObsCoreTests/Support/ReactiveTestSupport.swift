@@ -4,7 +4,7 @@ import XCTest
 
 /// A counter that closures of computeds and handlers can bump from any thread.
 final class Counter: Sendable {
-    private let storage = Mutex(0)
+    private let storage = Locked(0)
     func bump() { storage.withLock { $0 += 1 } }
     var count: Int { storage.withLock { $0 } }
     func reset() { storage.withLock { $0 = 0 } }
@@ -12,7 +12,7 @@ final class Counter: Sendable {
 
 /// A thread-safe log of what handlers saw, in order.
 final class Log<Element: Sendable>: Sendable {
-    private let storage = Mutex<[Element]>([])
+    private let storage = Locked<[Element]>([])
     func append(_ element: Element) { storage.withLock { $0.append(element) } }
     var entries: [Element] { storage.withLock { $0 } }
     func clear() { storage.withLock { $0.removeAll() } }
@@ -21,7 +21,7 @@ final class Log<Element: Sendable>: Sendable {
 /// A delay scheduler driven by hand: actions run when the test advances the clock past them.
 final class ManualDelayScheduler: DelayScheduler, Sendable {
     private struct Entry { let due: Duration; let order: Int; let action: @Sendable () -> Void }
-    private let state = Mutex<(now: Duration, order: Int, entries: [Entry])>((.zero, 0, []))
+    private let state = Locked<(now: Duration, order: Int, entries: [Entry])>((.zero, 0, []))
 
     func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) {
         state.withLock { state in
