@@ -90,10 +90,10 @@ func runClusterBenchmark() {
         let options = try ClusterOptions(CommandLine.arguments.dropFirst(2))
         // The members inherit this program's CPU when they start (so Go sizes its scheduler to
         // one core), then this program moves to the other, where the hosts it starts inherit it.
-        if let core = options.etcdCore { pinThisProcess(to: core) }
+        var pinned = options.etcdCore.map { pinThisProcess(to: $0) } ?? false
         let cluster = try startBenchmarkCluster(tmpfs: options.tmpfs)
         defer { cluster.shutDown() }
-        if let core = options.clientCore { pinThisProcess(to: core) }
+        if pinned, let core = options.clientCore { pinned = pinThisProcess(to: core) }
         let version = (try? cluster.etcdctl(["version"]))?.split(separator: "\n").first.map(String.init) ?? "?"
         print("## obsbench cluster: a 3-member etcd cluster on loopback")
         print()
@@ -103,7 +103,9 @@ func runClusterBenchmark() {
             + "and round (the median round's figures)")
         print("- raw etcd: \(options.rawWatches == 2 ? "the writer's host and the watcher's each watch the prefix, as obsd's hosts do" : "only the watcher's host watches the prefix") (--raw-watches \(options.rawWatches))")
         print("- both columns speak etcd's \(options.api == .grpc ? "gRPC API (HTTP/2)" : "JSON gateway (HTTP/1.1)") (--api \(options.api.rawValue))")
-        print("- pinned: " + (options.clientCore.map { "etcd's members on CPU \(options.etcdCore ?? 1), this program and obsd's hosts on CPU \($0) (taskset; --pin none: anywhere)" } ?? "no (--pin none)"))
+        print("- pinned: " + (options.clientCore == nil ? "no (--pin none)"
+            : pinned ? "etcd's members on CPU \(options.etcdCore ?? 1), this program and obsd's hosts on CPU \(options.clientCore ?? 0) (taskset; --pin none: anywhere)"
+            : "no: taskset could not pin to CPUs \(options.clientCore ?? 0) and \(options.etcdCore ?? 1)"))
         print("- load average at the start: \(loadAverages())")
         print()
         let etcdPIDs = cluster.members.compactMap(\.processIdentifier)

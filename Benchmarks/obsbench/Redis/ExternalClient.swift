@@ -48,12 +48,16 @@ private func runClient(_ path: String, _ arguments: [String]) throws(BenchError)
 }
 
 /// Pins this process (every thread, and the programs it starts) to one CPU, with taskset.
-func pinThisProcess(to core: Int) {
-    guard let taskset = ServerProcess.which("taskset") else { return }
+/// Whether it is: false without taskset, or for a CPU the machine does not have.
+@discardableResult
+func pinThisProcess(to core: Int) -> Bool {
+    guard let taskset = ServerProcess.which("taskset") else { return false }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: taskset)
     process.arguments = ["-a", "-p", "-c", String(core), String(getpid())]
     process.standardOutput = FileHandle.nullDevice
-    try? process.run()
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
     process.waitUntilExit()
+    return process.terminationStatus == 0
 }

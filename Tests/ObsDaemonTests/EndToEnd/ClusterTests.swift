@@ -313,6 +313,7 @@ final class ClusterTests: XCTestCase {
         let gateway = try ClusterHosts(grpc.etcd, count: 1, extra: ["--etcd-api", "json"], prefix: grpc.prefix)
         let stats = try gateway.request(0, #"{"op":"stats"}"#)
         XCTAssertEqual((stats["cluster"] as? [String: Any])?["api"] as? String, "json")
+        XCTAssertEqual((try grpc.request(0, #"{"op":"stats"}"#)["cluster"] as? [String: Any])?["api"] as? String, "grpc")
         let onGateway = try watch(gateway, 0, ["g"])
         let onGRPC = try watch(grpc, 0, ["g"])
         let written = try XCTUnwrap(try grpc.request(0, #"{"op":"set","key":"g","value":1}"#)["rev"] as? Int)
