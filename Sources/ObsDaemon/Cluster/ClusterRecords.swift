@@ -50,12 +50,33 @@ struct ClusterRecords {
     // MARK: Encoding
 
     /// A value key's record; `bindingsRev` for one put without compares (EtcdLog.request(for:)).
+    /// A value key's record: `{"bindings_rev":N,"expires_at":T,"owner":"HOST/SESSION","value":V}`,
+    /// each field but `value` only when there is one. Written field by field, in the order the
+    /// general encoder sorts an object's names (so the bytes are the same), without building the
+    /// object: this runs for every write a host sends.
     func value(_ key: StoredKey, session: UInt64?, bindingsRev: Int64? = nil) -> [UInt8] {
-        var object: [String: JSONValue] = ["value": key.value]
-        if let expiresAt = key.expiresAt { object["expires_at"] = .double(expiresAt) }
-        if let session { object["owner"] = .string("\(host)/\(session)") }
-        if let bindingsRev { object["bindings_rev"] = .int(bindingsRev) }
-        return Array(JSONValue.object(object).encoded.utf8)
+        var record: [UInt8] = []
+        record.reserveCapacity(32)
+        record.append(UInt8(ascii: "{"))
+        if let bindingsRev {
+            record.append(#""bindings_rev":"#)
+            JSONValue.int(bindingsRev).encode(into: &record)
+            record.append(UInt8(ascii: ","))
+        }
+        if let expiresAt = key.expiresAt {
+            record.append(#""expires_at":"#)
+            JSONValue.double(expiresAt).encode(into: &record)
+            record.append(UInt8(ascii: ","))
+        }
+        if let session {
+            record.append(#""owner":"#)
+            JSONValue.string("\(host)/\(session)").encode(into: &record)
+            record.append(UInt8(ascii: ","))
+        }
+        record.append(#""value":"#)
+        key.value.encode(into: &record)
+        record.append(UInt8(ascii: "}"))
+        return record
     }
 
     func definition(_ definition: StoredDefinition) -> [UInt8] {
