@@ -103,8 +103,8 @@ final class HostileSignalTests: XCTestCase {
         Hostile.report("SIGTERM under load", "\(clientCount) clients, \(sent) requests sent: \(done) done, \(refused) shutting_down, \(sent - done - refused - other) unanswered; \(goodbyes) goodbyes; \(lost) acknowledged writes lost, \(applied) refused writes applied")
     }
 
-    /// Reloads every few milliseconds while clients write and watch: no request fails, no event
-    /// is missed, and the daemon reloads every time.
+    /// Reloads every few milliseconds while clients write and watch: no request fails, a watcher
+    /// that keeps reading misses no event (and never overflows), and the daemon reloads every time.
     func test_sighupUnderLoad_changesNothingForTheClients() throws {
         let reloads = Hostile.pick(quick: 20, long: 500)
         let sandbox = try Sandbox()
@@ -116,6 +116,17 @@ final class HostileSignalTests: XCTestCase {
         XCTAssertEqual(json(watcher.readLine())["event"] as? String, "synced")
         let tally = Tally()
         let stop = Tally()
+        // The watcher reads all along, as a client that keeps up does (one that stops reading
+        // overflows once its output buffer is full, by design), until the marker written last.
+        let seen = Tally()
+        let reading = DispatchGroup()
+        DispatchQueue.global().async(group: reading) {
+            while let line = watcher.readLine() {
+                let event = json(line)
+                if event["key"] as? String == "w.marker" { return }
+                seen.count(event["event"] as? String ?? "other")
+            }
+        }
         let writers = DispatchGroup()
         for writer in 0..<4 {
             let client = try Client(sandbox.socket)
@@ -138,11 +149,12 @@ final class HostileSignalTests: XCTestCase {
         stop.count("stop")
         XCTAssertEqual(writers.wait(timeout: .now() + 60), .success)
         let writes = tally["done"]
-        var events = 0
-        while events < writes, let line = watcher.readLine() {
-            if json(line)["event"] as? String == "change" { events += 1 }
-        }
+        let marker = try Client(sandbox.socket)
+        XCTAssertEqual(marker.request(#"{"op":"set","key":"w.marker","value":1}"#)?["ok"] as? Bool, true)
+        XCTAssertEqual(reading.wait(timeout: .now() + 120), .success, "the watcher reached the marker")
+        let events = seen["change"]
         XCTAssertEqual(tally["failed"], 0)
+        XCTAssertEqual(seen["overflow"], 0, "a watcher that keeps reading does not overflow")
         XCTAssertEqual(events, writes, "every change reached the watcher")
         XCTAssertTrue(obsd.process.isRunning)
         Hostile.report("SIGHUP under load", "\(reloads) reloads, \(writes) writes, \(tally["failed"]) failed, \(writes - events) events missed")
