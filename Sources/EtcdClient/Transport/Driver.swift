@@ -11,7 +11,8 @@
 //   3. let libcurl run its due timeouts, carry out each finished transfer (an answer or a failure,
 //      or another attempt on the next endpoint: Driver+Outcomes.swift), fail the watches not
 //      created by their deadline, try again the operations whose rest between two rounds of
-//      endpoints is over; again while any of that made more due;
+//      endpoints is over, send the requests waiting for one of the `maxConcurrentRequests` under
+//      way to finish; again while any of that made more due;
 //   4. set the timerfd to the nearest deadline, and return the completions.
 import CCurl
 import Glibc
