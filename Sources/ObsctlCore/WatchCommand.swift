@@ -76,7 +76,7 @@ enum WatchCommand {
 
         if limit == 0 { return 0 }
         // Only with -n: it holds the last state of every key the watch printed.
-        var count = limit.map { _ in WatchCount() }
+        var count = limit.map { _ in WatchCount(since: options.since) }
         var counted: UInt64 = 0
         while true {
             guard let event = try source() else { throw ClientError.timedOut }

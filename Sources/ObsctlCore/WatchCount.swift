@@ -6,8 +6,11 @@ import ObsCore
 ///
 /// After `overflow` the daemon sends a fresh snapshot instead of the events it dropped, so a change
 /// can arrive folded into a snapshot line. Until that snapshot's `synced`, a line counts when the
-/// key's state (its value, or its error) differs from the last one the watch printed for it, or the
-/// key was not known; at `synced`, every known key the snapshot did not list counts as a delete.
+/// key's state (its value, or its error) differs from the last one the watch printed for it, or,
+/// for a key the watch has not printed (with `--no-initial`, most keys), when the key's own `rev`
+/// falls in the gap (at or after the overflow's `from_rev`; after `compacted`, past the last
+/// revision the watch saw, when it saw one); at `synced`, every known key the snapshot did not list
+/// counts as a delete.
 /// After `compacted` (a `--since` older than the history, or a `--reconnect` resumed after a
 /// restart) the lines count the same way, but missing keys do not: on a resume `WatchStream` leaves
 /// out the lines it had delivered already, so a key missing from what arrives is not known to be
@@ -28,13 +31,21 @@ struct WatchCount {
 
     private var states: [String: State] = [:]
     /// Between `overflow` or `compacted` and the `synced` after it: the keys the snapshot listed,
-    /// and whether missing ones are deletes (after `overflow`).
-    private var resync: (listed: Set<String>, missingAreDeletes: Bool)?
+    /// whether missing ones are deletes (after `overflow`), and the first revision of the gap
+    /// (nil: not known, and a key not printed before counts).
+    private var resync: (listed: Set<String>, missingAreDeletes: Bool, gapStart: Int64?)?
+    /// The newest revision the watch has seen: `--since`'s, then every event's.
+    private var seenRev: Int64?
+
+    init(since: UInt64? = nil) {
+        seenRev = since.map { Int64(clamping: $0) }
+    }
 
     /// How many of the COUNT `event` stands for.
     mutating func count(_ event: WatchEvent) -> Int {
         if event.followsReconnection { resync = nil }
         let key = event["key"]?.stringValue
+        if event.name != .initial, let rev = event["rev"]?.intValue { seenRev = max(seenRev ?? rev, rev) }
         switch event.name {
         case .change:
             if let key, let new = event["new"] { states[key] = .value(new) }
@@ -52,9 +63,14 @@ struct WatchCount {
             let previous = states.updateValue(state, forKey: key)
             guard resync != nil else { return 0 }
             resync!.listed.insert(key)
-            return previous == state ? 0 : 1
-        case .overflow, .compacted:
-            resync = ([], event.name == .overflow)
+            if let previous { return previous == state ? 0 : 1 }
+            guard let gapStart = resync!.gapStart, let rev = event["rev"]?.intValue else { return 1 }
+            return rev >= gapStart ? 1 : 0
+        case .overflow:
+            resync = ([], true, event["from_rev"]?.intValue)
+            return 0
+        case .compacted:
+            resync = ([], false, seenRev.map { $0 + 1 })
             return 0
         case .synced:
             guard let finished = resync else { return 0 }
