@@ -60,19 +60,9 @@ class EtcdBoundsTests: APITestCase {
     /// sent, when the requests under way do not finish (an endpoint that takes connections and
     /// never answers: a socket that listens and never accepts).
     func test_requestWaitingPastItsDeadline_failsUnavailable_notSent() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(listener, 0)
+        let (listener, endpoint) = try silentEndpoint()
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 8) == 0
-                && getsockname(listener, $0, &length) == 0 }
-        }
-        XCTAssertTrue(bound)
-        var configuration = EtcdConfiguration(endpoints: ["http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"])
+        var configuration = EtcdConfiguration(endpoints: [endpoint])
         configuration.api = Self.api
         configuration.maxConcurrentRequests = 1
         configuration.requestTimeout = .milliseconds(500)
@@ -89,6 +79,52 @@ class EtcdBoundsTests: APITestCase {
         }
         XCTAssertEqual(driver.client.requestsUnderWay.sent, 0)
         XCTAssertEqual(driver.client.requestsUnderWay.waiting, 0)
+    }
+
+    /// A waiting request's deadline is kept while the request ahead of it is still under way: it
+    /// fails at its own deadline, not when a turn comes.
+    func test_requestWaitingBehindASlowOne_failsAtItsOwnDeadline() throws {
+        let (listener, endpoint) = try silentEndpoint()
+        defer { close(listener) }
+        var configuration = EtcdConfiguration(endpoints: [endpoint])
+        configuration.api = Self.api
+        configuration.maxConcurrentRequests = 1
+        let driver = try ClientDriver(configuration)
+        let slow = driver.client.submit(.status, timeout: .seconds(60))
+        let waiting = (0..<2).map { _ in driver.client.submit(.status, timeout: .milliseconds(300)) }
+        XCTAssertEqual(driver.client.requestsUnderWay.waiting, 2)
+        // Waits on the completion descriptor alone, as the daemon's loop does (ClientDriver.wait
+        // would also look every 0.2 s).
+        let start = Date()
+        while !waiting.allSatisfy({ driver.responses[$0] != nil }), Date().timeIntervalSince(start) < 30 {
+            driver.pump(timeout: 30)
+        }
+        for id in waiting {
+            guard case .failure(.unavailable(let reason))? = driver.responses[id] else {
+                return XCTFail("\(id): \(String(describing: driver.responses[id]))")
+            }
+            XCTAssertTrue(reason.contains("not sent"), reason)
+        }
+        XCTAssertNil(driver.responses[slow], "the request under way is still waiting for its answer")
+        XCTAssertEqual(driver.client.requestsUnderWay.sent, 1)
+        XCTAssertEqual(driver.client.requestsUnderWay.waiting, 0)
+    }
+
+    /// A plain-HTTP endpoint that takes connections and never answers: a socket that listens and
+    /// never accepts.
+    private func silentEndpoint() throws -> (Int32, String) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 8) == 0
+                && getsockname(listener, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound)
+        return (listener, "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))")
     }
 
     func test_configurationThatCannotWork_isRefused() {
@@ -134,6 +170,7 @@ final class EtcdBoundsTestsOverTheGateway: EtcdBoundsTests {
     override func test_watchMessageOverTheBound_endsTheWatch() throws { try super.test_watchMessageOverTheBound_endsTheWatch() }
     override func test_requestsBeyondTheBound_waitTheirTurn_andAreAllAnswered() throws { try super.test_requestsBeyondTheBound_waitTheirTurn_andAreAllAnswered() }
     override func test_requestWaitingPastItsDeadline_failsUnavailable_notSent() throws { try super.test_requestWaitingPastItsDeadline_failsUnavailable_notSent() }
+    override func test_requestWaitingBehindASlowOne_failsAtItsOwnDeadline() throws { try super.test_requestWaitingBehindASlowOne_failsAtItsOwnDeadline() }
     override func test_configurationThatCannotWork_isRefused() { super.test_configurationThatCannotWork_isRefused() }
     override func test_closedClient_answersClosedAtOnce() throws { try super.test_closedClient_answersClosedAtOnce() }
 }

@@ -44,6 +44,9 @@ final class Driver {
     /// Requests waiting for one of those to finish, oldest first from `waitingHead`.
     private var waiting: [Operation] = []
     private var waitingHead = 0
+    /// No waiting request's deadline is earlier (it may be one already sent): the queue is looked
+    /// through for expired requests only once this has passed, not on every round.
+    private var earliestWaiting: Monotonic?
     var requestsWaiting: Int { waiting.count - waitingHead }
     /// Transfers given a verdict inside a callback, to carry out after libcurl returns.
     var decided: [Transfer] = []
@@ -173,6 +176,7 @@ final class Driver {
         resting.removeAll()
         waiting.removeAll()
         waitingHead = 0
+        earliestWaiting = nil
         for transfer in Array(transfers.values) {
             remove(transfer)
             pending.append(transfer.operation)
@@ -235,6 +239,7 @@ final class Driver {
         if !operation.isWatch {
             guard requestsSent < configuration.maxConcurrentRequests else {
                 waiting.append(operation)
+                if earliestWaiting.map({ operation.deadline < $0 }) ?? true { earliestWaiting = operation.deadline }
                 return
             }
             requestsSent += 1
@@ -319,12 +324,17 @@ final class Driver {
             waitingHead += 1
             if operation.deadline <= now { failWaiting(operation) } else { attempt(operation) }
         }
-        if waiting[waitingHead...].contains(where: { $0.deadline <= now }) {
+        if waitingHead == waiting.count {
+            earliestWaiting = nil
+        } else if let earliest = earliestWaiting, earliest <= now {
             let expired = waiting[waitingHead...].filter { $0.deadline <= now }
             waiting = waiting[waitingHead...].filter { $0.deadline > now }
             waitingHead = 0
+            earliestWaiting = waiting.map(\.deadline).min()
             for operation in expired { failWaiting(operation) }
-        } else if waitingHead == waiting.count || waitingHead >= 1024 {
+            return
+        }
+        if waitingHead == waiting.count || waitingHead >= 1024 {
             waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
@@ -352,7 +362,7 @@ final class Driver {
         }
         for transfer in watches.values where !transfer.operation.watchCreated { sooner(transfer.operation.deadline) }
         for operation in resting { sooner(operation.retryAt) }
-        for operation in waiting[waitingHead...] { sooner(operation.deadline) }
+        if let earliestWaiting { sooner(earliestWaiting) }
         return deadline
     }
 
