@@ -13,7 +13,8 @@ import Glibc
 /// An etcd v3 client whose requests never block the calling thread. Not thread-safe: one thread
 /// (the loop's) makes every call.
 public final class EtcdClient {
-    public let configuration: EtcdConfiguration
+    /// What the client was made with, and the TLS material of the last `replaceTLS`.
+    public var configuration: EtcdConfiguration { driver.configuration }
     let driver: Driver
 
     /// Makes the client; nothing is sent until the first request.
@@ -26,8 +27,19 @@ public final class EtcdClient {
             throw .libraryUnavailable("this host's libcurl was built without HTTP/2, which etcd's gRPC API needs: "
                                       + "use etcd's JSON gateway (etcd_api = json)")
         }
-        self.configuration = configuration
+        if let unsupported = EasyHandle.tlsUnsupported(configuration) { throw .libraryUnavailable(unsupported) }
         driver = try Driver(configuration: configuration)
+    }
+
+    /// Replaces the TLS material given as bytes (after certificates were renewed): every
+    /// connection made from now on uses the new material, and libcurl gives no request a
+    /// connection made with the old. Requests under way and watches finish on their connections.
+    public func replaceTLS(_ material: TLSMaterial) throws(EtcdError) {
+        var next = configuration
+        next.tls = material
+        try next.validate()
+        if let unsupported = EasyHandle.tlsUnsupported(next) { throw .libraryUnavailable(unsupported) }
+        driver.replaceTLS(material)
     }
 
     deinit { close() }

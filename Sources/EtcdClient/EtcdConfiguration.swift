@@ -15,11 +15,15 @@ public struct EtcdConfiguration: Sendable, Hashable {
     public var api: EtcdAPI = .grpc
     /// The members' client URLs, `http://host:port` or `https://host:port`, tried in turn.
     public var endpoints: [String]
-    /// The CA that signed the members' certificates (PEM); nil: the system's CAs.
+    /// The CA that signed the members' certificates (PEM): the only CA trusted then. nil: the
+    /// system's CAs.
     public var caFile: String?
     /// The client certificate and its key (PEM), for members started with --client-cert-auth.
     public var certFile: String?
     public var keyFile: String?
+    /// The same as bytes, for a caller that reads the files itself (obsd does, under its rules for
+    /// the files it reads): each one given here takes the place of its file, which must then be nil.
+    public var tls = TLSMaterial()
     /// etcd's user and password, when etcd runs with authentication enabled.
     public var user: String?
     public var password: String?
@@ -57,7 +61,10 @@ public struct EtcdConfiguration: Sendable, Hashable {
         for endpoint in endpoints where !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
             throw .invalidConfiguration("endpoint \(endpoint) is not an http:// or https:// URL")
         }
-        guard (certFile == nil) == (keyFile == nil) else {
+        guard (tls.ca == nil || caFile == nil) && (tls.certificate == nil || certFile == nil) && (tls.key == nil || keyFile == nil) else {
+            throw .invalidConfiguration("a CA, certificate or key is given both as a file and as bytes")
+        }
+        guard (certFile == nil && tls.certificate == nil) == (keyFile == nil && tls.key == nil) else {
             throw .invalidConfiguration("a client certificate needs its key, and a key its certificate")
         }
         guard (user == nil) == (password == nil) else {
@@ -70,5 +77,21 @@ public struct EtcdConfiguration: Sendable, Hashable {
             throw .invalidConfiguration("byte bounds must be positive")
         }
         guard maxConcurrentRequests > 0 else { throw .invalidConfiguration("maxConcurrentRequests must be positive") }
+    }
+}
+
+/// TLS certificates and a key as their bytes (PEM), as a file holds them.
+public struct TLSMaterial: Sendable, Hashable {
+    /// The CA certificates that signed the members' certificates: the only ones trusted then.
+    public var ca: [UInt8]?
+    /// The client certificate (and the chain to its CA, if any).
+    public var certificate: [UInt8]?
+    /// The client certificate's private key.
+    public var key: [UInt8]?
+
+    public init(ca: [UInt8]? = nil, certificate: [UInt8]? = nil, key: [UInt8]? = nil) {
+        self.ca = ca
+        self.certificate = certificate
+        self.key = key
     }
 }

@@ -231,8 +231,9 @@ public final class Daemon {
 
     /// Reads the configuration again and applies the definitions file again. An invalid
     /// configuration is logged and the running one kept. The log
-    /// level, allow, max_connections and client_timeout apply at once; settings that name files or
-    /// sockets in use, and the store's limits (fixed when it is created), at the next start.
+    /// level, allow, max_connections, client_timeout and etcd's TLS files (read again, for renewed
+    /// certificates) apply at once; settings that name files or sockets in use, the other cluster
+    /// settings, and the store's limits (fixed when it is created), at the next start.
     private func reload(server: Server, store: Store, notifier: Notifier) {
         notifier.reloading()
         defer { notifier.send("READY=1\nSTATUS=listening") }
@@ -248,7 +249,7 @@ public final class Daemon {
                                 ("socket_group", fresh.socketGroup != settings.socketGroup),
                                 ("state_dir", fresh.stateDirectory != settings.stateDirectory),
                                 ("durability", fresh.durability != settings.durability),
-                                ("cluster", fresh.cluster != settings.cluster || fresh.etcd != settings.etcd),
+                                ("cluster", fresh.cluster != settings.cluster || fresh.etcd.withoutTLSFiles != settings.etcd.withoutTLSFiles),
                                 ("max_json_depth", fresh.limits.maxJSONDepth != settings.limits.maxJSONDepth),
                                 ("max_value_bytes", fresh.limits.maxValueBytes != settings.limits.maxValueBytes),
                                 ("max_expression_bytes", fresh.limits.maxExpressionBytes != settings.limits.maxExpressionBytes),
@@ -275,6 +276,10 @@ public final class Daemon {
         kept.durability = settings.durability
         kept.cluster = settings.cluster
         kept.etcd = settings.etcd
+        // The TLS files apply at once (renewed certificates), read under the same rules as at start.
+        if let etcdLog = store.sharedLog as? EtcdLog, etcdLog.reloadTLS(fresh.etcd) {
+            (kept.etcd.caFile, kept.etcd.certFile, kept.etcd.keyFile) = (fresh.etcd.caFile, fresh.etcd.certFile, fresh.etcd.keyFile)
+        }
         settings = kept
         log.info("reloaded the configuration")
         if let definitions = settings.definitions {

@@ -7,12 +7,23 @@ import ObsClient
 import ObsCore
 
 enum Definitions {
+    /// The largest definitions file read (a file of definitions, not of data: `obsctl restore`
+    /// takes that).
+    static let maxBytes = 64 << 20
+
     /// Applies the file at `path` to `store`; a failure is logged and changes nothing. In cluster
     /// mode the answer comes once etcd decided: `settle` waits for and takes etcd's answers
     /// meanwhile (bounded by etcd_timeout).
     static func apply(_ path: String, to store: Store, log: Logger, settle: (() -> Void)? = nil) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            log.error("definitions: cannot read \(path); nothing applied")
+        let data: [UInt8]
+        do throws(UnsafePathError) {
+            guard let contents = try SafeFile.read(path, role: "definitions file", maxBytes: maxBytes) else {
+                log.error("definitions: \(path) does not exist; nothing applied")
+                return
+            }
+            data = contents.bytes
+        } catch {
+            log.error("definitions: \(error); nothing applied")
             return
         }
         let file: DefinitionsFile

@@ -111,7 +111,7 @@ enum SafeDirectory {
         throw UnsafePathError("\(role) \(path) cannot be the root directory")
     }
 
-    private static func absolute(_ path: String) -> String {
+    static func absolute(_ path: String) -> String {
         guard !path.hasPrefix("/") else { return path }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return "/" + path }
@@ -119,16 +119,16 @@ enum SafeDirectory {
         return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
     }
 
-    private static func components(of path: String) -> [String] {
+    static func components(of path: String) -> [String] {
         path.split(separator: "/").map(String.init).filter { $0 != "." }
     }
 
-    private static func parent(of path: String) -> String {
+    static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "" }
         return String(path[..<slash])
     }
 
-    private static func readLink(_ path: String) -> String? {
+    static func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink(path, &buffer, buffer.count - 1)
         guard count > 0 else { return nil }

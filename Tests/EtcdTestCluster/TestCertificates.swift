@@ -3,14 +3,14 @@
 // they are made in milliseconds; valid for two days.
 import Foundation
 
-struct TestCertificates {
-    let caFile: String
-    let serverCertFile: String
-    let serverKeyFile: String
-    let clientCertFile: String
-    let clientKeyFile: String
+public struct TestCertificates {
+    public let caFile: String
+    public let serverCertFile: String
+    public let serverKeyFile: String
+    public let clientCertFile: String
+    public let clientKeyFile: String
 
-    init(directory: String) throws {
+    public init(directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         guard let openssl = which("openssl") else { throw EtcdClusterError("openssl is not installed") }

@@ -27,7 +27,9 @@ final class Driver {
         case have(String)
     }
 
-    let configuration: EtcdConfiguration
+    private(set) var configuration: EtcdConfiguration
+    /// Counts the TLS material's replacements: easy handles made before the last are not reused.
+    private var tlsGeneration = 0
     let sockets: MultiSocket
     var multi: UnsafeMutableRawPointer { sockets.multi }
     private(set) var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
@@ -81,6 +83,14 @@ final class Driver {
     }
 
     var currentEndpoint: String { configuration.endpoints[preferred] }
+
+    /// New TLS material for the transfers started from now on; those under way, the watches
+    /// among them, finish on their connections.
+    func replaceTLS(_ material: TLSMaterial) {
+        configuration.tls = material
+        tlsGeneration += 1
+        spareHandles.removeAll()
+    }
 
     // MARK: - The client's calls
 
@@ -247,8 +257,8 @@ final class Driver {
         let index = (operation.firstEndpoint + operation.attempts) % configuration.endpoints.count
         var bearer: String?
         if case .have(let value) = token, !isAuthentication(operation) { bearer = value }
-        let handle = operation.isWatch ? EasyHandle(configuration, sockets: sockets)
-            : spareHandles.popLast() ?? EasyHandle(configuration, sockets: sockets)
+        let handle = operation.isWatch ? EasyHandle(configuration, sockets: sockets, tlsGeneration: tlsGeneration)
+            : spareHandles.popLast() ?? EasyHandle(configuration, sockets: sockets, tlsGeneration: tlsGeneration)
         let endpoint = configuration.endpoints[index]
         let version: EasyHandle.Version = if !operation.call.isGRPC {
             .http1
@@ -295,7 +305,10 @@ final class Driver {
             remove(transfer)
             finished(transfer, code)
             // A watch's handle may have been paused; a unary one is as good as new.
-            if !transfer.operation.isWatch, spareHandles.count < Self.maxSpareHandles { spareHandles.append(transfer.handle) }
+            if !transfer.operation.isWatch, spareHandles.count < Self.maxSpareHandles,
+               transfer.handle.tlsGeneration == tlsGeneration {
+                spareHandles.append(transfer.handle)
+            }
         }
         let decided = self.decided
         self.decided.removeAll()

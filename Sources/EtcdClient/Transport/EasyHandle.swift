@@ -30,7 +30,11 @@ final class EasyHandle {
     private var version: Version?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
-    init(_ configuration: EtcdConfiguration, sockets: MultiSocket) {
+    /// The driver's TLS generation when the handle was made: a handle of an older one is not reused.
+    let tlsGeneration: Int
+
+    init(_ configuration: EtcdConfiguration, sockets: MultiSocket, tlsGeneration: Int) {
+        self.tlsGeneration = tlsGeneration
         guard let easy = obs_curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
         self.easy = easy
         errorBuffer.initialize(to: 0)
@@ -50,10 +54,46 @@ final class EasyHandle {
         obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, configuration.keepAliveSeconds)
         obs_curl_setopt_long(easy, CURLOPT_TCP_KEEPINTVL, configuration.keepAliveSeconds)
-        if let caFile = configuration.caFile { obs_curl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
-        if let certFile = configuration.certFile { obs_curl_setopt_string(easy, CURLOPT_SSLCERT, certFile) }
-        if let keyFile = configuration.keyFile { obs_curl_setopt_string(easy, CURLOPT_SSLKEY, keyFile) }
+        _ = Self.setTLS(easy, configuration)
         sockets.adopt(easy)
+    }
+
+    /// Sets the handle's CA, client certificate and key, from files or bytes; the first option
+    /// libcurl refused, if any. Given a CA, libcurl trusts it alone: without clearing its
+    /// built-in CA directory (Debian's libcurl searches /etc/ssl/certs), every CA of the system
+    /// would be trusted beside it. Bytes are copied by libcurl; a handle whose certificate
+    /// differs is never given a connection made with another (libcurl compares them).
+    static func setTLS(_ easy: UnsafeMutableRawPointer, _ configuration: EtcdConfiguration) -> CURLoption? {
+        var refused: CURLoption?
+        func check(_ code: CURLcode, _ option: CURLoption) { if code != CURLE_OK, refused == nil { refused = option } }
+        func setBytes(_ option: CURLoption, _ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { raw in
+                var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: raw.baseAddress), len: raw.count,
+                                     flags: UInt32(CURL_BLOB_COPY))
+                check(withUnsafeMutablePointer(to: &blob) { obs_curl_setopt_pointer(easy, option, $0) }, option)
+            }
+        }
+        if configuration.caFile != nil || configuration.tls.ca != nil {
+            check(obs_curl_setopt_pointer(easy, CURLOPT_CAPATH, nil), CURLOPT_CAPATH)
+        }
+        if let caFile = configuration.caFile { check(obs_curl_setopt_string(easy, CURLOPT_CAINFO, caFile), CURLOPT_CAINFO) }
+        if let ca = configuration.tls.ca {
+            check(obs_curl_setopt_pointer(easy, CURLOPT_CAINFO, nil), CURLOPT_CAINFO)
+            setBytes(CURLOPT_CAINFO_BLOB, ca)
+        }
+        if let certFile = configuration.certFile { check(obs_curl_setopt_string(easy, CURLOPT_SSLCERT, certFile), CURLOPT_SSLCERT) }
+        if let certificate = configuration.tls.certificate { setBytes(CURLOPT_SSLCERT_BLOB, certificate) }
+        if let keyFile = configuration.keyFile { check(obs_curl_setopt_string(easy, CURLOPT_SSLKEY, keyFile), CURLOPT_SSLKEY) }
+        if let key = configuration.tls.key { setBytes(CURLOPT_SSLKEY_BLOB, key) }
+        return refused
+    }
+
+    /// nil when libcurl takes `configuration`'s TLS options; else why not.
+    static func tlsUnsupported(_ configuration: EtcdConfiguration) -> String? {
+        guard let easy = obs_curl_easy_init() else { return "curl_easy_init failed: out of memory" }
+        defer { obs_curl_easy_cleanup(easy) }
+        guard let option = setTLS(easy, configuration) else { return nil }
+        return "this host's libcurl does not take TLS option \(option.rawValue) (certificates given as bytes need libcurl 7.77 with OpenSSL)"
     }
 
     deinit {

@@ -75,7 +75,7 @@ final class EtcdLog: SharedLog {
     static func start(_ settings: ClusterSettings, log: Logger) throws(DaemonError) -> (EtcdLog, StoredState) {
         let client: EtcdClient
         do {
-            client = try EtcdClient(settings.etcdConfiguration)
+            client = try EtcdClient(settings.etcdConfigurationWithTLS())
         } catch {
             throw DaemonError("cluster: \(error)")
         }
@@ -108,10 +108,16 @@ final class EtcdLog: SharedLog {
     /// reports each one obsd could not read, with its key. The lines to print, and whether all is well.
     static func check(_ settings: ClusterSettings) -> (lines: [String], ok: Bool) {
         let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: "check")
+        let configuration: EtcdConfiguration
+        do throws(UnsafePathError) {
+            configuration = try settings.etcdConfigurationWithTLS()
+        } catch {
+            return (["cluster: \(error)"], false)
+        }
         let client: EtcdClient
         do {
-            let status = try EtcdClient.check(settings.etcdConfiguration, prefix: records.prefix)
-            client = try EtcdClient(settings.etcdConfiguration)
+            let status = try EtcdClient.check(configuration, prefix: records.prefix)
+            client = try EtcdClient(configuration)
             defer { client.close() }
             guard case .range(let range) = try client.waitForAnswer(client.submit(.range(.prefix(records.prefix)))) else {
                 return (["cluster: etcd answered a range with something else"], false)
@@ -148,6 +154,23 @@ final class EtcdLog: SharedLog {
         self.log = log
         timeout = settings.timeout
         leaseTTL = settings.ephemeralTTL
+    }
+
+    /// Reads the CA, certificate and key again (at a reload, after certificates were renewed):
+    /// connections made from now on use them. Files that break the rules or cannot be read are
+    /// logged and the ones in use kept. Whether the new files are in use.
+    @discardableResult
+    func reloadTLS(_ settings: ClusterSettings) -> Bool {
+        do {
+            let material = try settings.tlsMaterial()
+            guard material != client.configuration.tls else { return true }
+            try client.replaceTLS(material)
+            log.info("cluster: read the TLS files again; new connections to etcd use them")
+            return true
+        } catch {
+            log.error("reload: cluster: \(error); keeping the TLS files in use")
+            return false
+        }
     }
 
     /// Starts applying: the store holds the state `start` returned; watch from the next revision.
@@ -330,7 +353,9 @@ final class EtcdLog: SharedLog {
         switch error {
         case .unavailable:
             return ObsError(.unavailable, "\(message) (a write etcd received before that may still be committed)")
-        case .closed:
+        case .closed, .tlsFailed, .authenticationFailed:
+            // etcd cannot be reached as this host is set up to reach it (a certificate or the
+            // credentials refused): nothing was written, and a fixed setup serves writes again.
             return ObsError(.unavailable, message)
         default:
             return ObsError(.internal, message)

@@ -104,27 +104,30 @@ public enum Configuration {
         options.config ?? environment.defaultConfigFile
     }
 
-    /// Reads a file whole; nil when it does not exist.
+    /// The largest configuration file read.
+    static let maxConfigBytes = 1 << 20
+
+    /// Reads the configuration file whole, under the rules for files obsd reads (SafeFile.swift):
+    /// nil when it does not exist. One that sets etcd_password must not be readable by every user.
     public static func readFile(_ path: String) throws(ConfigError) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw ConfigError("cannot read \(path): \(String(cString: strerror(errno)))")
+        let contents: SafeFile.Contents
+        do throws(UnsafePathError) {
+            guard let read = try SafeFile.read(path, role: "configuration file", maxBytes: maxConfigBytes) else { return nil }
+            contents = read
+        } catch {
+            throw ConfigError(error.description)
         }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw ConfigError("cannot read \(path): \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { break }
-            bytes += chunk[..<count]
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        guard let text = String(validating: contents.bytes, as: UTF8.self) else {
             throw ConfigError("\(path) is not UTF-8 text")
+        }
+        var probe = Settings(socket: "", stateDirectory: "")
+        if (try? ConfigFile.apply(text, path: path, to: &probe)) != nil, probe.etcd.password != nil {
+            do throws(UnsafePathError) {
+                try SafeFile.requireSecret(contents.mode, path: contents.path, role: "configuration file",
+                                           holding: "it sets etcd_password (or give the password in OBSD_ETCD_PASSWORD)")
+            } catch {
+                throw ConfigError(error.description)
+            }
         }
         return text
     }

@@ -15,12 +15,15 @@ final class ClusterHosts {
     /// etcd_timeout: how long a write waits for etcd before `unavailable`.
     let timeout: String
     let environment: [String: String]
+    /// The client certificate and key the hosts read (with TLS), when not the cluster's own.
+    let clientFiles: (cert: String, key: String)?
 
     /// `prefix`: another group's, for hosts that join it (nil: a prefix of their own).
     init(_ etcd: EtcdCluster, count: Int = 3, extra: [String] = [], timeout: String = "5s", environment: [String: String] = [:],
-         prefix: String? = nil, name: String = #function) throws {
+         prefix: String? = nil, clientFiles: (cert: String, key: String)? = nil, name: String = #function) throws {
         sandbox = try Sandbox()
         self.etcd = etcd
+        self.clientFiles = clientFiles
         self.prefix = prefix ?? "/\(name.prefix { $0 != "(" })-\(UInt32.random(in: 0...UInt32.max))/"
         self.extra = extra
         self.timeout = timeout
@@ -34,7 +37,7 @@ final class ClusterHosts {
     func arguments(_ index: Int) -> [String] {
         var arguments = ["--socket", socket(index), "--cluster", "etcd", "--etcd-endpoints", etcd.endpoints.joined(separator: ","),
                          "--etcd-prefix", prefix]
-        if let ca = etcd.caFile, let cert = etcd.clientCertFile, let key = etcd.clientKeyFile {
+        if let ca = etcd.caFile, let cert = clientFiles?.cert ?? etcd.clientCertFile, let key = clientFiles?.key ?? etcd.clientKeyFile {
             arguments += ["--etcd-cacert", ca, "--etcd-cert", cert, "--etcd-key", key]
         }
         return arguments + extra
@@ -470,6 +473,80 @@ final class ClusterTests: XCTestCase {
         let watcher = try watch(hosts, 1, ["k"])
         _ = try hosts.request(0, #"{"op":"set","key":"k","value":"secret"}"#)
         XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? String, "secret")
+    }
+
+    /// Renewed certificates are read at a reload, under the same rules as at start: files that
+    /// break them are refused and the ones in use kept; new files are what the next connection
+    /// presents (here a certificate of a CA etcd does not trust, so writes fail until the right
+    /// files are back); a watch goes on over its connection meanwhile.
+    func test_TLS_filesAreReadAgainAtAReload() throws {
+        var options = EtcdCluster.Options()
+        options.tls = true
+        let etcd = try startEtcdCluster(options)
+        defer { etcd.shutDown() }
+        let files = try Sandbox()
+        let (cert, key) = (files.root + "/client.crt", files.root + "/client.key")
+        func install(_ certSource: String, _ keySource: String) throws {
+            for (source, target) in [(certSource, cert), (keySource, key)] {
+                try? FileManager.default.removeItem(atPath: target)
+                try FileManager.default.copyItem(atPath: source, toPath: target)
+            }
+            chmod(key, 0o600)
+        }
+        try install(etcd.clientCertFile!, etcd.clientKeyFile!)
+        let hosts = try ClusterHosts(etcd, count: 2, timeout: "2s", clientFiles: (cert, key))
+        let host = try XCTUnwrap(hosts.hosts[0])
+        let watcher = try watch(hosts, 1, ["k"])
+        func set(_ value: Int) throws -> [String: Any] { try hosts.request(0, "{\"op\":\"set\",\"key\":\"k\",\"value\":\(value)}") }
+        func reload(until line: String, count: Int) {
+            host.signal(SIGHUP)
+            XCTAssertTrue(waitFor("the reload") { host.log.components(separatedBy: line).count - 1 >= count }, host.log)
+        }
+        XCTAssertEqual(try set(1)["ok"] as? Bool, true)
+
+        // A key every user can read is refused; the running files stay in use.
+        chmod(key, 0o644)
+        reload(until: "keeping the TLS files in use", count: 1)
+        XCTAssertTrue(host.log.contains("etcd_key \(key) is readable by every user"), host.log)
+        chmod(key, 0o600)
+        XCTAssertEqual(try set(2)["ok"] as? Bool, true)
+
+        // Another CA's certificate: the next connection presents it, and etcd refuses it.
+        let other = try TestCertificates(directory: files.root + "/other")
+        try install(other.clientCertFile, other.clientKeyFile)
+        reload(until: "read the TLS files again", count: 1)
+        let refused = try set(3)
+        XCTAssertEqual((refused["error"] as? [String: Any])?["code"] as? String, "unavailable", "\(refused)")
+
+        // The right files again: writes go through.
+        try install(etcd.clientCertFile!, etcd.clientKeyFile!)
+        reload(until: "read the TLS files again", count: 2)
+        XCTAssertEqual(try set(4)["ok"] as? Bool, true, hosts.logs)
+        var seen: [Int] = []
+        while seen.last != 4, let value = ClusterHosts.event(watcher)["new"] as? Int { seen.append(value) }
+        XCTAssertEqual(seen, [1, 2, 4])
+    }
+
+    /// A client key every user can read stops obsd at start, and `--check` says why; so does a
+    /// configuration file with etcd_password that every user can read.
+    func test_TLSKeyOrPasswordEveryUserCanRead_isRefusedAtStart() throws {
+        let sandbox = try Sandbox()
+        let certificates = try TestCertificates(directory: sandbox.root + "/tls")
+        chmod(certificates.clientKeyFile, 0o644)
+        let cluster = ["--cluster", "etcd", "--etcd-endpoints", "https://127.0.0.1:1", "--etcd-cacert", certificates.caFile,
+                       "--etcd-cert", certificates.clientCertFile, "--etcd-key", certificates.clientKeyFile, "--config", "/dev/null"]
+        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", sandbox.state] + cluster)
+        XCTAssertEqual(obsd.waitForExit(), 1)
+        XCTAssertTrue(obsd.log.contains("etcd_key \(certificates.clientKeyFile) is readable by every user"), obsd.log)
+        let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"] + cluster)
+        XCTAssertEqual(check.waitForExit(), 1, check.output)
+        XCTAssertTrue(check.output.contains("etcd_key \(certificates.clientKeyFile) is readable by every user"), check.output)
+
+        try sandbox.write("cluster = etcd\netcd_endpoints = https://127.0.0.1:1\netcd_user = obsd\netcd_password = secret\n", to: sandbox.config)
+        chmod(sandbox.config, 0o644)
+        let withPassword = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", sandbox.state, "--config", sandbox.config])
+        XCTAssertEqual(withPassword.waitForExit(), 1)
+        XCTAssertTrue(withPassword.log.contains("\(sandbox.config) is readable by every user"), withPassword.log)
     }
 }
 

@@ -61,4 +61,19 @@ final class ApplyTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["get", "a"]).status, 1)
         XCTAssertTrue(daemon.log.contains("definitions: \(file):2: parse_error: expected an expression at 4; nothing applied"), daemon.log)
     }
+
+    /// A definitions file others can write is refused like any file obsd reads (they could define
+    /// keys and bindings through it): logged, nothing applied; made safe, it applies at the reload.
+    func test_daemonDefinitionsSetting_aFileOthersCanWrite_isRefused() throws {
+        let probe = try Daemon()
+        let file = probe.write("set a 1\n", to: "defs.obs")
+        chmod(file, 0o666)
+        let config = probe.write("definitions = \(file)\n", to: "obsd.conf")
+        let daemon = try Daemon(arguments: ["--config", config])
+        XCTAssertEqual(try obsctl(daemon, ["get", "a"]).status, 1)
+        XCTAssertTrue(daemon.log.contains("definitions: definitions file \(file) is writable by others (mode 666)"), daemon.log)
+        chmod(file, 0o644)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        waitFor("the reload to apply the file") { (try? obsctl(daemon, ["get", "a"]).stdout) == "1\n" }
+    }
 }
