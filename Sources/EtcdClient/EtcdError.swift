@@ -15,6 +15,10 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     case malformedResponse(String)
     /// An answer (or one message of a watch) larger than the configured bound.
     case responseTooLarge(limit: Int)
+    /// etcd refused the request as larger than it takes: more bytes than its
+    /// `--max-request-bytes` (1.5 MiB by default) or more operations in one transaction than its
+    /// `--max-txn-ops` (128). Nothing was applied, and sending it again changes nothing.
+    case requestTooLarge(String)
     /// etcd refused the request: its gRPC status code and message.
     case etcd(code: Int, message: String)
     /// The configuration cannot work (no endpoint, an endpoint that is not http:// or https://...).
@@ -32,6 +36,7 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
         case .compacted(let message): "revision compacted: \(message)"
         case .malformedResponse(let message): "malformed answer from etcd: \(message)"
         case .responseTooLarge(let limit): "an answer from etcd is larger than \(limit) bytes"
+        case .requestTooLarge(let message): "etcd refused the request as too large: \(message)"
         case .etcd(let code, let message): "etcd refused the request (code \(code)): \(message)"
         case .invalidConfiguration(let message): "invalid etcd configuration: \(message)"
         case .libraryUnavailable(let message): message

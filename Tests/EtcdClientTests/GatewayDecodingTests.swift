@@ -22,6 +22,16 @@ final class GatewayDecodingTests: XCTestCase {
              .compacted("etcdserver: mvcc: required revision has been compacted")),
             (#"{"error":"etcdserver: requested lease not found","message":"etcdserver: requested lease not found","code":5}"#,
              .etcd(code: 5, message: "etcdserver: requested lease not found")),
+            (#"{"error":"etcdserver: too many operations in txn request","message":"etcdserver: too many operations in txn request","code":3}"#,
+             .requestTooLarge("etcdserver: too many operations in txn request")),
+            (#"{"error":"etcdserver: request is too large","message":"etcdserver: request is too large","code":3}"#,
+             .requestTooLarge("etcdserver: request is too large")),
+            (#"{"error":"grpc: received message larger than max (3145780 vs. 2097152)","message":"grpc: received message larger than max (3145780 vs. 2097152)","code":8}"#,
+             .requestTooLarge("grpc: received message larger than max (3145780 vs. 2097152)")),
+            (#"{"error":"etcdserver: mvcc: database space exceeded","message":"etcdserver: mvcc: database space exceeded","code":8}"#,
+             .unavailable("etcdserver: mvcc: database space exceeded")),
+            (#"{"error":"etcdserver: key is not provided","message":"etcdserver: key is not provided","code":3}"#,
+             .etcd(code: 3, message: "etcdserver: key is not provided")),
         ]
         for (json, error) in cases {
             XCTAssertEqual(GatewayFailure(try object(json))?.error, error, json)

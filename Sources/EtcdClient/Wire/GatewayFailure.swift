@@ -17,6 +17,7 @@ struct GatewayFailure: Sendable, Hashable {
         static let invalidArgument = 3
         static let deadlineExceeded = 4
         static let permissionDenied = 7
+        static let resourceExhausted = 8
         static let outOfRange = 11
         static let unavailable = 14
         static let unauthenticated = 16
@@ -44,7 +45,8 @@ struct GatewayFailure: Sendable, Hashable {
     /// A watch's `cancel_reason`: "rpc error: code = Unauthenticated desc = etcdserver: invalid auth token".
     init(cancelReason reason: String) {
         let names = ["InvalidArgument": Code.invalidArgument, "DeadlineExceeded": Code.deadlineExceeded,
-                     "PermissionDenied": Code.permissionDenied, "OutOfRange": Code.outOfRange,
+                     "PermissionDenied": Code.permissionDenied, "ResourceExhausted": Code.resourceExhausted,
+                     "OutOfRange": Code.outOfRange,
                      "Unavailable": Code.unavailable, "Unauthenticated": Code.unauthenticated]
         var code = 0
         var message = reason
@@ -71,6 +73,16 @@ struct GatewayFailure: Sendable, Hashable {
             return .authenticationFailed(message)
         case Code.outOfRange where message.contains("compacted"):
             return .compacted(message)
+        // etcd's own bounds on a request (etcdserver's ErrGRPCRequestTooLarge and
+        // ErrGRPCTooManyOps), and gRPC's on the message it reads (etcd sets it a little above
+        // --max-request-bytes): "received message larger than max".
+        case Code.invalidArgument where message.contains("request is too large") || message.contains("too many operations in txn request"),
+             Code.resourceExhausted where message.contains("larger than max"):
+            return .requestTooLarge(message)
+        // The NOSPACE alarm: etcd's backend reached its quota (--quota-backend-bytes) and takes
+        // no write until an operator compacts, defragments and disarms it.
+        case Code.resourceExhausted where message.contains("database space exceeded"):
+            return .unavailable(message)
         default:
             return .etcd(code: code, message: message)
         }

@@ -320,13 +320,13 @@ final class EtcdLog: SharedLog {
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
         case (.proposal(_, _, let decided), .failure(let error)):
-            decided(.failed(failure(error)))
+            decided(.failed(refusal(error) ?? failure(error)))
         case (.publish(let done), .success(let response)):
             let rev = UInt64(response.header.revision)
             afterApplying(rev, now: now, run: { done(.success(self.published.removeValue(forKey: rev) ?? 0)) },
                           late: { done(.failure(self.notApplied(rev))) })
         case (.publish(let done), .failure(let error)):
-            done(.failure(failure(error)))
+            done(.failure(refusal(error) ?? failure(error)))
         case (.leaseGrant, .success(.leaseGrant(let grant))):
             lease = grant.id
             log.info("cluster: new lease \(lease)")
@@ -343,6 +343,14 @@ final class EtcdLog: SharedLog {
         default:
             break
         }
+    }
+
+    /// A request etcd refused for what it is, not for an outage: the client's error, and etcd
+    /// is no less available for it. nil for any other failure.
+    private func refusal(_ error: EtcdError) -> ObsError? {
+        guard case .requestTooLarge(let message) = error else { return nil }
+        return ObsError(.tooLarge, "etcd refused the transaction as too large (\(message)): one obsd transaction is one etcd "
+                        + "transaction, bounded by etcd's --max-request-bytes (1.5 MiB by default) and --max-txn-ops (128)")
     }
 
     /// An etcd failure as a client sees it; logged once per outage.

@@ -202,6 +202,24 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(revs, [answer["rev"] as? Int, answer["rev"] as? Int])
     }
 
+    /// A batch over etcd's bound on a transaction (--max-txn-ops, 128 by default) is the
+    /// client's `too_large`, naming the bound; nothing of it is applied, and etcd is not taken
+    /// for unavailable because of it.
+    func test_aBatchOverEtcdsBounds_isTooLarge_andLeavesTheClusterConnected() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let ops = (0..<129).map { #"{"op":"set","key":"b.\#($0)","value":\#($0)}"# }.joined(separator: ",")
+        let answer = try hosts.request(0, #"{"op":"batch","ops":[\#(ops)]}"#)
+        let error = try XCTUnwrap(answer["error"] as? [String: Any], "\(answer)")
+        XCTAssertEqual(error["code"] as? String, "too_large", "\(answer)")
+        XCTAssertTrue((error["message"] as? String ?? "").contains("--max-txn-ops"), "\(answer)")
+        let cluster = try XCTUnwrap(try hosts.request(0, #"{"op":"stats"}"#)["cluster"] as? [String: Any])
+        XCTAssertEqual(cluster["state"] as? String, "connected", "\(cluster)")
+        XCTAssertNil(cluster["last_failure"], "\(cluster)")
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"b.0"}"#)["error"].map { ($0 as? [String: Any])?["code"] as? String },
+                       "not_found")
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"after","value":1}"#)["ok"] as? Bool, true)
+    }
+
     /// The binding's write is part of the transaction that changed its source: one etcd
     /// revision, though all three hosts see the change and all three hold the binding.
     func test_aBindingFiresOnce_thoughThreeHostsSeeTheChange() throws {
