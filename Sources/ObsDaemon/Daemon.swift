@@ -276,9 +276,13 @@ public final class Daemon {
         kept.durability = settings.durability
         kept.cluster = settings.cluster
         kept.etcd = settings.etcd
-        // The TLS files apply at once (renewed certificates), read under the same rules as at start.
-        if let etcdLog = store.sharedLog as? EtcdLog, etcdLog.reloadTLS(fresh.etcd) {
-            (kept.etcd.caFile, kept.etcd.certFile, kept.etcd.keyFile) = (fresh.etcd.caFile, fresh.etcd.certFile, fresh.etcd.keyFile)
+        // The TLS files apply at once (renewed certificates), read under the same rules as at start;
+        // when the cluster itself changes at the next start, so do the files' paths: until then the
+        // running client reads the files it was started with (they may have been renewed).
+        let clusterChanges = fresh.cluster != settings.cluster || fresh.etcd.withoutTLSFiles != settings.etcd.withoutTLSFiles
+        let tlsFiles = clusterChanges ? settings.etcd : fresh.etcd
+        if let etcdLog = store.sharedLog as? EtcdLog, etcdLog.reloadTLS(tlsFiles) {
+            (kept.etcd.caFile, kept.etcd.certFile, kept.etcd.keyFile) = (tlsFiles.caFile, tlsFiles.certFile, tlsFiles.keyFile)
         }
         settings = kept
         log.info("reloaded the configuration")
