@@ -9,6 +9,9 @@
 //    or to obsd's user (certbot's `live/NAME/privkey.pem`, Kubernetes' `..data` links).
 // 3. The file is a regular file (a FIFO or a device is refused before it is opened, so nothing
 //    blocks), belongs to root or to obsd's user, and nobody else can write it.
+//    On a file system mounted read-only nobody can write, whatever the modes say (Kubernetes
+//    mounts ConfigMap volumes read-only with directories of mode 0777): there 1 and 3 ask only
+//    for the owners.
 // 4. A file that holds a secret (etcd's client key; the configuration file when it holds
 //    etcd_password) is not readable by every user: 0600 or 0640.
 // 5. It is opened without following a link, checked to be the file that was inspected, and read
@@ -34,6 +37,12 @@ enum SafeFile {
         var pending = SafeDirectory.components(of: SafeDirectory.absolute(path)).reversed() as [String]
         var resolved = ""
         var followed = 0
+        // A trailing slash names a directory (open(2) says ENOTDIR for a file), in the path or in
+        // the target of a symlink that is its last component.
+        var namesDirectory = path.hasSuffix("/")
+        // The symlink the last component came from, and its target: a missing file behind it is
+        // an error (`/dev/stdin` on a pipe leads to `pipe:[N]`), not a file that is not there.
+        var lastLink: (name: String, target: String)?
         while let name = pending.popLast() {
             if name == ".." {
                 resolved = SafeDirectory.parent(of: resolved)
@@ -43,7 +52,10 @@ enum SafeFile {
             let current = resolved + "/" + name
             var info = stat()
             if lstat(current, &info) != 0 {
-                if errno == ENOENT || errno == ENOTDIR { return nil }
+                if errno == ENOENT || errno == ENOTDIR {
+                    guard let lastLink else { return nil }
+                    throw UnsafePathError("\(role) \(path) leads through the symlink \(lastLink.name) to \(lastLink.target), which does not exist or is not a regular file")
+                }
                 throw UnsafePathError("cannot inspect \(current) (\(role) \(path)): \(SystemError("lstat"))")
             }
             let type = info.st_mode & S_IFMT
@@ -57,10 +69,17 @@ enum SafeFile {
                     throw UnsafePathError("cannot resolve \(current) (on the path of \(role) \(path)): too many symlinks or unreadable")
                 }
                 if target.hasPrefix("/") { resolved = "" }
+                if isLast {
+                    lastLink = (current, target)
+                    namesDirectory = namesDirectory || target.hasSuffix("/")
+                }
                 pending.append(contentsOf: SafeDirectory.components(of: target).reversed())
                 continue
             }
             if isLast {
+                guard !namesDirectory || type == S_IFDIR else {
+                    throw UnsafePathError("\(role) \(path) ends in a slash, which names a directory, and \(current) is not one")
+                }
                 if isNullDevice(info) { return Contents(bytes: [], mode: info.st_mode, path: current) }
                 guard type == S_IFREG else {
                     throw UnsafePathError("\(role) \(current) is not a regular file")
@@ -68,7 +87,7 @@ enum SafeFile {
                 guard info.st_uid == 0 || info.st_uid == me else {
                     throw UnsafePathError("\(role) \(current) belongs to uid \(info.st_uid): only files of root and of this user (uid \(me)) are read")
                 }
-                guard info.st_mode & 0o022 == 0 else {
+                guard info.st_mode & 0o022 == 0 || onReadOnlyMount(current) else {
                     throw UnsafePathError("\(role) \(current) is writable by others (mode \(permissions)): they could change what obsd does; make it \(secret ? "0600" : "0644")")
                 }
                 if secret { try requireSecret(info.st_mode, path: current, role: role, holding: "it holds a private key") }
@@ -81,7 +100,7 @@ enum SafeFile {
             guard info.st_uid == 0 || info.st_uid == me else {
                 throw UnsafePathError("\(current) (on the path of \(role) \(path)) belongs to uid \(info.st_uid): every directory on the way must belong to root or to this user (uid \(me))")
             }
-            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 || onReadOnlyMount(current) else {
                 throw UnsafePathError("\(current) (on the path of \(role) \(path)) is writable by others (mode \(permissions)) and not sticky: they could replace what obsd reads")
             }
             resolved = current
@@ -93,6 +112,13 @@ enum SafeFile {
     static func requireSecret(_ mode: mode_t, path: String, role: String, holding: String) throws(UnsafePathError) {
         guard mode & S_IFMT == S_IFREG, mode & 0o004 != 0 else { return }
         throw UnsafePathError("\(role) \(path) is readable by every user (mode \(String(mode & 0o7777, radix: 8))) and \(holding): make it 0600, or 0640 for a group of its readers")
+    }
+
+    /// Whether `path` is on a file system mounted read-only, where nobody can write, whatever the
+    /// modes say: Kubernetes mounts ConfigMap volumes so, their directories at mode 0777.
+    private static func onReadOnlyMount(_ path: String) -> Bool {
+        var info = statvfs()
+        return statvfs(path, &info) == 0 && info.f_flag & UInt(ST_RDONLY) != 0
     }
 
     private static func isNullDevice(_ info: stat) -> Bool {

@@ -135,6 +135,39 @@ final class SafeFileTests: XCTestCase {
         }
     }
 
+    /// A dangling symlink as the file's own name is an error, not a missing file.
+    func test_aDanglingSymlink_isAnError_notAMissingFile() throws {
+        XCTAssertEqual(symlink(sandbox.root + "/gone.conf", sandbox.root + "/link.conf"), 0)
+        XCTAssertTrue(refusal(sandbox.root + "/link.conf").contains("which does not exist"))
+    }
+
+    /// On a read-only mount nobody can write, whatever the modes say (as Kubernetes mounts a
+    /// ConfigMap: a directory of mode 0777, read-only): the file is read there, and refused once
+    /// the same directory is writable.
+    func test_aDirectoryOthersCouldWrite_onAReadOnlyMount_isRead() throws {
+        try XCTSkipUnless(geteuid() == 0, "needs root to mount")
+        let source = sandbox.root + "/source", mounted = sandbox.root + "/mounted"
+        mkdir(source, 0o777)
+        chmod(source, 0o777)
+        mkdir(mounted, 0o700)
+        let path = try file("source/obsd.conf", "history = 7\n", mode: 0o666)
+        XCTAssertTrue(refusal(path).contains("not sticky"))
+        func mount(_ arguments: [String]) throws -> Bool {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/mount")
+            process.arguments = arguments
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        }
+        guard try mount(["--bind", source, mounted]) else { throw XCTSkip("cannot bind-mount here") }
+        defer { umount(mounted) }
+        XCTAssertTrue(try mount(["-o", "remount,bind,ro", mounted]))
+        XCTAssertEqual(try SafeFile.read(mounted + "/obsd.conf", role: "test file", maxBytes: 100)?.bytes, Array("history = 7\n".utf8))
+        XCTAssertTrue(refusal(mounted + "/obsd.conf", secret: true).contains("readable by every user"), "a secret still is not")
+    }
+
     // MARK: - Through the configuration
 
     func test_aConfigurationFileWithThePassword_mustNotBeReadableByEveryone() throws {
