@@ -49,7 +49,8 @@ final class EtcdLog: SharedLog {
         case publish(done: (Result<Int, ObsError>) -> Void)
         case leaseGrant
         case keepAlive
-        case resync
+        /// A page of everything under the prefix, read again after a compaction.
+        case resync(PrefixRead)
     }
     private var pending: [EtcdRequestID: Pending] = [:]
     /// Decisions and answers waiting until this host has applied a revision, by that revision.
@@ -87,10 +88,7 @@ final class EtcdLog: SharedLog {
         let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log)
         let state: StoredState
         do {
-            guard case .range(let range) = try client.waitForAnswer(client.submit(.range(.prefix(records.prefix)))) else {
-                throw EtcdError.malformedResponse("a range answered with another kind")
-            }
-            state = etcdLog.state(of: range)
+            state = etcdLog.state(of: try PrefixRead.wait(client, prefix: records.prefix))
             guard case .leaseGrant(let grant) = try client.waitForAnswer(client.submit(.leaseGrant(ttl: settings.ephemeralTTL))) else {
                 throw EtcdError.malformedResponse("a lease grant answered with another kind")
             }
@@ -119,9 +117,7 @@ final class EtcdLog: SharedLog {
             let status = try EtcdClient.check(configuration, prefix: records.prefix)
             client = try EtcdClient(configuration)
             defer { client.close() }
-            guard case .range(let range) = try client.waitForAnswer(client.submit(.range(.prefix(records.prefix)))) else {
-                return (["cluster: etcd answered a range with something else"], false)
-            }
+            let range = try PrefixRead.wait(client, prefix: records.prefix)
             var problems: [String] = []
             for kv in range.kvs {
                 let key = String(decoding: kv.key, as: UTF8.self)
@@ -335,11 +331,22 @@ final class EtcdLog: SharedLog {
             // keys are gone for every host. Take a new one for the keys set from now on.
             log.warn("cluster: lease \(lease) expired; this host's ephemeral keys were removed")
             pending[client.submit(.leaseGrant(ttl: leaseTTL))] = .leaseGrant
-        case (.resync, .success(.range(let range))):
-            resync(range)
-        case (.resync, .failure(let error)), (.leaseGrant, .failure(let error)), (.keepAlive, .failure(let error)):
+        case (.resync(var reading), .success(.range(let page))):
+            reading.take(page)
+            if reading.done, let range = reading.read {
+                resync(range)
+            } else {
+                pending[client.submit(.range(reading.nextPage))] = .resync(reading)
+            }
+        case (.resync(var reading), .failure(let error)):
+            if reading.retry(after: error) {
+                pending[client.submit(.range(reading.nextPage))] = .resync(reading)
+            } else {
+                _ = failure(error)
+                watchRetryAt = now + 1
+            }
+        case (.leaseGrant, .failure(let error)), (.keepAlive, .failure(let error)):
             _ = failure(error)
-            if case .resync = request { watchRetryAt = now + 1 }
         default:
             break
         }
@@ -417,7 +424,8 @@ final class EtcdLog: SharedLog {
             watchLive = false
             watch = nil
             log.warn("cluster: etcd compacted its history to revision \(compactRevision) past this host's \(store.rev); reading everything again")
-            pending[client.submit(.range(.prefix(records.prefix)))] = .resync
+            let reading = PrefixRead(prefix: records.prefix)
+            pending[client.submit(.range(reading.nextPage))] = .resync(reading)
         case .failed(let error):
             watchLive = false
             watch = nil

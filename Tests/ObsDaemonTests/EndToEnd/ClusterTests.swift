@@ -202,6 +202,54 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(revs, [answer["rev"] as? Int, answer["rev"] as? Int])
     }
 
+    /// A prefix that holds more than one answer may (the client takes at most 64 MiB in one) is
+    /// read a page at a time, at one revision, a page too large being asked again with fewer
+    /// keys: a host started on it, and one that must read everything again after a compaction,
+    /// get every key.
+    func test_aStateLargerThanOneAnswer_isReadInPages() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1)
+        // 72 KiB each: a first page of 1,000 keys would be over 64 MiB, and is asked again smaller.
+        let value = String(repeating: "v", count: 72 << 10)
+        let count = 1200
+        for first in stride(from: 0, to: count, by: 13) {
+            let ops = (first..<min(first + 13, count)).map { #"{"op":"set","key":"big.\#($0)","value":"\#(value)"}"# }
+            let answer = try hosts.request(0, #"{"op":"batch","ops":[\#(ops.joined(separator: ","))]}"#)
+            XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)")
+        }
+        let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"last","value":1}"#)["rev"] as? Int)
+        let second = try ClusterHosts(etcd, count: 1, prefix: hosts.prefix)
+        let stats = try second.request(0, #"{"op":"stats"}"#)
+        XCTAssertEqual((stats["cluster"] as? [String: Any])?["applied_rev"] as? Int, marker, "\(stats)")
+        for index in [0, 599, count - 1] {
+            XCTAssertEqual((try second.request(0, #"{"op":"get","key":"big.\#(index)"}"#)["value"] as? String)?.count, value.count)
+        }
+        XCTAssertEqual(try second.request(0, #"{"op":"get","key":"last"}"#)["value"] as? Int, 1)
+
+        // Stopped while the first host rewrites 300 keys, one revision each (more than etcd and
+        // the buffers between it and the host hold for a watch), then etcd compacts: the second
+        // host reads the whole prefix again, in pages.
+        let stopped = try XCTUnwrap(second.hosts[0])
+        stopped.signal(SIGSTOP)
+        let changed = String(repeating: "w", count: 72 << 10)
+        let writer = try hosts.client(0)
+        for first in stride(from: 0, to: 300, by: 50) {
+            for index in first..<first + 50 { writer.send(#"{"op":"set","key":"big.\#(index)","value":"\#(changed)"}"# + "\n") }
+            for _ in 0..<50 { XCTAssertEqual(json(writer.readLine())["ok"] as? Bool, true) }
+        }
+        let newest = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"last","value":2}"#)["rev"] as? Int)
+        _ = try etcd.etcdctl(["compaction", "\(newest)"])
+        stopped.signal(SIGCONT)
+        XCTAssertTrue(waitFor("the stopped host to catch up") {
+            ((try? second.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["applied_rev"] as? Int ?? 0 >= newest
+        })
+        XCTAssertTrue(stopped.log.contains("reading everything again"), stopped.log)
+        XCTAssertEqual(try second.request(0, #"{"op":"get","key":"last"}"#)["value"] as? Int, 2)
+        XCTAssertEqual(try second.request(0, #"{"op":"get","key":"big.299"}"#)["value"] as? String, changed)
+        XCTAssertEqual(try second.request(0, #"{"op":"get","key":"big.300"}"#)["value"] as? String, value)
+    }
+
     /// A batch over etcd's bound on a transaction (--max-txn-ops, 128 by default) is the
     /// client's `too_large`, naming the bound; nothing of it is applied, and etcd is not taken
     /// for unavailable because of it.

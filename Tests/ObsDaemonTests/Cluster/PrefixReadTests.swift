@@ -1,0 +1,54 @@
+// The pages of a read of everything under the prefix: each from the key after the last, at the
+// first page's revision; a page too large asked again smaller; a compaction between pages starts
+// the read again, a few times at most.
+import EtcdClient
+import XCTest
+@testable import ObsDaemon
+
+final class PrefixReadTests: XCTestCase {
+    private let prefix = Array("/p/".utf8)
+
+    private func page(_ keys: [String], revision: Int64, more: Bool) -> RangeResponse {
+        RangeResponse(header: ResponseHeader(revision: revision), kvs: keys.map { KeyValue(key: Array($0.utf8)) }, more: more,
+                      count: 5)
+    }
+
+    func test_pagesFollowTheLastKey_atTheFirstPagesRevision() {
+        var reading = PrefixRead(prefix: prefix)
+        XCTAssertEqual(reading.nextPage.key, prefix)
+        XCTAssertEqual(reading.nextPage.rangeEnd, Array("/p0".utf8))
+        XCTAssertEqual(reading.nextPage.revision, 0)
+        XCTAssertEqual(reading.nextPage.limit, PrefixRead.firstPageKeys)
+        reading.take(page(["/p/a", "/p/b"], revision: 40, more: true))
+        XCTAssertFalse(reading.done)
+        XCTAssertEqual(reading.nextPage.key, Array("/p/b".utf8) + [0])
+        XCTAssertEqual(reading.nextPage.rangeEnd, Array("/p0".utf8))
+        XCTAssertEqual(reading.nextPage.revision, 40)
+        reading.take(page(["/p/c"], revision: 41, more: false))
+        XCTAssertTrue(reading.done)
+        XCTAssertEqual(reading.read?.kvs.map { String(decoding: $0.key, as: UTF8.self) }, ["/p/a", "/p/b", "/p/c"])
+        XCTAssertEqual(reading.read?.header.revision, 40, "the state is as of the first page's revision")
+    }
+
+    func test_aPageTooLarge_isAskedAgainWithAnEighthOfTheKeys_downToOne() {
+        var reading = PrefixRead(prefix: prefix)
+        var limits: [Int64] = []
+        while reading.retry(after: .responseTooLarge(limit: 64 << 20)) { limits.append(reading.nextPage.limit) }
+        XCTAssertEqual(limits, [125, 15, 1])
+        XCTAssertFalse(reading.retry(after: .unavailable("no quorum")))
+    }
+
+    func test_aCompactionBetweenPages_startsAgainFromTheNewest_aFewTimesAtMost() {
+        var reading = PrefixRead(prefix: prefix)
+        XCTAssertFalse(reading.retry(after: .compacted("first page")), "the newest revision cannot be compacted")
+        for _ in 0..<PrefixRead.maxRestarts {
+            reading.take(page(["/p/a"], revision: 40, more: true))
+            XCTAssertTrue(reading.retry(after: .compacted("mvcc: required revision has been compacted")))
+            XCTAssertNil(reading.read)
+            XCTAssertEqual(reading.nextPage.revision, 0)
+            XCTAssertEqual(reading.nextPage.key, prefix)
+        }
+        reading.take(page(["/p/a"], revision: 40, more: true))
+        XCTAssertFalse(reading.retry(after: .compacted("again")))
+    }
+}
