@@ -46,9 +46,32 @@ final class GRPCWireTests: XCTestCase {
                                 progressNotify: true).grpcCall
         XCTAssertEqual(call.path, "/etcdserverpb.Watch/Watch")
         let create: [UInt8] = [0x0a, 0x03] + Array("/p/".utf8) + [0x12, 0x03] + Array("/p0".utf8)
-            + [0x18, 0x05, 0x20, 0x01, 0x30, 0x01]
+            + [0x18, 0x05, 0x20, 0x01, 0x30, 0x01, 0x40, 0x01]
         let message: [UInt8] = [0x0a, UInt8(create.count)] + create
         XCTAssertEqual(call.body, [0, 0, 0, 0, UInt8(message.count)] + message)
+    }
+
+    /// Fragments are joined at revision boundaries: a revision split over two fragments is
+    /// handed over whole, once, with the next fragment.
+    func test_watchFragments_areJoinedAtRevisionBoundaries() {
+        func events(_ revisions: [Int64]) -> [WatchEvent] {
+            revisions.enumerated().map { WatchEvent(kind: .put, kv: KeyValue(key: Array("k\($0.offset)".utf8), modRevision: $0.element)) }
+        }
+        let first = events([5, 5, 6, 7, 7])
+        var (complete, held) = joinFragment(held: [], first, more: true)
+        XCTAssertEqual(complete.map(\.revision), [5, 5, 6])
+        XCTAssertEqual(held.map(\.revision), [7, 7])
+        let second = events([7, 8])
+        (complete, held) = joinFragment(held: held, second, more: true)
+        XCTAssertEqual(complete.map(\.revision), [7, 7, 7])
+        XCTAssertEqual(held.map(\.revision), [8])
+        (complete, held) = joinFragment(held: held, events([8, 8]), more: true)
+        XCTAssertEqual(complete, [], "a revision still going on is all held")
+        XCTAssertEqual(held.map(\.revision), [8, 8, 8])
+        (complete, held) = joinFragment(held: held, events([8, 9]), more: false)
+        XCTAssertEqual(complete.map(\.revision), [8, 8, 8, 8, 9], "the last fragment hands over everything")
+        XCTAssertEqual(held, [])
+        XCTAssertEqual(joinFragment(held: [], first, more: false).complete, first, "no fragment: as it came")
     }
 
     // MARK: - Answers
@@ -160,7 +183,9 @@ final class GRPCWireTests: XCTestCase {
         XCTAssertEqual(second.events.map(\.kind), [.put, .delete])
         XCTAssertEqual(second.events.map(\.revision), [11, 12])
         XCTAssertEqual(second.events[1].prevKV?.value, Array("old".utf8))
-        XCTAssertFalse(second.created || second.canceled)
+        XCTAssertFalse(second.created || second.canceled || second.fragment)
+        events.bool(7, true)
+        XCTAssertTrue(try WatchMessage(protobuf: events.bytes[...]).fragment)
 
         var canceled = ProtoWriter()
         header(&canceled, revision: 12)

@@ -10,14 +10,21 @@ public struct WatchRequest: Sendable, Hashable {
     public var prevKV: Bool
     /// etcd sends `.progress` now and then while nothing changes (the member's notify interval).
     public var progressNotify: Bool
+    /// etcd splits a message larger than its `--max-request-bytes` into fragments, which the
+    /// client joins again at revision boundaries: no update holds part of a revision, and none
+    /// holds more than a revision beyond that size. Without it, a watch that fell behind gets up
+    /// to 1,000 revisions in one message, which may pass `maxResponseBytes` and end the watch
+    /// every time it is set up again.
+    public var fragment: Bool
 
     public init(key: [UInt8], rangeEnd: [UInt8]? = nil, startRevision: Int64 = 0, prevKV: Bool = false,
-                progressNotify: Bool = false) {
+                progressNotify: Bool = false, fragment: Bool = true) {
         self.key = key
         self.rangeEnd = rangeEnd
         self.startRevision = startRevision
         self.prevKV = prevKV
         self.progressNotify = progressNotify
+        self.fragment = fragment
     }
 
     /// Every key that starts with `prefix`, from `startRevision` on.
@@ -63,4 +70,15 @@ public enum WatchUpdate: Sendable, Hashable {
     /// The watch was cut (the member died or lost its leader, or it was refused): watch again
     /// from one past the last revision seen.
     case failed(EtcdError)
+}
+
+/// Joins a watch's fragments at revision boundaries (WatchRequest.fragment): the events `held`
+/// from the fragments before, then `events`, are `complete` up to the last revision; while `more`
+/// fragments follow, that last revision's events are `held` for them (the next may hold more of
+/// it). Events come in revision order.
+func joinFragment(held: [WatchEvent], _ events: [WatchEvent], more: Bool) -> (complete: [WatchEvent], held: [WatchEvent]) {
+    let all = held + events
+    guard more, let last = all.last?.revision else { return (all, []) }
+    let cut = (all.lastIndex { $0.revision != last }).map { $0 + 1 } ?? 0
+    return (Array(all[..<cut]), Array(all[cut...]))
 }

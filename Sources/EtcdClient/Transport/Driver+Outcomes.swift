@@ -370,8 +370,22 @@ extension Driver {
             deliver(.watch(operation.id, .created(revision: message.header.revision)))
             return
         }
-        deliver(.watch(operation.id, message.events.isEmpty
-            ? .progress(revision: message.header.revision) : .events(revision: message.header.revision, message.events)))
+        guard message.fragment || !transfer.heldEvents.isEmpty else {
+            deliver(.watch(operation.id, message.events.isEmpty
+                ? .progress(revision: message.header.revision) : .events(revision: message.header.revision, message.events)))
+            return
+        }
+        // A fragment: the revisions it completes go now, and the last one it holds waits for the
+        // next fragment, which may hold more of it (WatchRequest.fragment).
+        let (events, held) = joinFragment(held: transfer.heldEvents, message.events, more: message.fragment)
+        transfer.heldEvents = held
+        // One revision held for as long as fragments of it come: bounded as a message is.
+        guard held.reduce(0, { $0 + $1.kv.key.count + $1.kv.value.count + ($1.prevKV?.value.count ?? 0) })
+                <= configuration.maxResponseBytes else {
+            endWatch(transfer, .failed(.responseTooLarge(limit: configuration.maxResponseBytes)))
+            return
+        }
+        if !events.isEmpty { deliver(.watch(operation.id, .events(revision: message.header.revision, events))) }
     }
 
     private func watchRefused(_ transfer: Transfer, _ failure: GatewayFailure) {

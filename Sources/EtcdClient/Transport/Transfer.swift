@@ -37,6 +37,9 @@ final class Transfer {
     private(set) var answeredInHTTP1 = false
     /// gRPC's outcome of the call, once its trailers (or headers) came.
     var grpcStatus = GRPCStatus()
+    /// A watch's events of the last revision of a fragment, waiting for the next fragment (which
+    /// may hold more of that revision).
+    var heldEvents: [WatchEvent] = []
     /// How the transfer speaks HTTP (EasyHandle.Version).
     let version: EasyHandle.Version
     private(set) var tooLarge = false

@@ -167,12 +167,14 @@ extension WatchRequest {
     var grpcCall: WireCall {
         var writer = ProtoWriter()
         writer.message(1) { create in
-            // WatchCreateRequest: key 1, range_end 2, start_revision 3, progress_notify 4, prev_kv 6.
+            // WatchCreateRequest: key 1, range_end 2, start_revision 3, progress_notify 4, prev_kv 6,
+            // fragment 8.
             create.bytes(1, key)
             create.bytes(2, rangeEnd ?? [])
             create.int64(3, startRevision)
             create.bool(4, progressNotify)
             create.bool(6, prevKV)
+            create.bool(8, fragment)
         }
         return WireCall(path: "/etcdserverpb.Watch/Watch", body: GRPCFrame.frame(writer.bytes), isGRPC: true)
     }
@@ -467,6 +469,8 @@ struct WatchMessage {
     var canceled = false
     var compactRevision: Int64 = 0
     var cancelReason = ""
+    /// More of this message's events follow in the next (the watch asked for fragments).
+    var fragment = false
     var events: [WatchEvent] = []
 
     /// WatchResponse: header 1, watch_id 2, created 3, canceled 4, compact_revision 5,
@@ -480,6 +484,7 @@ struct WatchMessage {
             case 4: canceled = try value.bool("canceled")
             case 5: compactRevision = try value.int64("compact_revision")
             case 6: cancelReason = try value.string("cancel_reason")
+            case 7: fragment = try value.bool("fragment")
             case 11: events.append(try WatchEvent(protobuf: value.bytes("events")))
             default: break
             }

@@ -57,6 +57,7 @@ extension WatchRequest {
         if startRevision != 0 { create["start_revision"] = .string(String(startRevision)) }
         if prevKV { create["prev_kv"] = .bool(true) }
         if progressNotify { create["progress_notify"] = .bool(true) }
+        if fragment { create["fragment"] = .bool(true) }
         return WireCall(path: "/v3/watch", body: encodeJSON(["create_request": .object(create)]))
     }
 }

@@ -213,6 +213,7 @@ extension WatchMessage {
         canceled = try result.bool("canceled")
         compactRevision = try result.int64("compact_revision")
         cancelReason = try result.string("cancel_reason") ?? ""
+        fragment = try result.bool("fragment")
         for event in try result.objects("events") { events.append(try WatchEvent(event)) }
     }
 }
