@@ -155,3 +155,9 @@ struct KeyPattern: Hashable, Sendable {
     }
 
 }
+
+extension Store {
+    /// Whether `name` follows the grammar of key and channel names (docs/protocol.md): for what
+    /// reaches a store from elsewhere than a client (cluster mode's records in etcd).
+    public static func isValidKeyName(_ name: String) -> Bool { KeyName.isValid(name) }
+}

@@ -112,6 +112,13 @@ struct ClusterRecords {
         return object
     }
 
+    /// Refuses a name that is not one a client could have written: a record put under the prefix
+    /// by something else would otherwise give every host a key no request can name, and a dump
+    /// that `restore` refuses.
+    private func validName(_ name: String, _ what: String = "key") throws(Unreadable) {
+        guard Store.isValidKeyName(name) else { throw Unreadable(message: "\(what) name \"\(name)\" is not a valid name") }
+    }
+
     /// A value key as this host applies it: its revisions are etcd's; an ephemeral key set through
     /// this incarnation keeps its session as owner, another host's is `StoredKey.remoteOwner`.
     func storedKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredKey {
@@ -121,6 +128,7 @@ struct ClusterRecords {
     /// A value key, and the bindings revision its writer had applied when it was put without
     /// compares.
     func writtenKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> (key: StoredKey, bindingsRev: Int64?) {
+        try validName(name)
         let object = try object(kv.value)
         guard let value = object["value"] else { throw Unreadable(message: "no \"value\"") }
         var key = StoredKey(key: name, value: value, rev: UInt64(kv.modRevision), createdRev: UInt64(kv.createRevision),
@@ -137,6 +145,7 @@ struct ClusterRecords {
     }
 
     func storedDefinition(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredDefinition {
+        try validName(name)
         guard let expr = try object(kv.value)["expr"]?.stringValue else { throw Unreadable(message: "no string \"expr\"") }
         return StoredDefinition(key: name, expr: expr, createdRev: UInt64(kv.createRevision))
     }
@@ -146,6 +155,8 @@ struct ClusterRecords {
         guard let from = object["from"]?.stringValue, let to = object["to"]?.stringValue, to == target else {
             throw Unreadable(message: "no string \"from\" and \"to\" naming its target")
         }
+        try validName(from)
+        try validName(to)
         return StoredBinding(from: from, to: to, map: object["map"]?.stringValue, twoWay: object["two_way"]?.boolValue ?? false,
                              unmap: object["unmap"]?.stringValue)
     }
@@ -153,6 +164,7 @@ struct ClusterRecords {
     func published(_ kv: KeyValue) throws(Unreadable) -> (channel: String, payload: JSONValue) {
         let object = try object(kv.value)
         guard let channel = object["channel"]?.stringValue else { throw Unreadable(message: "no string \"channel\"") }
+        try validName(channel, "channel")
         return (channel, object["payload"] ?? .null)
     }
 }
