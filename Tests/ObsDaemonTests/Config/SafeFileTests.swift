@@ -116,16 +116,16 @@ final class SafeFileTests: XCTestCase {
         XCTAssertNotNil(try SafeFile.read(sandbox.root + "/open/obsd.conf", role: "test file", maxBytes: 1 << 20))
     }
 
-    /// Review of a9583c8: a trailing slash names a directory (open(2) says ENOTDIR for a file);
-    /// SafeFile drops it and reads the file.
-    func test_review_aTrailingSlashAfterAFile_isNotReadAsTheFile() throws {
+    /// A trailing slash names a directory (open(2) says ENOTDIR for a file): it is not read as
+    /// the file.
+    func test_aTrailingSlashAfterAFile_isNotReadAsTheFile() throws {
         let path = try file("slash.conf")
         XCTAssertThrowsError(try SafeFile.read(path + "/", role: "test file", maxBytes: 1 << 20))
     }
 
-    /// Review of a9583c8: a pipe reached through /proc/self/fd (`--config <(...)`, /dev/stdin) is
-    /// refused as not a regular file, not reported as a file that does not exist.
-    func test_review_aPipeThroughProcFD_isRefusedAsNotARegularFile() throws {
+    /// A pipe reached through /proc/self/fd (`--config <(...)`, /dev/stdin) is refused as not a
+    /// regular file, not reported as a file that does not exist.
+    func test_aPipeThroughProcFD_isRefusedAsNotARegularFile() throws {
         var fds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&fds), 0)
         defer { close(fds[0]); close(fds[1]) }

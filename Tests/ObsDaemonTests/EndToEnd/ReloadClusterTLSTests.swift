@@ -1,5 +1,4 @@
-// Review of a9583c8: a reload applies etcd's TLS files at once but the other cluster settings at
-// the next start. A configuration that changes both (moving to another etcd cluster, or leaving
+// A reload applies etcd's TLS files at once but the other cluster settings at the next start. A configuration that changes both (moving to another etcd cluster, or leaving
 // cluster mode) must not give the running client the new files while it still talks to the old
 // endpoints.
 import Foundation
