@@ -64,26 +64,48 @@ public struct DefinitionsFile: Sendable {
     /// So applying a file twice changes nothing the second time. `request` sends one request.
     public func apply(_ request: (String, [String: JSONValue]) throws(ClientError) -> Response) throws(ClientError) -> Outcome {
         let state = try request("dump", [:])
+        guard let batch = batch(for: state) else { return Outcome(rev: nil, operations: 0) }
+        return try outcome(of: batch, Result { () throws(ClientError) in try request("batch", ["ops": batch.fields["ops"]!]) })
+    }
+
+    /// The `batch` that brings a state to what the file says: what `apply` sends after its `dump`.
+    public struct Batch: Sendable {
+        /// The entries the state did not hold, in the file's order.
+        public let needed: [Entry]
+        /// The request's fields but `op` (`ops`).
+        public let fields: [String: JSONValue]
+        /// The revision of the state it was made from.
+        let stateRev: Int64?
+    }
+
+    /// The batch for `state` (a `dump`'s answer); nil when the state holds the file already.
+    public func batch(for state: Response) -> Batch? {
         let needed = entries.filter { !Self.alreadyHolds(state, $0, entries: entries) }
-        guard !needed.isEmpty else { return Outcome(rev: nil, operations: 0) }
+        guard !needed.isEmpty else { return nil }
         var ops: [JSONValue] = []
         for entry in needed {
             var fields = entry.fields
             fields["op"] = .string(entry.op)
             ops.append(.object(fields))
         }
+        return Batch(needed: needed, fields: ["ops": .array(ops)], stateRev: state["rev"]?.intValue)
+    }
+
+    /// What the batch's answer means: its revision, or the failure with the line of the entry
+    /// that failed.
+    public func outcome(of batch: Batch, _ answer: Result<Response, ClientError>) throws(ClientError) -> Outcome {
         do throws(ClientError) {
-            let response = try request("batch", ["ops": .array(ops)])
-            if response["results"] != nil, response["rev"]?.intValue == state["rev"]?.intValue {
-                return Outcome(rev: nil, operations: needed.count)
+            let response = try answer.get()
+            if response["results"] != nil, response["rev"]?.intValue == batch.stateRev {
+                return Outcome(rev: nil, operations: batch.needed.count)
             }
-            return Outcome(rev: response["rev"]?.intValue.map { UInt64($0) }, operations: needed.count)
+            return Outcome(rev: response["rev"]?.intValue.map { UInt64($0) }, operations: batch.needed.count)
         } catch .server(let error) {
-            guard let index = error.details["index"]?.intValue, index >= 0, Int(index) < needed.count else {
+            guard let index = error.details["index"]?.intValue, index >= 0, Int(index) < batch.needed.count else {
                 throw .server(error)
             }
             var details = error.details
-            details["line"] = .int(Int64(needed[Int(index)].line))
+            details["line"] = .int(Int64(batch.needed[Int(index)].line))
             throw .server(ObsError(error.code, error.message, details: details))
         }
     }

@@ -28,6 +28,8 @@ public final class Daemon {
     private let options: CommandLineOptions
     private let environment: DaemonEnvironment
     private var settings: Settings
+    /// Definitions files applied at reloads whose batch waits for etcd (cluster mode).
+    private var definitionsWaiting: [Definitions.Waiting] = []
     private let log: Logger
     private let control: DaemonControl?
     private let handleSignals: Bool
@@ -287,7 +289,16 @@ public final class Daemon {
         settings = kept
         log.info("reloaded the configuration")
         if let definitions = settings.definitions {
-            Definitions.apply(definitions, to: store, log: log, settle: (store.sharedLog as? EtcdLog)?.settle)
+            // Without waiting: in cluster mode the answer comes through the loop, which meanwhile
+            // serves its clients (etcd may be slow or without a quorum just now).
+            definitionsWaiting.removeAll { waiting in
+                if waiting.finished { waiting.close() }
+                return waiting.finished
+            }
+            if let waiting = Definitions.apply(definitions, to: store, log: log) {
+                log.info("definitions: \(definitions): waiting for etcd to decide; clients are served meanwhile")
+                definitionsWaiting.append(waiting)
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-// A reload applies etcd's TLS files at once but the other cluster settings at the next start. A configuration that changes both (moving to another etcd cluster, or leaving
+// Reloads in cluster mode. A reload applies etcd's TLS files at once but the other cluster settings at the next start.
 // cluster mode) must not give the running client the new files while it still talks to the old
 // endpoints.
 import Foundation
@@ -71,5 +71,43 @@ final class ReloadClusterTLSTests: XCTestCase {
         XCTAssertTrue(obsd.log.contains("a new cluster takes effect at the next start"), obsd.log)
         let answer = try set(sandbox, 2)
         XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)\n\(obsd.log)")
+    }
+}
+
+/// The definitions file at a reload in cluster mode: its batch waits for etcd as any client's
+/// write does, without the loop waiting with it.
+final class ReloadClusterDefinitionsTests: XCTestCase {
+    func test_definitionsAppliedAtAReload_whileEtcdHasNoQuorum_doNotStopTheHostServing() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let sandbox = try Sandbox()
+        let definitions = sandbox.root + "/defs.obs"
+        try sandbox.write("set a 1\n", to: definitions)
+        try sandbox.write("cluster = etcd\netcd_endpoints = \(etcd.endpoints.joined(separator: ","))\n"
+                          + "etcd_prefix = /reload-defs-\(UInt32.random(in: 0...UInt32.max))/\netcd_timeout = 3s\n"
+                          + "definitions = \(definitions)\n", to: sandbox.config)
+        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--config", sandbox.config])
+        XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
+        let client = try Client(sandbox.socket)
+        XCTAssertEqual(client.request(#"{"op":"get","key":"a"}"#)?["value"] as? Int, 1, obsd.log)
+
+        etcd.kill(1)
+        etcd.kill(2)
+        try sandbox.write("set a 2\n", to: definitions)
+        obsd.signal(SIGHUP)
+        XCTAssertTrue(waitFor("the reload to wait for etcd") { obsd.log.contains("waiting for etcd to decide") }, obsd.log)
+        // Served while the batch waits: the answer comes before the batch's own (unavailable
+        // after etcd_timeout, 3 s).
+        XCTAssertEqual(client.request(#"{"op":"get","key":"a"}"#)?["value"] as? Int, 1)
+        XCTAssertFalse(obsd.log.contains("definitions: \(definitions): unavailable"), obsd.log)
+        XCTAssertTrue(waitFor("the batch's answer") { obsd.log.contains("definitions: \(definitions): unavailable") }, obsd.log)
+
+        try etcd.restart([1, 2])
+        XCTAssertTrue(waitFor("etcd to take writes again") {
+            (client.request(#"{"op":"set","key":"probe","value":1}"#)?["ok"] as? Bool) == true
+        })
+        obsd.signal(SIGHUP)
+        XCTAssertTrue(waitFor("the file applied") { client.request(#"{"op":"get","key":"a"}"#)?["value"] as? Int == 2 }, obsd.log)
+        XCTAssertTrue(obsd.log.contains("definitions: \(definitions) applied at revision"), obsd.log)
     }
 }
