@@ -1,6 +1,8 @@
-// Reloads in cluster mode. A reload applies etcd's TLS files at once but the other cluster settings at the next start.
-// cluster mode) must not give the running client the new files while it still talks to the old
-// endpoints.
+// Reloads in cluster mode. A reload applies etcd's TLS files at once but the other cluster
+// settings at the next start: a configuration that changes both (moving to another etcd cluster,
+// or leaving cluster mode) must not give the running client the new files while it still talks
+// to the old endpoints. And the definitions file applied again must not stop the loop serving
+// while etcd decides.
 import Foundation
 import Glibc
 import TestSupport
