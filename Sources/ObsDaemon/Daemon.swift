@@ -123,7 +123,12 @@ public final class Daemon {
         }
         cluster?.attach(store)
         log.info("restored revision \(store.rev)")
-        if let definitions = settings.definitions { Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) }
+        if let definitions = settings.definitions,
+           let waiting = Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) {
+            // An answer that waits for the loop (etcd past etcd_timeout, a commit to disk): it
+            // is logged when it comes.
+            definitionsWaiting.append(waiting)
+        }
         return store
     }
 

@@ -29,7 +29,7 @@ enum Definitions {
     /// mode the answer comes once etcd decided: with `settle` (at start, before the loop runs),
     /// it waits for etcd's answers meanwhile (bounded by etcd_timeout); without it (at a reload,
     /// when the loop serves clients that must not wait for etcd), it returns what waits, and the
-    /// loop delivers the answer like any other.
+    /// loop delivers the answer like any other. The caller keeps what it returns until `finished`.
     @discardableResult
     static func apply(_ path: String, to store: Store, log: Logger, settle: (() -> Void)? = nil) -> Waiting? {
         let data: [UInt8]
