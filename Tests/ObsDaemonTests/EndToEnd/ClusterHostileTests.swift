@@ -1,0 +1,109 @@
+// Cluster mode against what an unlucky operator meets: a hung etcd member, a lease revoked behind
+// a host's back, records put under the prefix with etcdctl, writes of one key racing between hosts.
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+final class ClusterHostileTests: XCTestCase {
+    /// A member frozen (a paused VM, a stalled disk: its sockets stay open and it answers nothing)
+    /// while the quorum holds is "one etcd member down": nothing visible but latency. A host whose
+    /// watch was on that member must go on applying what the others write.
+    func test_aHostWhoseWatchIsOnAHungMember_goesOnApplying() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        try etcd.moveLeader(to: 1)
+        // The writer asks member 1 first; the reader member 0 (its watch is there).
+        let writer = try ClusterHosts(etcd, count: 1, extra: ["--etcd-endpoints", [1, 2, 0].map { etcd.endpoints[$0] }.joined(separator: ",")])
+        let reader = try ClusterHosts(etcd, count: 1, prefix: writer.prefix)
+        let watcher = try watch(reader, 0, ["k"])
+        _ = try writer.request(0, #"{"op":"set","key":"k","value":1}"#)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 1, reader.logs)
+
+        etcd.pause(0)
+        defer { etcd.resume(0) }
+        let answer = try writer.request(0, #"{"op":"set","key":"k","value":2}"#)
+        let rev = try XCTUnwrap(answer["rev"] as? Int, "\(answer)\n\(writer.logs)")
+        // Waits up to the client's read timeout (20 s, four times etcd_timeout) for the change.
+        let event = ClusterHosts.event(watcher)
+        let stats = (try? reader.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any] ?? [:]
+        XCTAssertEqual(event["new"] as? Int, 2, "the reader never applied revision \(rev); its stats: \(stats)\n\(reader.logs)")
+    }
+
+    /// The host's lease is gone (revoked by an operator, or run out while etcd could not be
+    /// reached): etcd removed its ephemeral keys. An ephemeral key set afterwards must still work:
+    /// the host takes a new lease, rather than answering with an internal error until its next
+    /// keepalive (a third of ephemeral_ttl later) finds the lease gone.
+    func test_anEphemeralSetAfterTheHostsLeaseWasRevoked_works() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1, ephemeralTTL: "60s")
+        let owner = try hosts.client(0)
+        owner.send(#"{"op":"set","key":"before","value":1,"ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true)
+        let log = hosts.hosts[0]!.log
+        let lease = try XCTUnwrap(log.firstMatch(of: /lease (\d+)/).flatMap { Int64($0.1) }, log)
+        try hosts.etcd.etcdctl(["lease", "revoke", String(lease, radix: 16)])
+        waitFor("the revoked lease's key to go") {
+            (try? hosts.request(0, #"{"op":"get","key":"before"}"#)["ok"] as? Bool) == false
+        }
+
+        owner.send(#"{"op":"set","key":"after","value":2,"ephemeral":true}"# + "\n")
+        let answer = json(owner.readLine())
+        XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)\n\(hosts.logs)")
+        let stats = try hosts.request(0, #"{"op":"stats"}"#)["cluster"] as? [String: Any]
+        XCTAssertEqual(stats?["state"] as? String, "connected", "\(stats ?? [:])")
+        withExtendedLifetime(owner) {}
+    }
+
+    /// A TTL key put with etcdctl, its deadline far in the future: the hosts serve it like any key
+    /// (a record obsd cannot use is skipped; nothing found in etcd crashes a host).
+    func test_aTTLRecordWithAFarDeadline_putWithEtcdctl_isDescribed() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1)
+        try hosts.etcd.etcdctl(["put", hosts.prefix + "k/far", #"{"expires_at":1e300,"value":1}"#])
+        waitFor("the host to apply the record") { (try? hosts.request(0, #"{"op":"get","key":"far"}"#)["value"] as? Int) == 1 }
+        let described = try hosts.request(0, #"{"op":"describe","key":"far"}"#)
+        XCTAssertEqual(described["ok"] as? Bool, true, "\(described)\n\(hosts.logs)")
+        XCTAssertNotNil(try hosts.request(0, #"{"op":"ping"}"#)["rev"], "the host is gone\n\(hosts.logs)")
+    }
+
+    /// The same on one host: `ttl_ms` takes any non-negative integer, the largest included.
+    func test_aKeyWithTheLargestTTL_isDescribed() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--memory"])
+        XCTAssertTrue(obsd.waitUntilListening())
+        let client = try Client(sandbox.socket)
+        client.send(#"{"op":"set","key":"t","value":1,"ttl_ms":9223372036854775807}"# + "\n")
+        XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+        client.send(#"{"op":"describe","key":"t"}"# + "\n")
+        let described = json(client.readLine())
+        XCTAssertEqual(described["ok"] as? Bool, true, "\(described)\n\(obsd.log)")
+    }
+
+    /// A `define` on one host and a `set` of the same key on another, sent together: on one host
+    /// one of them fails (the set is `read_only`, or the define `exists`); in the cluster whatever
+    /// won must be what every host serves, a host started afterwards included.
+    func test_aDefineAndASetOfOneKeyRacedFromTwoHosts_leaveOneStateEverywhere() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let definer = try hosts.client(0), setter = try hosts.client(1)
+        let names = (0..<24).map { "race\($0)" }
+        var last = 0
+        for name in names {
+            definer.send(#"{"op":"define","key":"\#(name)","expr":"1 + 1"}"# + "\n")
+            setter.send(#"{"op":"set","key":"\#(name)","value":5}"# + "\n")
+            for answer in [json(definer.readLine()), json(setter.readLine())] { last = max(last, answer["rev"] as? Int ?? 0) }
+        }
+        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        for (group, index) in [(hosts, 0), (hosts, 1), (late, 0)] {
+            waitFor("a host at \(last)") { (try? group.request(index, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= last }
+        }
+        func shown(_ group: ClusterHosts, _ index: Int, _ name: String) throws -> String {
+            let answer = try group.request(index, #"{"op":"describe","key":"\#(name)"}"#)
+            return "\(answer["kind"] ?? "-") \(answer["value"] ?? "-")"
+        }
+        var differing: [String] = []
+        for name in names {
+            let running = try shown(hosts, 0, name), other = try shown(hosts, 1, name), started = try shown(late, 0, name)
+            if running != other || running != started { differing.append("\(name): \(running) / \(other) / started later: \(started)") }
+        }
+        XCTAssertEqual(differing, [], "hosts disagree on keys both defined and set")
+    }
+}
