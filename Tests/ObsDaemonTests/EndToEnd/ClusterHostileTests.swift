@@ -30,6 +30,35 @@ final class ClusterHostileTests: XCTestCase {
         XCTAssertEqual(event["new"] as? Int, 2, "the reader never applied revision \(rev); its stats: \(stats)\n\(reader.logs)")
     }
 
+    /// A client that watched on one host up to revision R resumes on another with `since: R`; that
+    /// host is behind (its watch of etcd is slow) and has not applied R yet. It must send the
+    /// changes after R, not again those up to R once it applies them.
+    func test_sinceFromAHostAhead_onAHostBehind_sendsOnlyLaterChanges() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        try etcd.moveLeader(to: 1)
+        let writer = try ClusterHosts(etcd, count: 1, extra: ["--etcd-endpoints", [1, 2, 0].map { etcd.endpoints[$0] }.joined(separator: ",")])
+        let reader = try ClusterHosts(etcd, count: 1, prefix: writer.prefix)
+        let first = try XCTUnwrap(try writer.request(0, #"{"op":"set","key":"k","value":1}"#)["rev"] as? Int)
+        waitFor("the reader at \(first)") { (try? reader.request(0, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= first }
+
+        // The reader's watch of etcd is on member 0: frozen, the reader falls behind.
+        etcd.pause(0)
+        let seen = try XCTUnwrap(try writer.request(0, #"{"op":"set","key":"k","value":2}"#)["rev"] as? Int)
+        let resumed = try reader.client(0)
+        resumed.send(#"{"op":"watch","keys":["k"],"since":\#(seen)}"# + "\n")
+        XCTAssertEqual(json(resumed.readLine())["ok"] as? Bool, true)
+        etcd.resume(0)
+        _ = try writer.request(0, #"{"op":"set","key":"k","value":3}"#)
+        var values: [Int] = []
+        while values.last != 3 {
+            let event = ClusterHosts.event(resumed)
+            guard !event.isEmpty else { break }
+            if let value = event["new"] as? Int { values.append(value) }
+        }
+        XCTAssertEqual(values, [3], "changes at or before since \(seen) sent again")
+    }
+
     /// The host's lease is gone (revoked by an operator, or run out while etcd could not be
     /// reached): etcd removed its ephemeral keys. An ephemeral key set afterwards must still work:
     /// the host takes a new lease, rather than answering with an internal error until its next
