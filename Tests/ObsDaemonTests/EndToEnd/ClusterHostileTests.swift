@@ -135,4 +135,62 @@ final class ClusterHostileTests: XCTestCase {
         }
         XCTAssertEqual(differing, [], "hosts disagree on keys both defined and set")
     }
+
+    /// `incr` of one counter from four clients on each of three hosts at once (a fleet counting
+    /// visits, say): no host is out of reach, so every increment counts once, none fails (the
+    /// losers of each race run again on the new value, however many hosts race).
+    func test_incrementsFromTwelveClientsOnThreeHosts_allCount() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get())
+        let clients = try (0..<12).map { try hosts.client($0 % 3) }
+        let each = 10
+        for _ in 0..<each {
+            for client in clients { client.send(#"{"op":"incr","key":"n"}"# + "\n") }
+        }
+        var failures: [String: Int] = [:]
+        for client in clients {
+            for _ in 0..<each {
+                let answer = json(client.readLine())
+                if answer["ok"] as? Bool != true { failures["\(answer["error"] ?? "no answer")", default: 0] += 1 }
+            }
+        }
+        XCTAssertEqual(failures, [:], "of \(clients.count * each) increments")
+        let failed = failures.values.reduce(0, +)
+        let last = try XCTUnwrap(try hosts.request(0, #"{"op":"ping"}"#)["rev"] as? Int)
+        for index in 0..<3 {
+            waitFor("host \(index) at \(last)") { (try? hosts.request(index, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= last }
+            XCTAssertEqual(try hosts.request(index, #"{"op":"get","key":"n"}"#)["value"] as? Int, clients.count * each - failed)
+        }
+    }
+
+    /// A batch on one host that writes a binding's source and its target, the binding made on
+    /// another host: every host, a host started later included, ends with what one host does.
+    func test_aBatchWritingABindingsSourceAndTarget_endsAsOnOneHost() throws {
+        let requests = [#"{"op":"bind","from":"s","to":"t","map":"$ * 10"}"#,
+                        #"{"op":"batch","ops":[{"op":"set","key":"s","value":1},{"op":"set","key":"t","value":2}]}"#,
+                        #"{"op":"batch","ops":[{"op":"set","key":"t","value":3},{"op":"set","key":"s","value":4}]}"#]
+        let sandbox = try Sandbox()
+        let single = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--memory"])
+        XCTAssertTrue(single.waitUntilListening())
+        let one = try Client(sandbox.socket)
+        var expected: [String] = []
+        for request in requests {
+            one.send(request + "\n")
+            _ = one.readLine()
+        }
+        for key in ["s", "t"] {
+            one.send(#"{"op":"get","key":"\#(key)"}"# + "\n")
+            expected.append("\(json(one.readLine())["value"] ?? "-")")
+        }
+
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        _ = try hosts.request(0, requests[0])
+        var last = 0
+        for request in requests.dropFirst() { last = try hosts.request(1, request)["rev"] as? Int ?? last }
+        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        for (group, index) in [(hosts, 0), (hosts, 1), (late, 0)] {
+            waitFor("a host at \(last)") { (try? group.request(index, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= last }
+            let values = try ["s", "t"].map { "\(try group.request(index, #"{"op":"get","key":"\#($0)"}"#)["value"] ?? "-")" }
+            XCTAssertEqual(values, expected, "host \(index) of \(group === late ? "the late group" : "the first")")
+        }
+    }
 }
