@@ -193,4 +193,32 @@ final class ClusterHostileTests: XCTestCase {
             XCTAssertEqual(values, expected, "host \(index) of \(group === late ? "the late group" : "the first")")
         }
     }
+
+    /// A host frozen longer than its lease's TTL (a paused VM): etcd removed its ephemeral keys,
+    /// and every host says why. Running again, the host serves as before: an ephemeral key set on
+    /// it now lives, on every host.
+    func test_aHostFrozenPastItsLease_losesItsEphemeralKeys_thenSetsNewOnes() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let watcher = try watch(hosts, 1, ["eph"])
+        let owner = try hosts.client(0)
+        owner.send(#"{"op":"set","key":"eph","value":1,"ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 1)
+        hosts.hosts[0]!.signal(SIGSTOP)
+        let gone = ClusterHosts.event(watcher)
+        hosts.hosts[0]!.signal(SIGCONT)
+        XCTAssertEqual(gone["event"] as? String, "delete", "\(gone)")
+        XCTAssertEqual(gone["reason"] as? String, "ephemeral")
+
+        owner.send(#"{"op":"set","key":"eph","value":2,"ephemeral":true}"# + "\n")
+        let answer = json(owner.readLine())
+        XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)\n\(hosts.logs)")
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 2)
+        // Past another lease TTL (2 s), the key is still there: it was put with a live lease.
+        let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"eph.marker","value":1,"ttl_ms":3000}"#)["rev"] as? Int)
+        waitFor("the marker to expire") { (try? hosts.request(1, #"{"op":"get","key":"eph.marker"}"#)["ok"] as? Bool) == false }
+        let still = try hosts.request(1, #"{"op":"get","key":"eph"}"#)
+        XCTAssertEqual(still["value"] as? Int, 2, "\(still), marker at \(marker)\n\(hosts.logs)")
+        withExtendedLifetime(owner) {}
+    }
 }
