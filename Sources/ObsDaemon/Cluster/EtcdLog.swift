@@ -56,8 +56,10 @@ final class EtcdLog: SharedLog {
     private var pending: [EtcdRequestID: Pending] = [:]
     /// Decisions and answers waiting until this host has applied a revision, by that revision.
     private var waiting: [(rev: UInt64, deadline: Double, run: () -> Void, late: () -> Void)] = []
-    /// Local watch counts of this host's own publishes, by revision, for their answers.
+    /// Local watch counts of publishes, by revision, for the answers to this host's own: kept only
+    /// while one of those is under way (every other host's publish would otherwise stay here).
     private var published: [UInt64: Int] = [:]
+    private var publishesUnderWay = 0
 
     private var watch: EtcdRequestID?
     private var watchRetryAt: Double?
@@ -207,6 +209,7 @@ final class EtcdLog: SharedLog {
 
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
         let put = PutRequest(key: records.publishKey, value: records.publish(channel: channel, payload: payload))
+        publishesUnderWay += 1
         pending[client.submit(.put(put), timeout: .milliseconds(Int64(timeout * 1000)))] = .publish(done: done)
     }
 
@@ -333,9 +336,16 @@ final class EtcdLog: SharedLog {
             decided(.failed(refusal(error) ?? failure(error)))
         case (.publish(let done), .success(let response)):
             let rev = UInt64(response.header.revision)
-            afterApplying(rev, now: now, run: { done(.success(self.published.removeValue(forKey: rev) ?? 0)) },
-                          late: { done(.failure(self.notApplied(rev))) })
+            afterApplying(rev, now: now, run: {
+                let delivered = self.published.removeValue(forKey: rev) ?? 0
+                self.publishAnswered()
+                done(.success(delivered))
+            }, late: {
+                self.publishAnswered()
+                done(.failure(self.notApplied(rev)))
+            })
         case (.publish(let done), .failure(let error)):
+            publishAnswered()
             done(.failure(refusal(error) ?? failure(error)))
         case (.leaseGrant, .success(.leaseGrant(let grant))):
             lease = grant.id
@@ -381,6 +391,13 @@ final class EtcdLog: SharedLog {
         leaseGrantUnderWay = true
         log.warn("cluster: lease \(lease) expired or was revoked; this host's ephemeral keys were removed")
         pending[client.submit(.leaseGrant(ttl: leaseTTL))] = .leaseGrant
+    }
+
+    /// One of this host's publishes is answered (or failed): with none left under way, the counts
+    /// kept for them are of no use.
+    private func publishAnswered() {
+        publishesUnderWay -= 1
+        if publishesUnderWay == 0 { published.removeAll(keepingCapacity: false) }
     }
 
     /// A request etcd refused for what it is, not for an outage: the client's error, and etcd
@@ -515,7 +532,10 @@ final class EtcdLog: SharedLog {
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
         if !reasonGiven, leaseExpired { transaction.reason = "ephemeral" }
         store.apply(transaction, bindingsUnseen: bindingsUnseen)
-        for (channel, payload) in publishes { published[rev] = store.deliverPublished(channel: channel, payload: payload) }
+        for (channel, payload) in publishes {
+            let delivered = store.deliverPublished(channel: channel, payload: payload)
+            if publishesUnderWay > 0 { published[rev] = delivered }
+        }
     }
 
     private func skip(_ key: [UInt8], _ why: String) {
