@@ -19,6 +19,8 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `--max-request-bytes` (1.5 MiB by default) or more operations in one transaction than its
     /// `--max-txn-ops` (128). Nothing was applied, and sending it again changes nothing.
     case requestTooLarge(String)
+    /// The lease a put names does not exist (it ran out, or was revoked): nothing was applied.
+    case leaseNotFound(String)
     /// etcd refused the request: its gRPC status code and message.
     case etcd(code: Int, message: String)
     /// The configuration cannot work (no endpoint, an endpoint that is not http:// or https://...).
@@ -37,6 +39,7 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
         case .malformedResponse(let message): "malformed answer from etcd: \(message)"
         case .responseTooLarge(let limit): "an answer from etcd is larger than \(limit) bytes"
         case .requestTooLarge(let message): "etcd refused the request as too large: \(message)"
+        case .leaseNotFound(let message): "etcd refused the request: \(message)"
         case .etcd(let code, let message): "etcd refused the request (code \(code)): \(message)"
         case .invalidConfiguration(let message): "invalid etcd configuration: \(message)"
         case .libraryUnavailable(let message): message

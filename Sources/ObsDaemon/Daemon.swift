@@ -322,6 +322,7 @@ func storeConfiguration(_ settings: Settings) -> StoreConfiguration {
     configuration.maxRestoreBytes = settings.limits.maxRestoreBytes
     configuration.serverVersion = obsdVersion
     configuration.durability = settings.cluster == .etcd ? "etcd" : settings.durability.rawValue
+    configuration.proposalRetrySeconds = settings.etcd.timeout
     return configuration
 }
 

@@ -165,12 +165,11 @@ class EtcdKVTests: SharedClusterTestCase {
         }
     }
 
-    func test_putWithAnUnknownLease_isEtcdsError() throws {
+    func test_putWithAnUnknownLease_isLeaseNotFound() throws {
         switch driver.perform(.put(PutRequest(key: bytes(uniquePrefix()), value: [], lease: 12345))) {
-        case .failure(.etcd(let code, let message))?:
-            XCTAssertEqual(code, 5)
+        case .failure(.leaseNotFound(let message))?:
             XCTAssertTrue(message.contains("lease not found"), message)
-        case let other: XCTFail("expected etcd's error, got \(String(describing: other))")
+        case let other: XCTFail("expected leaseNotFound, got \(String(describing: other))")
         }
     }
 
@@ -220,7 +219,7 @@ final class EtcdKVTestsOverTheGateway: EtcdKVTests {
     override func test_txn_operationsAreOneRevision_withResultsInOrder() throws { try super.test_txn_operationsAreOneRevision_withResultsInOrder() }
     override func test_concurrentCompareAndSet_exactlyOneSucceeds() throws { try super.test_concurrentCompareAndSet_exactlyOneSucceeds() }
     override func test_rangeAtACompactedRevision_isCompacted() throws { try super.test_rangeAtACompactedRevision_isCompacted() }
-    override func test_putWithAnUnknownLease_isEtcdsError() throws { try super.test_putWithAnUnknownLease_isEtcdsError() }
+    override func test_putWithAnUnknownLease_isLeaseNotFound() throws { try super.test_putWithAnUnknownLease_isLeaseNotFound() }
     override func test_status_namesTheLeaderAndVersion() throws { try super.test_status_namesTheLeaderAndVersion() }
     override func test_check_countsTheKeysUnderThePrefix() throws { try super.test_check_countsTheKeysUnderThePrefix() }
     override func test_check_withNoEtcd_isUnavailable() throws { try super.test_check_withNoEtcd_isUnavailable() }

@@ -21,7 +21,7 @@ final class GatewayDecodingTests: XCTestCase {
             (#"{"error":"etcdserver: mvcc: required revision has been compacted","message":"etcdserver: mvcc: required revision has been compacted","code":11}"#,
              .compacted("etcdserver: mvcc: required revision has been compacted")),
             (#"{"error":"etcdserver: requested lease not found","message":"etcdserver: requested lease not found","code":5}"#,
-             .etcd(code: 5, message: "etcdserver: requested lease not found")),
+             .leaseNotFound("etcdserver: requested lease not found")),
             (#"{"error":"etcdserver: too many operations in txn request","message":"etcdserver: too many operations in txn request","code":3}"#,
              .requestTooLarge("etcdserver: too many operations in txn request")),
             (#"{"error":"etcdserver: request is too large","message":"etcdserver: request is too large","code":3}"#,

@@ -16,6 +16,7 @@ struct GatewayFailure: Sendable, Hashable {
     enum Code {
         static let invalidArgument = 3
         static let deadlineExceeded = 4
+        static let notFound = 5
         static let permissionDenied = 7
         static let resourceExhausted = 8
         static let outOfRange = 11
@@ -71,6 +72,8 @@ struct GatewayFailure: Sendable, Hashable {
             return .authenticationFailed(message)
         case Code.invalidArgument where message.contains("authentication failed") || message.contains("user name is empty"):
             return .authenticationFailed(message)
+        case Code.notFound where message.contains("requested lease not found"):
+            return .leaseNotFound(message)
         case Code.outOfRange where message.contains("compacted"):
             return .compacted(message)
         // etcd's own bounds on a request (etcdserver's ErrGRPCRequestTooLarge and

@@ -93,7 +93,10 @@ extension Session {
         fields.append(("created_rev", .int(Int64(found?.createdRev ?? 0))))
         fields.append(("version", .int(Int64(found?.version ?? 0))))
         if let expiresAt = node?.expiresAt {
-            fields.append(("ttl_ms", .int(Int64(max(0, ((expiresAt - store.clock.now) * 1000).rounded())))))
+            // A deadline past what milliseconds count in an Int64 (a TTL near the largest one, or a
+            // record put in etcd by hand) shows as the most there is.
+            let left = ((expiresAt - store.clock.now) * 1000).rounded()
+            fields.append(("ttl_ms", .int(left < 0 ? 0 : left < 0x1p63 ? Int64(left) : .max)))
         }
         if node?.owner != nil { fields.append(("ephemeral", true)) }
         return Reply(fields: fields)

@@ -1,8 +1,10 @@
 /// Cluster mode: writes proposed to the shared log, and the log's decided transactions applied.
 extension Store {
-    /// How many times a write that lost a race (a key it depends on changed first) is run again
-    /// before it gives up with `unavailable`.
+    /// How many times a repair of bindings the log could not take is tried again; and the most
+    /// times a write that lost a race (a key it depends on changed first) is run again, however
+    /// fast the races go, within `proposalRetrySeconds`.
     static let maxProposalAttempts = 16
+    static let maxProposalRaces = 1024
 
     /// Runs a write the cluster way (`SharedLog`): against the state applied so far, taken back,
     /// its changes proposed to the log, run again if it lost a race. `done` is called on the
@@ -10,10 +12,13 @@ extension Store {
     /// applied revision when it changed nothing), or with the error of the body or of the log.
     func submit<T>(reason: String? = nil, _ body: @escaping () throws(ObsError) -> T,
                    done: @escaping (Result<(T, UInt64), ObsError>) -> Void) {
-        submit(reason: reason, attempt: 1, body, done: done)
+        submit(reason: reason, attempt: 1, giveUpAt: clock.monotonic + configuration.proposalRetrySeconds, body, done: done)
     }
 
-    private func submit<T>(reason: String?, attempt: Int, _ body: @escaping () throws(ObsError) -> T,
+    /// Of many hosts racing for one key (a counter they all increment), each round has one winner:
+    /// a write is run again as long as its time allows, not a number of times that many racers
+    /// would exhaust.
+    private func submit<T>(reason: String?, attempt: Int, giveUpAt: Double, _ body: @escaping () throws(ObsError) -> T,
                            done: @escaping (Result<(T, UInt64), ObsError>) -> Void) {
         guard let sharedLog else { preconditionFailure("submit needs a shared log") }
         let value: T
@@ -33,11 +38,11 @@ extension Store {
             case .committed(let rev):
                 done(.success((value, rev)))
             case .superseded:
-                guard attempt < Self.maxProposalAttempts else {
+                guard attempt < Self.maxProposalRaces, clock.monotonic < giveUpAt else {
                     done(.failure(ObsError(.unavailable, "the write lost \(attempt) races with other hosts for the same keys; try again")))
                     return
                 }
-                submit(reason: reason, attempt: attempt + 1, body, done: done)
+                submit(reason: reason, attempt: attempt + 1, giveUpAt: giveUpAt, body, done: done)
             case .failed(let error):
                 done(.failure(error))
             }

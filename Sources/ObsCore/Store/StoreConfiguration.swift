@@ -21,6 +21,9 @@ public struct StoreConfiguration: Sendable {
     public var maxRestoreBytes = 256 << 20
     /// Seconds between re-evaluations of computeds that read the clock.
     public var timeRefreshInterval = 1.0
+    /// Cluster mode: how long a write that keeps losing races with other hosts for the same keys
+    /// is run again before it fails `unavailable` (the daemon sets its etcd_timeout).
+    public var proposalRetrySeconds = 5.0
     /// What `hello` reports as `version`.
     public var serverVersion = "0.1.0"
     /// What `stats` reports as `durability` ("normal", "strict" or "memory"): the daemon sets it.

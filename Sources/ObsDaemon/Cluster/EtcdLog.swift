@@ -45,7 +45,8 @@ final class EtcdLog: SharedLog {
 
     // Under way.
     private enum Pending {
-        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void)
+        /// `leaseRenewed`: sent again after etcd refused it for a lease that was gone.
+        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void, leaseRenewed: Bool)
         case publish(done: (Result<Int, ObsError>) -> Void)
         case leaseGrant
         case keepAlive
@@ -55,12 +56,18 @@ final class EtcdLog: SharedLog {
     private var pending: [EtcdRequestID: Pending] = [:]
     /// Decisions and answers waiting until this host has applied a revision, by that revision.
     private var waiting: [(rev: UInt64, deadline: Double, run: () -> Void, late: () -> Void)] = []
-    /// Local watch counts of this host's own publishes, by revision, for their answers.
+    /// Local watch counts of publishes, by revision, for the answers to this host's own: kept only
+    /// while one of those is under way (every other host's publish would otherwise stay here).
     private var published: [UInt64: Int] = [:]
+    private var publishesUnderWay = 0
 
     private var watch: EtcdRequestID?
     private var watchRetryAt: Double?
     private var lease: Int64 = 0
+    private var leaseGrantUnderWay = false
+    /// Proposals etcd refused because their ephemeral keys' lease was gone, to send again once this
+    /// host holds a new one.
+    private var waitingForLease: [(proposal: Proposal, decided: (Decision) -> Void)] = []
     private var nextKeepAlive: Double?
     private var lastFailure: String?
     private var watchLive = false
@@ -192,12 +199,17 @@ final class EtcdLog: SharedLog {
     // MARK: SharedLog
 
     func propose(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void) {
+        propose(proposal, leaseRenewed: false, decided)
+    }
+
+    private func propose(_ proposal: Proposal, leaseRenewed: Bool, _ decided: @escaping (Decision) -> Void) {
         let id = client.submit(request(for: proposal), timeout: .milliseconds(Int64(timeout * 1000)))
-        pending[id] = .proposal(proposal, seen: store.rev, decided: decided)
+        pending[id] = .proposal(proposal, seen: store.rev, decided: decided, leaseRenewed: leaseRenewed)
     }
 
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
         let put = PutRequest(key: records.publishKey, value: records.publish(channel: channel, payload: payload))
+        publishesUnderWay += 1
         pending[client.submit(.put(put), timeout: .milliseconds(Int64(timeout * 1000)))] = .publish(done: done)
     }
 
@@ -292,7 +304,7 @@ final class EtcdLog: SharedLog {
             lastFailure = nil
         }
         switch (request, result) {
-        case (.proposal(let proposal, let seen, let decided), .success(.txn(let response))):
+        case (.proposal(let proposal, let seen, let decided, _), .success(.txn(let response))):
             let rev = UInt64(response.header.revision)
             if response.succeeded {
                 if proposal.changes.isEmpty {
@@ -311,26 +323,41 @@ final class EtcdLog: SharedLog {
                 afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
                               late: { decided(.failed(self.notApplied(changedAt))) })
             }
-        case (.proposal(_, _, let decided), .success(.put(let response))):
+        case (.proposal(_, _, let decided, _), .success(.put(let response))):
             let rev = UInt64(response.header.revision)
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
-        case (.proposal(_, _, let decided), .failure(let error)):
+        case (.proposal(let proposal, _, let decided, false), .failure(.leaseNotFound)):
+            // This host's lease is gone (revoked, or run out while etcd was out of reach) and its
+            // ephemeral keys with it; etcd applied nothing. Sent again with a new lease.
+            waitingForLease.append((proposal, decided))
+            renewLease()
+        case (.proposal(_, _, let decided, _), .failure(let error)):
             decided(.failed(refusal(error) ?? failure(error)))
         case (.publish(let done), .success(let response)):
             let rev = UInt64(response.header.revision)
-            afterApplying(rev, now: now, run: { done(.success(self.published.removeValue(forKey: rev) ?? 0)) },
-                          late: { done(.failure(self.notApplied(rev))) })
+            afterApplying(rev, now: now, run: {
+                let delivered = self.published.removeValue(forKey: rev) ?? 0
+                self.publishAnswered()
+                done(.success(delivered))
+            }, late: {
+                self.publishAnswered()
+                done(.failure(self.notApplied(rev)))
+            })
         case (.publish(let done), .failure(let error)):
+            publishAnswered()
             done(.failure(refusal(error) ?? failure(error)))
         case (.leaseGrant, .success(.leaseGrant(let grant))):
             lease = grant.id
+            leaseGrantUnderWay = false
             log.info("cluster: new lease \(lease)")
+            let proposals = waitingForLease
+            waitingForLease.removeAll()
+            for (proposal, decided) in proposals { propose(proposal, leaseRenewed: true, decided) }
         case (.keepAlive, .success(.leaseKeepAlive(let renewal))) where renewal.ttl == 0:
             // The lease ran out (etcd was out of reach longer than its TTL): this host's ephemeral
             // keys are gone for every host. Take a new one for the keys set from now on.
-            log.warn("cluster: lease \(lease) expired; this host's ephemeral keys were removed")
-            pending[client.submit(.leaseGrant(ttl: leaseTTL))] = .leaseGrant
+            renewLease()
         case (.resync(var reading), .success(.range(let page))):
             reading.take(page)
             if reading.done, let range = reading.read {
@@ -345,11 +372,32 @@ final class EtcdLog: SharedLog {
                 _ = failure(error)
                 watchRetryAt = now + 1
             }
-        case (.leaseGrant, .failure(let error)), (.keepAlive, .failure(let error)):
+        case (.leaseGrant, .failure(let error)):
+            leaseGrantUnderWay = false
+            let refused = failure(error)
+            let proposals = waitingForLease
+            waitingForLease.removeAll()
+            for (_, decided) in proposals { decided(.failed(refused)) }
+        case (.keepAlive, .failure(let error)):
             _ = failure(error)
         default:
             break
         }
+    }
+
+    /// Asks for a new lease once this host's is found gone: its ephemeral keys were removed.
+    private func renewLease() {
+        guard !leaseGrantUnderWay else { return }
+        leaseGrantUnderWay = true
+        log.warn("cluster: lease \(lease) expired or was revoked; this host's ephemeral keys were removed")
+        pending[client.submit(.leaseGrant(ttl: leaseTTL))] = .leaseGrant
+    }
+
+    /// One of this host's publishes is answered (or failed): with none left under way, the counts
+    /// kept for them are of no use.
+    private func publishAnswered() {
+        publishesUnderWay -= 1
+        if publishesUnderWay == 0 { published.removeAll(keepingCapacity: false) }
     }
 
     /// A request etcd refused for what it is, not for an outage: the client's error, and etcd
@@ -368,9 +416,10 @@ final class EtcdLog: SharedLog {
         switch error {
         case .unavailable:
             return ObsError(.unavailable, "\(message) (a write etcd received before that may still be committed)")
-        case .closed, .tlsFailed, .authenticationFailed:
+        case .closed, .tlsFailed, .authenticationFailed, .leaseNotFound:
             // etcd cannot be reached as this host is set up to reach it (a certificate or the
-            // credentials refused): nothing was written, and a fixed setup serves writes again.
+            // credentials refused), or refused the new lease too: nothing was written, and a
+            // fixed setup serves writes again.
             return ObsError(.unavailable, message)
         default:
             return ObsError(.internal, message)
@@ -483,7 +532,10 @@ final class EtcdLog: SharedLog {
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
         if !reasonGiven, leaseExpired { transaction.reason = "ephemeral" }
         store.apply(transaction, bindingsUnseen: bindingsUnseen)
-        for (channel, payload) in publishes { published[rev] = store.deliverPublished(channel: channel, payload: payload) }
+        for (channel, payload) in publishes {
+            let delivered = store.deliverPublished(channel: channel, payload: payload)
+            if publishesUnderWay > 0 { published[rev] = delivered }
+        }
     }
 
     private func skip(_ key: [UInt8], _ why: String) {

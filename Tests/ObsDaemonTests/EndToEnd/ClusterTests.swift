@@ -14,19 +14,22 @@ final class ClusterHosts {
     let extra: [String]
     /// etcd_timeout: how long a write waits for etcd before `unavailable`.
     let timeout: String
+    /// ephemeral_ttl: the TTL of each host's lease (a third of it between keepalives).
+    let ephemeralTTL: String
     let environment: [String: String]
     /// The client certificate and key the hosts read (with TLS), when not the cluster's own.
     let clientFiles: (cert: String, key: String)?
 
     /// `prefix`: another group's, for hosts that join it (nil: a prefix of their own).
-    init(_ etcd: EtcdCluster, count: Int = 3, extra: [String] = [], timeout: String = "5s", environment: [String: String] = [:],
-         prefix: String? = nil, clientFiles: (cert: String, key: String)? = nil, name: String = #function) throws {
+    init(_ etcd: EtcdCluster, count: Int = 3, extra: [String] = [], timeout: String = "5s", ephemeralTTL: String = "2s",
+         environment: [String: String] = [:], prefix: String? = nil, clientFiles: (cert: String, key: String)? = nil, name: String = #function) throws {
         sandbox = try Sandbox()
         self.etcd = etcd
         self.clientFiles = clientFiles
         self.prefix = prefix ?? "/\(name.prefix { $0 != "(" })-\(UInt32.random(in: 0...UInt32.max))/"
         self.extra = extra
         self.timeout = timeout
+        self.ephemeralTTL = ephemeralTTL
         self.environment = environment
         hosts = Array(repeating: nil, count: count)
         for index in 0..<count { try start(index) }
@@ -45,7 +48,7 @@ final class ClusterHosts {
 
     func start(_ index: Int) throws {
         let config = sandbox.root + "/h\(index).conf"
-        try sandbox.write("etcd_timeout = \(timeout)\nephemeral_ttl = 2s\n", to: config)
+        try sandbox.write("etcd_timeout = \(timeout)\nephemeral_ttl = \(ephemeralTTL)\n", to: config)
         let obsd = try ObsdProcess(sandbox, arguments: arguments(index) + ["--config", config], environment: environment,
                                    name: "h\(index)")
         XCTAssertTrue(obsd.waitUntilListening(socket(index)), obsd.log)

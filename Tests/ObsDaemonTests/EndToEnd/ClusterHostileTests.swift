@@ -1,0 +1,224 @@
+// Cluster mode against what an unlucky operator meets: a hung etcd member, a lease revoked behind
+// a host's back, records put under the prefix with etcdctl, writes of one key racing between hosts.
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+final class ClusterHostileTests: XCTestCase {
+    /// A member frozen (a paused VM, a stalled disk: its sockets stay open and it answers nothing)
+    /// while the quorum holds is "one etcd member down": nothing visible but latency. A host whose
+    /// watch was on that member must go on applying what the others write.
+    func test_aHostWhoseWatchIsOnAHungMember_goesOnApplying() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        try etcd.moveLeader(to: 1)
+        // The writer asks member 1 first; the reader member 0 (its watch is there).
+        let writer = try ClusterHosts(etcd, count: 1, extra: ["--etcd-endpoints", [1, 2, 0].map { etcd.endpoints[$0] }.joined(separator: ",")])
+        let reader = try ClusterHosts(etcd, count: 1, prefix: writer.prefix)
+        let watcher = try watch(reader, 0, ["k"])
+        _ = try writer.request(0, #"{"op":"set","key":"k","value":1}"#)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 1, reader.logs)
+
+        etcd.pause(0)
+        defer { etcd.resume(0) }
+        let answer = try writer.request(0, #"{"op":"set","key":"k","value":2}"#)
+        let rev = try XCTUnwrap(answer["rev"] as? Int, "\(answer)\n\(writer.logs)")
+        // Waits up to the client's read timeout (20 s, four times etcd_timeout) for the change.
+        let event = ClusterHosts.event(watcher)
+        let stats = (try? reader.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any] ?? [:]
+        XCTAssertEqual(event["new"] as? Int, 2, "the reader never applied revision \(rev); its stats: \(stats)\n\(reader.logs)")
+    }
+
+    /// A client that watched on one host up to revision R resumes on another with `since: R`; that
+    /// host is behind (its watch of etcd is slow) and has not applied R yet. It must send the
+    /// changes after R, not again those up to R once it applies them.
+    func test_sinceFromAHostAhead_onAHostBehind_sendsOnlyLaterChanges() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        try etcd.moveLeader(to: 1)
+        let writer = try ClusterHosts(etcd, count: 1, extra: ["--etcd-endpoints", [1, 2, 0].map { etcd.endpoints[$0] }.joined(separator: ",")])
+        let reader = try ClusterHosts(etcd, count: 1, prefix: writer.prefix)
+        let first = try XCTUnwrap(try writer.request(0, #"{"op":"set","key":"k","value":1}"#)["rev"] as? Int)
+        waitFor("the reader at \(first)") { (try? reader.request(0, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= first }
+
+        // The reader's watch of etcd is on member 0: frozen, the reader falls behind.
+        etcd.pause(0)
+        let seen = try XCTUnwrap(try writer.request(0, #"{"op":"set","key":"k","value":2}"#)["rev"] as? Int)
+        let resumed = try reader.client(0)
+        resumed.send(#"{"op":"watch","keys":["k"],"since":\#(seen)}"# + "\n")
+        XCTAssertEqual(json(resumed.readLine())["ok"] as? Bool, true)
+        etcd.resume(0)
+        _ = try writer.request(0, #"{"op":"set","key":"k","value":3}"#)
+        var values: [Int] = []
+        while values.last != 3 {
+            let event = ClusterHosts.event(resumed)
+            guard !event.isEmpty else { break }
+            if let value = event["new"] as? Int { values.append(value) }
+        }
+        XCTAssertEqual(values, [3], "changes at or before since \(seen) sent again")
+    }
+
+    /// The host's lease is gone (revoked by an operator, or run out while etcd could not be
+    /// reached): etcd removed its ephemeral keys. An ephemeral key set afterwards must still work:
+    /// the host takes a new lease, rather than answering with an internal error until its next
+    /// keepalive (a third of ephemeral_ttl later) finds the lease gone.
+    func test_anEphemeralSetAfterTheHostsLeaseWasRevoked_works() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1, ephemeralTTL: "60s")
+        let owner = try hosts.client(0)
+        owner.send(#"{"op":"set","key":"before","value":1,"ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true)
+        let log = hosts.hosts[0]!.log
+        let lease = try XCTUnwrap(log.firstMatch(of: /lease (\d+)/).flatMap { Int64($0.1) }, log)
+        try hosts.etcd.etcdctl(["lease", "revoke", String(lease, radix: 16)])
+        waitFor("the revoked lease's key to go") {
+            (try? hosts.request(0, #"{"op":"get","key":"before"}"#)["ok"] as? Bool) == false
+        }
+
+        owner.send(#"{"op":"set","key":"after","value":2,"ephemeral":true}"# + "\n")
+        let answer = json(owner.readLine())
+        XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)\n\(hosts.logs)")
+        let stats = try hosts.request(0, #"{"op":"stats"}"#)["cluster"] as? [String: Any]
+        XCTAssertEqual(stats?["state"] as? String, "connected", "\(stats ?? [:])")
+        withExtendedLifetime(owner) {}
+    }
+
+    /// A TTL key put with etcdctl, its deadline far in the future: the hosts serve it like any key
+    /// (a record obsd cannot use is skipped; nothing found in etcd crashes a host).
+    func test_aTTLRecordWithAFarDeadline_putWithEtcdctl_isDescribed() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1)
+        try hosts.etcd.etcdctl(["put", hosts.prefix + "k/far", #"{"expires_at":1e300,"value":1}"#])
+        waitFor("the host to apply the record") { (try? hosts.request(0, #"{"op":"get","key":"far"}"#)["value"] as? Int) == 1 }
+        let described = try hosts.request(0, #"{"op":"describe","key":"far"}"#)
+        XCTAssertEqual(described["ok"] as? Bool, true, "\(described)\n\(hosts.logs)")
+        XCTAssertNotNil(try hosts.request(0, #"{"op":"ping"}"#)["rev"], "the host is gone\n\(hosts.logs)")
+    }
+
+    /// The same on one host: `ttl_ms` takes any non-negative integer, the largest included.
+    func test_aKeyWithTheLargestTTL_isDescribed() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--memory"])
+        XCTAssertTrue(obsd.waitUntilListening())
+        let client = try Client(sandbox.socket)
+        client.send(#"{"op":"set","key":"t","value":1,"ttl_ms":9223372036854775807}"# + "\n")
+        XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+        client.send(#"{"op":"describe","key":"t"}"# + "\n")
+        let described = json(client.readLine())
+        XCTAssertEqual(described["ok"] as? Bool, true, "\(described)\n\(obsd.log)")
+    }
+
+    /// A `define` on one host and a `set` of the same key on another, sent together: on one host
+    /// one of them fails (the set is `read_only`, or the define `exists`); in the cluster whatever
+    /// won must be what every host serves, a host started afterwards included.
+    func test_aDefineAndASetOfOneKeyRacedFromTwoHosts_leaveOneStateEverywhere() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let definer = try hosts.client(0), setter = try hosts.client(1)
+        let names = (0..<24).map { "race\($0)" }
+        var last = 0
+        for name in names {
+            definer.send(#"{"op":"define","key":"\#(name)","expr":"1 + 1"}"# + "\n")
+            setter.send(#"{"op":"set","key":"\#(name)","value":5}"# + "\n")
+            for answer in [json(definer.readLine()), json(setter.readLine())] { last = max(last, answer["rev"] as? Int ?? 0) }
+        }
+        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        for (group, index) in [(hosts, 0), (hosts, 1), (late, 0)] {
+            waitFor("a host at \(last)") { (try? group.request(index, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= last }
+        }
+        func shown(_ group: ClusterHosts, _ index: Int, _ name: String) throws -> String {
+            let answer = try group.request(index, #"{"op":"describe","key":"\#(name)"}"#)
+            return "\(answer["kind"] ?? "-") \(answer["value"] ?? "-")"
+        }
+        var differing: [String] = []
+        for name in names {
+            let running = try shown(hosts, 0, name), other = try shown(hosts, 1, name), started = try shown(late, 0, name)
+            if running != other || running != started { differing.append("\(name): \(running) / \(other) / started later: \(started)") }
+        }
+        XCTAssertEqual(differing, [], "hosts disagree on keys both defined and set")
+    }
+
+    /// `incr` of one counter from four clients on each of three hosts at once (a fleet counting
+    /// visits, say): no host is out of reach, so every increment counts once, none fails (the
+    /// losers of each race run again on the new value, however many hosts race).
+    func test_incrementsFromTwelveClientsOnThreeHosts_allCount() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get())
+        let clients = try (0..<12).map { try hosts.client($0 % 3) }
+        let each = 10
+        for _ in 0..<each {
+            for client in clients { client.send(#"{"op":"incr","key":"n"}"# + "\n") }
+        }
+        var failures: [String: Int] = [:]
+        for client in clients {
+            for _ in 0..<each {
+                let answer = json(client.readLine())
+                if answer["ok"] as? Bool != true { failures["\(answer["error"] ?? "no answer")", default: 0] += 1 }
+            }
+        }
+        XCTAssertEqual(failures, [:], "of \(clients.count * each) increments")
+        let failed = failures.values.reduce(0, +)
+        let last = try XCTUnwrap(try hosts.request(0, #"{"op":"ping"}"#)["rev"] as? Int)
+        for index in 0..<3 {
+            waitFor("host \(index) at \(last)") { (try? hosts.request(index, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= last }
+            XCTAssertEqual(try hosts.request(index, #"{"op":"get","key":"n"}"#)["value"] as? Int, clients.count * each - failed)
+        }
+    }
+
+    /// A batch on one host that writes a binding's source and its target, the binding made on
+    /// another host: every host, a host started later included, ends with what one host does.
+    func test_aBatchWritingABindingsSourceAndTarget_endsAsOnOneHost() throws {
+        let requests = [#"{"op":"bind","from":"s","to":"t","map":"$ * 10"}"#,
+                        #"{"op":"batch","ops":[{"op":"set","key":"s","value":1},{"op":"set","key":"t","value":2}]}"#,
+                        #"{"op":"batch","ops":[{"op":"set","key":"t","value":3},{"op":"set","key":"s","value":4}]}"#]
+        let sandbox = try Sandbox()
+        let single = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--memory"])
+        XCTAssertTrue(single.waitUntilListening())
+        let one = try Client(sandbox.socket)
+        var expected: [String] = []
+        for request in requests {
+            one.send(request + "\n")
+            _ = one.readLine()
+        }
+        for key in ["s", "t"] {
+            one.send(#"{"op":"get","key":"\#(key)"}"# + "\n")
+            expected.append("\(json(one.readLine())["value"] ?? "-")")
+        }
+
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        _ = try hosts.request(0, requests[0])
+        var last = 0
+        for request in requests.dropFirst() { last = try hosts.request(1, request)["rev"] as? Int ?? last }
+        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        for (group, index) in [(hosts, 0), (hosts, 1), (late, 0)] {
+            waitFor("a host at \(last)") { (try? group.request(index, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= last }
+            let values = try ["s", "t"].map { "\(try group.request(index, #"{"op":"get","key":"\#($0)"}"#)["value"] ?? "-")" }
+            XCTAssertEqual(values, expected, "host \(index) of \(group === late ? "the late group" : "the first")")
+        }
+    }
+
+    /// A host frozen longer than its lease's TTL (a paused VM): etcd removed its ephemeral keys,
+    /// and every host says why. Running again, the host serves as before: an ephemeral key set on
+    /// it now lives, on every host.
+    func test_aHostFrozenPastItsLease_losesItsEphemeralKeys_thenSetsNewOnes() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let watcher = try watch(hosts, 1, ["eph"])
+        let owner = try hosts.client(0)
+        owner.send(#"{"op":"set","key":"eph","value":1,"ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 1)
+        hosts.hosts[0]!.signal(SIGSTOP)
+        let gone = ClusterHosts.event(watcher)
+        hosts.hosts[0]!.signal(SIGCONT)
+        XCTAssertEqual(gone["event"] as? String, "delete", "\(gone)")
+        XCTAssertEqual(gone["reason"] as? String, "ephemeral")
+
+        owner.send(#"{"op":"set","key":"eph","value":2,"ephemeral":true}"# + "\n")
+        let answer = json(owner.readLine())
+        XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)\n\(hosts.logs)")
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 2)
+        // Past another lease TTL (2 s), the key is still there: it was put with a live lease.
+        let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"eph.marker","value":1,"ttl_ms":3000}"#)["rev"] as? Int)
+        waitFor("the marker to expire") { (try? hosts.request(1, #"{"op":"get","key":"eph.marker"}"#)["ok"] as? Bool) == false }
+        let still = try hosts.request(1, #"{"op":"get","key":"eph"}"#)
+        XCTAssertEqual(still["value"] as? Int, 2, "\(still), marker at \(marker)\n\(hosts.logs)")
+        withExtendedLifetime(owner) {}
+    }
+}
