@@ -73,6 +73,9 @@ public final class EtcdClient {
     /// The endpoint requests go to first: the last that answered.
     public var currentEndpoint: String { driver.currentEndpoint }
 
+    /// The endpoint a watch is on now; nil when it is being set up again or has ended.
+    public func endpoint(ofWatch id: EtcdRequestID) -> String? { driver.watches[id]?.endpoint }
+
     /// The most connections to etcd a client with `configuration` holds at once when it keeps
     /// `watches` watches: a request or a watch has one each while under way, and libcurl keeps
     /// some idle ones for the next requests. (Its epoll set, timer and eventfd are three more

@@ -67,7 +67,11 @@ public final class Store {
     @exclusivity(unchecked) var answersHotRequests = true
     /// Cluster mode: the log that decides every transaction that changes shared state
     /// (Store+SharedLog.swift). Nil on one host, where the store decides and pays nothing for it.
-    @exclusivity(unchecked) public var sharedLog: (any SharedLog)?
+    @exclusivity(unchecked) public var sharedLog: (any SharedLog)? {
+        // A `since` past what this host applied comes from a host ahead of it: the watch starts
+        // there (WatchHub.sendReplay).
+        didSet { watches.sinceAheadStartsThere = sharedLog != nil }
+    }
 
     /// Every client's watches, and the delivery of this store's changes to them.
     let watches: WatchHub

@@ -63,6 +63,9 @@ final class Watch {
     // (Delivery state, touched for every event: the hub is used by one thread at a time, so no
     // dynamic exclusivity checks.)
     @exclusivity(unchecked) var collectRev: UInt64 = 0
+    /// Events of revisions up to this one are not sent (cluster mode: a `since` taken on a host
+    /// ahead of this one, WatchHub.sendReplay).
+    @exclusivity(unchecked) var startsAfter: UInt64 = 0
     /// Where in the transaction's records each of its events is.
     @exclusivity(unchecked) var collected: [Int] = []
     @exclusivity(unchecked) var publishStamp: UInt64 = 0

@@ -61,7 +61,7 @@ extension WatchHub {
         let sharing = entry.watches.count > 1 ? sharing : 0
         let body = body(of: record)
         entry.watches.forEachGuaranteed { watch in
-            guard watch.active && watch.collectRev != rev else { return }
+            guard watch.active && watch.collectRev != rev && rev > watch.startsAfter else { return }
             watch.collectRev = rev
             deliver(record, body: body, to: watch, sharing: sharing)
             if watch.flushesWhenDrained { flushLatest(watch) }
@@ -90,7 +90,7 @@ extension WatchHub {
         var perWatch = false
         func collect(_ offset: Int, _ entry: WatchedPattern) {
             entry.watches.forEachGuaranteed { watch in
-                guard watch.active else { return }
+                guard watch.active && rev > watch.startsAfter else { return }
                 if watch.collectRev != rev {
                     watch.collectRev = rev
                     watch.collected.removeAll(keepingCapacity: true)

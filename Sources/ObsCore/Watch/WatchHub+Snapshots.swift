@@ -20,6 +20,11 @@ extension WatchHub {
     /// Replays history after `since`, then `synced`; when that is older than the history kept,
     /// `compacted` and a snapshot instead.
     func sendReplay(_ watch: Watch, since: UInt64) {
+        if since > rev, sinceAheadStartsThere {
+            watch.startsAfter = since
+            sendControl(watch, .synced, [("rev", .int(Int64(since)))])
+            return
+        }
         var matching: [EventRecord] = []
         var revField = ByteBuffer()
         let kept = history.forEachTransaction(after: since) { rev, events in

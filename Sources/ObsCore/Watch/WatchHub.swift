@@ -12,6 +12,10 @@ final class WatchHub {
     @exclusivity(unchecked) unowned(unsafe) var state: (any WatchedState)!
     /// The revision of the last committed transaction handed over.
     @exclusivity(unchecked) var rev: UInt64
+    /// Cluster mode: a `since` past `rev` was taken on a host ahead of this one, whose revisions
+    /// are this one's too: the watch sends nothing up to it. (On one host it replays nothing and
+    /// goes on from `rev`, as documented.)
+    @exclusivity(unchecked) var sinceAheadStartsThere = false
     /// (Read for every event delivered, by the one thread: no dynamic exclusivity checks.)
     @exclusivity(unchecked) var patterns = PatternIndex<WatchedPattern>()
     @exclusivity(unchecked) var history: History

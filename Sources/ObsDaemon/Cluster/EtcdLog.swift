@@ -52,6 +52,9 @@ final class EtcdLog: SharedLog {
         case keepAlive
         /// A page of everything under the prefix, read again after a compaction.
         case resync(PrefixRead)
+        /// The removal of a definition's record that a later value of the same name replaced
+        /// (`removeReplacedDefinition`): its outcome does not matter.
+        case cleanup
     }
     private var pending: [EtcdRequestID: Pending] = [:]
     /// Decisions and answers waiting until this host has applied a revision, by that revision.
@@ -71,6 +74,11 @@ final class EtcdLog: SharedLog {
     private var nextKeepAlive: Double?
     private var lastFailure: String?
     private var watchLive = false
+    /// Since when this host has been behind the revision etcd's answers report, and when its
+    /// watch last brought news: a watch on a member that hangs (stopped, its disk stalled) while
+    /// the others go on brings nothing, and nothing else would end it (`watchStalled`).
+    private var behindSince: Double?
+    private var watchNewsAt: Double = 0
 
     /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
     /// start-up, before the loop runs): the log, and the state to restore the store from.
@@ -296,6 +304,39 @@ final class EtcdLog: SharedLog {
             }
         }
         fireWaiting(now: now)
+        if Int64(store.rev) >= etcdRevision {
+            behindSince = nil
+        } else if behindSince == nil {
+            behindSince = now
+        }
+    }
+
+    /// When the watch counts as stalled: `etcd_timeout` after the later of this host falling
+    /// behind etcd's answers and the watch's last news.
+    private var watchStalledAt: Double? {
+        guard watch != nil, let behindSince else { return nil }
+        return max(behindSince, watchNewsAt) + timeout
+    }
+
+    /// A watch that brought nothing for `etcd_timeout` while etcd's answers say this host is
+    /// behind, on a member other than the one that answers this host's requests, is on a member
+    /// that hangs (stopped, its disk stalled) while the others go on: it is ended and set up
+    /// again from the last revision applied, on the endpoint that answers. (On the member that
+    /// answers, a watch that brings nothing is not behind: etcd counts one revision for all its
+    /// keys, and other prefixes' writes move it on.)
+    private func restartStalledWatch(now: Double) {
+        guard let due = watchStalledAt, due <= now, let stalled = watch else { return }
+        guard let member = client.endpoint(ofWatch: stalled), member != client.currentEndpoint else {
+            behindSince = nil
+            return
+        }
+        log.warn("cluster: the watch of etcd on \(member) brought nothing for \(timeout) s while etcd is at revision \(etcdRevision) and this host at \(store.rev); watching again from \(client.currentEndpoint)")
+        client.cancelWatch(stalled)
+        watch = nil
+        watchLive = false
+        behindSince = now
+        watchNewsAt = now
+        startWatch()
     }
 
     private func answered(_ request: Pending, _ result: Result<EtcdResponse, EtcdError>, now: Double) {
@@ -456,8 +497,10 @@ final class EtcdLog: SharedLog {
         switch update {
         case .created(let revision):
             watchLive = true
+            watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)
         case .events(let revision, let events):
+            watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)
             var start = 0
             while start < events.count {
@@ -468,6 +511,7 @@ final class EtcdLog: SharedLog {
                 start = end
             }
         case .progress(let revision):
+            watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)
         case .compacted(let compactRevision):
             watchLive = false
@@ -502,6 +546,7 @@ final class EtcdLog: SharedLog {
                 switch (kind, event.kind) {
                 case (.value, .put):
                     let (key, writerBindingsRev) = try records.writtenKey(name, event.kv)
+                    removeReplacedDefinition(name, by: event.kv.modRevision)
                     if key.owner != nil { ephemeralKeys.insert(name) } else { ephemeralKeys.remove(name) }
                     transaction.putKeys.append(key)
                     // A put without compares, from a host that had not applied the last binding change.
@@ -555,16 +600,45 @@ final class EtcdLog: SharedLog {
         startWatch()
     }
 
+    /// A value put without compares (a plain `set`) can commit after another host's `define` of
+    /// the same name that its host had not seen: every host then holds the value, which replaced
+    /// the definition, but etcd holds both records. The definition's record is removed, compared
+    /// on its revision (every host asks; the first wins), so that a host reading the prefix later
+    /// finds only the value, and no later delete of the value brings the definition back.
+    private func removeReplacedDefinition(_ name: String, by valueRevision: Int64) {
+        let definition = records.key(.definition, name)
+        guard let definitionRevision = modRevisions[definition], definitionRevision < valueRevision else { return }
+        let remove = Txn(compares: [Compare(key: definition, .equal, .modRevision(definitionRevision))],
+                         success: [.deleteRange(DeleteRangeRequest(key: definition))])
+        pending[client.submit(.txn(remove))] = .cleanup
+    }
+
     /// The state a range of the whole prefix holds; the records it reads are noted as applied.
     private func state(of range: RangeResponse) -> StoredState {
         var state = StoredState(rev: UInt64(range.header.revision))
         etcdRevision = max(etcdRevision, range.header.revision)
+        // A name with both a value and a definition record (a plain `set` that committed after a
+        // `define` its host had not seen): the later one is what every running host holds.
+        var valueRevisions: [String: Int64] = [:]
+        var definitionRevisions: [String: Int64] = [:]
+        for kv in range.kvs {
+            switch records.parse(kv.key) {
+            case (.value, let name)?: valueRevisions[name] = kv.modRevision
+            case (.definition, let name)?: definitionRevisions[name] = kv.modRevision
+            default: break
+            }
+        }
         for kv in range.kvs {
             guard let (kind, name) = records.parse(kv.key) else {
                 skip(kv.key, "not a record of obsd's")
                 continue
             }
             modRevisions[kv.key] = kv.modRevision
+            if kind == .definition, let value = valueRevisions[name], value > kv.modRevision {
+                removeReplacedDefinition(name, by: value)
+                continue
+            }
+            if kind == .value, let definition = definitionRevisions[name], definition > kv.modRevision { continue }
             do throws(ClusterRecords.Unreadable) {
                 switch kind {
                 case .value:
@@ -597,7 +671,7 @@ final class EtcdLog: SharedLog {
     /// Monotonic seconds of the next thing to do: a lease renewal, a watch to set up again, an
     /// answer that waited too long.
     var nextDeadline: Double? {
-        [nextKeepAlive, watchRetryAt, waiting.map(\.deadline).min()].compactMap { $0 }.min()
+        [nextKeepAlive, watchRetryAt, watchStalledAt, waiting.map(\.deadline).min()].compactMap { $0 }.min()
     }
 
     func tick(now: Double) {
@@ -606,6 +680,7 @@ final class EtcdLog: SharedLog {
             pending[client.submit(.leaseKeepAlive(id: lease), timeout: .seconds(Double(leaseTTL) / 3))] = .keepAlive
         }
         if let due = watchRetryAt, due <= now, watch == nil { startWatch() }
+        restartStalledWatch(now: now)
         fireWaiting(now: now)
     }
 }

@@ -30,6 +30,31 @@ final class ClusterHostileTests: XCTestCase {
         XCTAssertEqual(event["new"] as? Int, 2, "the reader never applied revision \(rev); its stats: \(stats)\n\(reader.logs)")
     }
 
+    /// etcd counts one revision for all its keys: writes under another prefix move it on with
+    /// nothing for this host's watch. That is not a stalled watch, and it is not set up again.
+    func test_writesUnderAnotherPrefix_doNotRestartTheWatch() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1, timeout: "1s")
+        let host = try XCTUnwrap(hosts.hosts[0])
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"k","value":1}"#)["ok"] as? Bool, true)
+        let before = try XCTUnwrap(try hosts.request(0, #"{"op":"stats"}"#)["cluster"] as? [String: Any])["etcd_rev"] as? Int ?? 0
+        for index in 0..<5 { _ = try etcd.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        // The host learns etcd's revision from its lease's renewals (every third of ephemeral_ttl,
+        // 2 s here); well past etcd_timeout (1 s) after that, its watch is still the first one.
+        XCTAssertTrue(waitFor("the host to see etcd's revision move on") {
+            ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["etcd_rev"] as? Int ?? 0 >= before + 5
+        })
+        let seen = Date()
+        waitFor("three etcd_timeouts to pass") { Date().timeIntervalSince(seen) > 3 }
+        XCTAssertFalse(host.log.contains("watching again"), host.log)
+        // Its watch still brings this prefix's changes.
+        let watcher = try watch(hosts, 0, ["k"])
+        XCTAssertEqual(try etcd.etcdctl(["put", hosts.prefix + "k/k", #"{"value":2}"#]).isEmpty, false)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 2)
+        XCTAssertFalse(host.log.contains("watching again"), host.log)
+    }
+
     /// A client that watched on one host up to revision R resumes on another with `since: R`; that
     /// host is behind (its watch of etcd is slow) and has not applied R yet. It must send the
     /// changes after R, not again those up to R once it applies them.
@@ -134,6 +159,19 @@ final class ClusterHostileTests: XCTestCase {
             if running != other || running != started { differing.append("\(name): \(running) / \(other) / started later: \(started)") }
         }
         XCTAssertEqual(differing, [], "hosts disagree on keys both defined and set")
+
+        // Deleted everywhere, a name stays deleted for a host that reads the prefix afterwards:
+        // no definition record the value replaced is left to come back.
+        var deleted = 0
+        for name in names {
+            let answer = try hosts.request(0, #"{"op":"delete","key":"\#(name)"}"#)
+            XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)")
+            deleted = max(deleted, answer["rev"] as? Int ?? deleted)
+        }
+        let later = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        waitFor("the last host at \(deleted)") { (try? later.request(0, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= deleted }
+        let left = try names.filter { try later.request(0, #"{"op":"describe","key":"\#($0)"}"#)["ok"] as? Bool == true }
+        XCTAssertEqual(left, [], "names that came back on a host started after they were deleted")
     }
 
     /// `incr` of one counter from four clients on each of three hosts at once (a fleet counting
