@@ -1,0 +1,134 @@
+// Cluster mode against more of what an unlucky operator meets: etcd re-created under running
+// hosts (its revisions starting again lower), a compaction at the newest revision, hosts down while
+// a TTL key's deadline passes, and the upgrade path from one prefix to another with obsctl.
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+final class ClusterHostile2Tests: XCTestCase {
+    /// etcd's data lost and the cluster made again (or restored from an old snapshot) on the same
+    /// endpoints, under a running host: etcd's revisions are now lower than the ones the host
+    /// applied. The host must not acknowledge a write it then does not serve: a client that
+    /// writes and then reads on one host sees its write, or the write fails.
+    func test_etcdRecreatedWithLowerRevisions_aWriteAcknowledgedIsServed() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1)
+        // Other applications' writes move etcd's revision on, past what a new cluster reaches at once.
+        for index in 0..<20 { try etcd.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        let applied = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["rev"] as? Int)
+
+        for index in etcd.members.indices { etcd.stop(index) }
+        for member in etcd.members { try FileManager.default.removeItem(atPath: member.dataDirectory) }
+        try etcd.restart(Array(etcd.members.indices))
+
+        // The host reaches the new cluster within a few of its retries; until then writes are unavailable.
+        var answer: [String: Any] = [:]
+        waitFor("a write that is not unavailable") {
+            answer = (try? hosts.request(0, #"{"op":"set","key":"b","value":1}"#)) ?? [:]
+            return ((answer["error"] as? [String: Any])?["code"] as? String) != "unavailable" && !answer.isEmpty
+        }
+        guard answer["ok"] as? Bool == true else { return }
+        let read = try hosts.request(0, #"{"op":"get","key":"b"}"#)
+        let stats = try hosts.request(0, #"{"op":"stats"}"#)["cluster"] ?? [:]
+        XCTAssertEqual(read["value"] as? Int, 1,
+                       "set b answered \(answer) after the host applied revision \(applied); get b answers \(read); stats \(stats)\n\(hosts.logs)")
+        XCTAssertGreaterThan(answer["rev"] as? Int ?? 0, applied, "revisions went backwards on one host")
+    }
+
+    /// A compaction at the newest revision while every host is caught up (an operator's routine
+    /// `etcdctl compaction`): the watches go on with the next change, no `compacted`, nothing lost.
+    func test_compactionAtTheNewestRevision_underCaughtUpHosts_isInvisible() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let watcher = try watch(hosts, 1, ["c"])
+        let first = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"c","value":1}"#)["rev"] as? Int)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 1)
+        try hosts.etcd.etcdctl(["compaction", "\(first)"])
+        for value in 2...4 { _ = try hosts.request(0, "{\"op\":\"set\",\"key\":\"c\",\"value\":\(value)}") }
+        var events: [String] = []
+        while events.last != "change 4" {
+            let event = ClusterHosts.event(watcher)
+            guard let name = event["event"] as? String else { break }
+            events.append("\(name)\((event["new"] as? Int).map { " \($0)" } ?? "")")
+        }
+        XCTAssertEqual(events, ["change 2", "change 3", "change 4"], hosts.logs)
+        // A host started afterwards reads the compacted state.
+        let later = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        XCTAssertEqual(try later.request(0, #"{"op":"get","key":"c"}"#)["value"] as? Int, 4)
+    }
+
+    /// Every host is down while a TTL key's deadline passes: the hosts that start again find it
+    /// past its deadline and expire it, once (both propose; one delete commits), with reason ttl.
+    func test_aTTLKeyWhoseDeadlinePassedWhileEveryHostWasDown_expiresOnceAtStart() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let set = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"t","value":1,"ttl_ms":1000}"#)["rev"] as? Int)
+        let deadline = Date().addingTimeInterval(1)
+        hosts.kill(0)
+        hosts.kill(1)
+        waitFor("the deadline to pass") { Date() > deadline.addingTimeInterval(0.5) }
+        try hosts.start(0)
+        try hosts.start(1)
+        for index in 0..<2 {
+            waitFor("host \(index) to expire t") {
+                ((try? hosts.request(index, #"{"op":"get","key":"t"}"#))?["error"] as? [String: Any])?["code"] as? String == "not_found"
+            }
+        }
+        let history = try hosts.etcd.etcdctl(["get", hosts.prefix + "m/reason", "--print-value-only", "--rev", "\(set + 1)"])
+        XCTAssertEqual(history.trimmingCharacters(in: .whitespacesAndNewlines), #""ttl""#, "revision \(set + 1) is not the expiry")
+        let marker = try XCTUnwrap(try hosts.request(1, #"{"op":"set","key":"marker","value":1}"#)["rev"] as? Int)
+        XCTAssertEqual(marker, set + 2, "the expiry was not one transaction\n\(hosts.logs)")
+    }
+
+    /// The documented upgrade path, with obsctl, from one cluster prefix to another: `obsctl dump`
+    /// on a host of the first, `obsctl restore` on a host of the second. Keys, computeds, bindings
+    /// and TTL keys (with their deadline) arrive; ephemeral keys, which belong to a connection, do not.
+    func test_obsctlDumpThenRestoreIntoAnotherPrefix_keepsKeysComputedsBindingsAndDeadlines() throws {
+        let etcd = try SharedEtcd.get()
+        let old = try ClusterHosts(etcd, count: 1)
+        let owner = try old.client(0)
+        for line in [#"{"op":"set","key":"a","value":20}"#, #"{"op":"define","key":"f","expr":"$a * 9 / 5 + 32"}"#,
+                     #"{"op":"bind","from":"a","to":"b"}"#, #"{"op":"set","key":"t","value":"soon","ttl_ms":3000}"#,
+                     #"{"op":"set","key":"e","value":1,"ephemeral":true}"#] {
+            owner.send(line + "\n")
+            XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true, line)
+        }
+        let dump = try obsctl(old.socket(0), ["dump"])
+        XCTAssertEqual(dump.status, 0, dump.error)
+
+        let new = try ClusterHosts(etcd, count: 2)
+        let watcher = try watch(new, 1, ["t"])
+        let restore = try obsctl(new.socket(0), ["restore"], input: dump.output)
+        XCTAssertEqual(restore.status, 0, "\(restore.error)\n\(new.logs)")
+        let restored = ClusterHosts.event(watcher)
+        XCTAssertEqual(restored["new"] as? String, "soon", "\(restored)")
+        XCTAssertEqual(try new.request(1, #"{"op":"get","key":"f"}"#)["value"] as? Int, 68)
+        XCTAssertEqual(try new.request(1, #"{"op":"get","key":"b"}"#)["value"] as? Int, 20)
+        XCTAssertEqual((try new.request(1, #"{"op":"get","key":"e"}"#)["error"] as? [String: Any])?["code"] as? String, "not_found")
+        // The TTL key keeps its deadline and expires on the new prefix, once.
+        let expired = ClusterHosts.event(watcher)
+        XCTAssertEqual(expired["event"] as? String, "delete", "\(expired)\n\(new.logs)")
+        XCTAssertEqual(expired["reason"] as? String, "ttl")
+        _ = try new.request(1, #"{"op":"set","key":"a","value":100}"#)
+        waitFor("the restored binding on host 0") { (try? new.request(0, #"{"op":"get","key":"b"}"#)["value"] as? Int) == 100 }
+        withExtendedLifetime(owner) {}
+    }
+}
+
+/// Runs the built obsctl against `socket` with `input` on its stdin: its exit status and output.
+private func obsctl(_ socket: String, _ arguments: [String], input: String = "") throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
+    process.arguments = ["--socket", socket] + arguments
+    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let error = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, output, error)
+}
