@@ -79,6 +79,11 @@ final class EtcdLog: SharedLog {
     /// the others go on brings nothing, and nothing else would end it (`watchStalled`).
     private var behindSince: Double?
     private var watchNewsAt: Double = 0
+    /// Set when etcd committed a write at a revision this host had already applied: etcd's
+    /// history went back under it (its data lost and the cluster made again, or restored from an
+    /// older snapshot). What this host applied is no longer etcd's state: it stops watching and
+    /// refuses writes until restarted, and reads go on from what it applied (`revisionWentBack`).
+    private var historyWentBack: String?
 
     /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
     /// start-up, before the loop runs): the log, and the state to restore the store from.
@@ -211,11 +216,13 @@ final class EtcdLog: SharedLog {
     }
 
     private func propose(_ proposal: Proposal, leaseRenewed: Bool, _ decided: @escaping (Decision) -> Void) {
+        if let historyWentBack { return decided(.failed(ObsError(.unavailable, historyWentBack))) }
         let id = client.submit(request(for: proposal), timeout: .milliseconds(Int64(timeout * 1000)))
         pending[id] = .proposal(proposal, seen: store.rev, decided: decided, leaseRenewed: leaseRenewed)
     }
 
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
+        if let historyWentBack { return done(.failure(ObsError(.unavailable, historyWentBack))) }
         let put = PutRequest(key: records.publishKey, value: records.publish(channel: channel, payload: payload))
         publishesUnderWay += 1
         pending[client.submit(.put(put), timeout: .milliseconds(Int64(timeout * 1000)))] = .publish(done: done)
@@ -230,12 +237,15 @@ final class EtcdLog: SharedLog {
             ("applied_rev", .int(Int64(applied))), ("etcd_rev", .int(max(etcdRevision, Int64(applied)))),
             ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
             ("requests_sent", .int(Int64(client.requestsUnderWay.sent))), ("requests_waiting", .int(Int64(client.requestsUnderWay.waiting))),
-        ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? []) + (lastFailure.map { [("last_failure", .string($0))] } ?? [])
+        ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? [])
+            + ((historyWentBack ?? lastFailure).map { [("last_failure", .string($0))] } ?? [])
     }
 
     /// `connected`: watching and deciding; `degraded`: the watch is being set up again (reads are
-    /// as of `applied_rev`); `unavailable`: etcd does not answer (writes fail).
+    /// as of `applied_rev`); `unavailable`: etcd does not answer (writes fail); `diverged`: etcd's
+    /// history went back under this host (writes fail until it is restarted).
     private var state: String {
+        if historyWentBack != nil { return "diverged" }
         if lastFailure != nil { return "unavailable" }
         return watchLive ? "connected" : "degraded"
     }
@@ -350,6 +360,8 @@ final class EtcdLog: SharedLog {
             if response.succeeded {
                 if proposal.changes.isEmpty {
                     decided(.committed(rev: store.rev))
+                } else if let wentBack = revisionWentBack(rev, seen: seen) {
+                    decided(.failed(wentBack))
                 } else {
                     afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                                   late: { decided(.failed(self.notApplied(rev))) })
@@ -364,8 +376,9 @@ final class EtcdLog: SharedLog {
                 afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
                               late: { decided(.failed(self.notApplied(changedAt))) })
             }
-        case (.proposal(_, _, let decided, _), .success(.put(let response))):
+        case (.proposal(_, let seen, let decided, _), .success(.put(let response))):
             let rev = UInt64(response.header.revision)
+            if let wentBack = revisionWentBack(rev, seen: seen) { return decided(.failed(wentBack)) }
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
         case (.proposal(let proposal, _, let decided, false), .failure(.leaseNotFound)):
@@ -424,6 +437,29 @@ final class EtcdLog: SharedLog {
         default:
             break
         }
+    }
+
+    /// A write etcd committed at `rev`, a revision this host had applied (`seen`) before it proposed
+    /// the write, cannot be: etcd's
+    /// history went back under this host. From then on nothing it applied is etcd's state, and
+    /// whatever it applied next would be applied on top of a state etcd no longer has: it stops
+    /// watching and refuses writes (reads go on, as during an outage) until an operator restarts
+    /// it, when it reads etcd's state. The error for the write that found it; nil when all is well.
+    /// (Only a write's answer is taken as proof: a watch set up again on a member that lags may
+    /// report an older revision for a moment.)
+    private func revisionWentBack(_ rev: UInt64, seen: UInt64) -> ObsError? {
+        guard rev <= seen else { return nil }
+        if historyWentBack == nil {
+            let message = "etcd's history went back: it committed a write at revision \(rev), but this host had applied revision "
+                + "\(seen) (etcd's data lost and the cluster made again, or restored from an older snapshot); this host "
+                + "refuses writes and serves what it applied until it is restarted"
+            log.error("cluster: \(message)")
+            historyWentBack = message
+            if let watch { client.cancelWatch(watch) }
+            watch = nil
+            watchLive = false
+        }
+        return ObsError(.unavailable, "\(historyWentBack!) (the write was committed by etcd at revision \(rev))")
     }
 
     /// Asks for a new lease once this host's is found gone: its ephemeral keys were removed.
@@ -490,6 +526,7 @@ final class EtcdLog: SharedLog {
 
     private func startWatch() {
         watchRetryAt = nil
+        guard historyWentBack == nil else { return }
         watch = client.watch(.prefix(records.prefix, startRevision: Int64(store.rev) + 1))
     }
 
