@@ -41,6 +41,31 @@ final class ClusterHostile2Tests: XCTestCase {
         XCTAssertGreaterThan(answer["rev"] as? Int ?? 0, applied, "revisions went backwards on one host")
     }
 
+    /// The same under a host that only reads: it cannot wait for a write to find it out. Its
+    /// watch, set up again on the new cluster, starts at a revision etcd says is older than the
+    /// one the host applied; the host must find the damage (a member that lags says the same for a
+    /// moment, but a linearizable read tells them apart) rather than serve, as connected, keys
+    /// etcd no longer holds.
+    func test_etcdRecreatedWithLowerRevisions_underAHostThatOnlyReads_isFound() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1)
+        for index in 0..<20 { try etcd.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        _ = try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)
+
+        for index in etcd.members.indices { etcd.stop(index) }
+        for member in etcd.members { try FileManager.default.removeItem(atPath: member.dataDirectory) }
+        try etcd.restart(Array(etcd.members.indices))
+
+        var state = "", read: [String: Any] = [:]
+        waitFor("the host to show the damage, or to serve etcd's state") {
+            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            read = (try? hosts.request(0, #"{"op":"get","key":"a"}"#)) ?? [:]
+            return !["connected", "degraded", "unavailable", ""].contains(state) || (read["error"] as? [String: Any])?["code"] as? String == "not_found"
+        }
+        XCTAssertNotEqual(state, "connected", "a key etcd no longer holds is served as connected: \(read)\n\(hosts.logs)")
+    }
+
     /// A compaction at the newest revision while every host is caught up (an operator's routine
     /// `etcdctl compaction`): the watches go on with the next change, no `compacted`, nothing lost.
     func test_compactionAtTheNewestRevision_underCaughtUpHosts_isInvisible() throws {
