@@ -55,6 +55,9 @@ final class EtcdLog: SharedLog {
         /// The removal of a definition's record that a later value of the same name replaced
         /// (`removeReplacedDefinition`): its outcome does not matter.
         case cleanup
+        /// A linearizable read sent when a watch was set up at a revision older than this host
+        /// applied (`seen`): its answer tells a member that lags from etcd's history gone back.
+        case historyCheck(seen: UInt64)
     }
     private var pending: [EtcdRequestID: Pending] = [:]
     /// Decisions and answers waiting until this host has applied a revision, by that revision.
@@ -360,7 +363,7 @@ final class EtcdLog: SharedLog {
             if response.succeeded {
                 if proposal.changes.isEmpty {
                     decided(.committed(rev: store.rev))
-                } else if let wentBack = revisionWentBack(rev, seen: seen) {
+                } else if rev <= seen, let wentBack = wentBack(seen: seen, found: "committed a write at revision \(rev)") {
                     decided(.failed(wentBack))
                 } else {
                     afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
@@ -378,7 +381,9 @@ final class EtcdLog: SharedLog {
             }
         case (.proposal(_, let seen, let decided, _), .success(.put(let response))):
             let rev = UInt64(response.header.revision)
-            if let wentBack = revisionWentBack(rev, seen: seen) { return decided(.failed(wentBack)) }
+            if rev <= seen, let wentBack = wentBack(seen: seen, found: "committed a write at revision \(rev)") {
+                return decided(.failed(wentBack))
+            }
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
         case (.proposal(let proposal, _, let decided, false), .failure(.leaseNotFound)):
@@ -434,23 +439,23 @@ final class EtcdLog: SharedLog {
             for (_, decided) in proposals { decided(.failed(refused)) }
         case (.keepAlive, .failure(let error)):
             _ = failure(error)
+        case (.historyCheck(let seen), .success(let response)) where UInt64(response.header.revision) < seen:
+            _ = wentBack(seen: seen, found: "answered a linearizable read at revision \(response.header.revision)")
         default:
             break
         }
     }
 
-    /// A write etcd committed at `rev`, a revision this host had applied (`seen`) before it proposed
-    /// the write, cannot be: etcd's
-    /// history went back under this host. From then on nothing it applied is etcd's state, and
-    /// whatever it applied next would be applied on top of a state etcd no longer has: it stops
+    /// etcd committing a write at a revision this host had applied (`seen`) before it proposed the
+    /// write, or answering a linearizable read sent after that at an older revision, cannot be:
+    /// etcd's history went back under this host. From then on nothing it applied is etcd's state,
+    /// and whatever it applied next would go on top of a state etcd no longer has: it stops
     /// watching and refuses writes (reads go on, as during an outage) until an operator restarts
-    /// it, when it reads etcd's state. The error for the write that found it; nil when all is well.
-    /// (Only a write's answer is taken as proof: a watch set up again on a member that lags may
-    /// report an older revision for a moment.)
-    private func revisionWentBack(_ rev: UInt64, seen: UInt64) -> ObsError? {
-        guard rev <= seen else { return nil }
+    /// it, when it reads etcd's state. The error for a write that found it. (A watch set up again
+    /// on a member that lags may report an older revision for a moment: only a reason to ask.)
+    private func wentBack(seen: UInt64, found: String) -> ObsError? {
         if historyWentBack == nil {
-            let message = "etcd's history went back: it committed a write at revision \(rev), but this host had applied revision "
+            let message = "etcd's history went back: it \(found), but this host had applied revision "
                 + "\(seen) (etcd's data lost and the cluster made again, or restored from an older snapshot); this host "
                 + "refuses writes and serves what it applied until it is restarted"
             log.error("cluster: \(message)")
@@ -459,7 +464,7 @@ final class EtcdLog: SharedLog {
             watch = nil
             watchLive = false
         }
-        return ObsError(.unavailable, "\(historyWentBack!) (the write was committed by etcd at revision \(rev))")
+        return ObsError(.unavailable, "\(historyWentBack!) (etcd \(found))")
     }
 
     /// Asks for a new lease once this host's is found gone: its ephemeral keys were removed.
@@ -536,6 +541,9 @@ final class EtcdLog: SharedLog {
             watchLive = true
             watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)
+            if revision < Int64(store.rev) {
+                pending[client.submit(.range(RangeRequest(key: records.bindingsEpoch, countOnly: true)))] = .historyCheck(seen: store.rev)
+            }
         case .events(let revision, let events):
             watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)
