@@ -142,6 +142,83 @@ final class ClusterHostile2Tests: XCTestCase {
         waitFor("the restored binding on host 0") { (try? new.request(0, #"{"op":"get","key":"b"}"#)["value"] as? Int) == 100 }
         withExtendedLifetime(owner) {}
     }
+
+    /// `obsctl watch --reconnect` on a host that is killed and started again while another host
+    /// writes: it resumes with `since` on the restarted host (whose history starts afresh), so
+    /// every change arrives once, or a `compacted` and a snapshot holding the latest value.
+    func test_obsctlWatchReconnect_acrossARestartOfItsHost_losesAndRepeatsNothing() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":0}"#)
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
+        watcher.arguments = ["--socket", hosts.socket(0), "watch", "w", "--no-initial", "--reconnect", "--timeout", "30s"]
+        let stdout = Pipe()
+        watcher.standardOutput = stdout
+        try watcher.run()
+        defer { if watcher.isRunning { watcher.terminate() } }
+        var buffer = Data()
+        var lines: [[String: Any]] = []
+        /// Reads obsctl's lines until a change to `value` or a snapshot holding it (nil: its synced
+        /// line); false when it ended.
+        func read(until value: Int?) -> Bool {
+            while true {
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let object = json(String(decoding: buffer[..<newline], as: UTF8.self))
+                    buffer.removeSubrange(...newline)
+                    lines.append(object)
+                    if let value, object["new"] as? Int == value || object["value"] as? Int == value { return true }
+                    if value == nil, object["event"] as? String == "synced" { return true }
+                }
+                let more = stdout.fileHandleForReading.availableData
+                if more.isEmpty { return false }
+                buffer.append(more)
+            }
+        }
+        XCTAssertTrue(read(until: nil))
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":1}"#)
+        XCTAssertTrue(read(until: 1))
+        hosts.kill(0)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":2}"#)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":3}"#)
+        try hosts.start(0)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":4}"#)
+        XCTAssertTrue(read(until: 4), "\(lines)\n\(hosts.logs)")
+        // What a client rebuilds from the lines: every change once, or a snapshot then what followed it.
+        var seen: [Int] = []
+        for line in lines {
+            switch line["event"] as? String {
+            case "change": seen.append(line["new"] as? Int ?? -1)
+            case "compacted": seen.append(-100)
+            case "initial": seen.append(line["value"] as? Int ?? -1)
+            default: break
+            }
+        }
+        XCTAssertTrue([[1, 2, 3, 4], [1, -100, 3, 4], [1, -100, 4]].contains(seen), "\(seen): \(lines)")
+    }
+
+    /// `obsctl apply` of a definitions file on one host: every host has its keys, computeds and
+    /// bindings; applied again on another host, it changes nothing (no revision).
+    func test_obsctlApplyOnOneHost_isSeenOnAnother_andAgainChangesNothing() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let file = hosts.sandbox.root + "/definitions"
+        try hosts.sandbox.write("""
+            # status bar
+            set volume 0.4
+            define volume.label 'format("{}%", round($volume * 100))'
+            bind net.ssid bar.wifi --map 'value ?? "offline"'
+            """, to: file)
+        let first = try obsctl(hosts.socket(0), ["apply", file])
+        XCTAssertEqual(first.status, 0, first.error)
+        let rev = try XCTUnwrap(try hosts.request(0, #"{"op":"ping"}"#)["rev"] as? Int)
+        waitFor("host 1 at \(rev)") { (try? hosts.request(1, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= rev }
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"volume.label"}"#)["value"] as? String, "40%")
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"bar.wifi"}"#)["value"] as? String, "offline")
+        let again = try obsctl(hosts.socket(1), ["apply", file])
+        XCTAssertEqual(again.status, 0, again.error)
+        XCTAssertEqual(try hosts.request(1, #"{"op":"ping"}"#)["rev"] as? Int, rev, "applying the file again made a revision\n\(again.output)")
+        _ = try hosts.request(1, #"{"op":"set","key":"net.ssid","value":"home"}"#)
+        waitFor("the binding on host 0") { (try? hosts.request(0, #"{"op":"get","key":"bar.wifi"}"#)["value"] as? String) == "home" }
+    }
 }
 
 /// Runs the built obsctl against `socket` with `input` on its stdin: its exit status and output.
