@@ -219,6 +219,56 @@ final class ClusterHostile2Tests: XCTestCase {
         _ = try hosts.request(1, #"{"op":"set","key":"net.ssid","value":"home"}"#)
         waitFor("the binding on host 0") { (try? hosts.request(0, #"{"op":"get","key":"bar.wifi"}"#)["value"] as? String) == "home" }
     }
+
+    /// Fifty pattern watches on one connection of one host that reads nothing while another host
+    /// writes fast: the host bounds what it queues for that client (`overflow`), and once the
+    /// client reads, every watch ends holding every key's last value (a snapshot after its
+    /// overflow, then live changes); the host answers others meanwhile.
+    func test_manyPatternWatches_onAClientThatDoesNotRead_overflowAndEndWithTheLastValues() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let slow = try hosts.client(1)
+        for _ in 0..<50 {
+            slow.send(#"{"op":"watch","keys":["k.*"],"initial":false}"# + "\n")
+            XCTAssertEqual(json(slow.readLine())["ok"] as? Bool, true)
+            XCTAssertEqual(ClusterHosts.event(slow)["event"] as? String, "synced")
+        }
+        let value = String(repeating: "v", count: 4096)
+        let writer = try hosts.client(0)
+        var last: [String: String] = [:]
+        for round in 0..<10 {
+            for index in 0..<100 {
+                let key = "k.\(index % 20)", written = "\(value)\(round * 100 + index)"
+                last[key] = written
+                writer.send("{\"op\":\"set\",\"key\":\"\(key)\",\"value\":\"\(written)\"}\n")
+            }
+            for _ in 0..<100 { XCTAssertEqual(json(writer.readLine())["ok"] as? Bool, true) }
+        }
+        let end = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k.done","value":"end"}"#)["rev"] as? Int)
+        last["k.done"] = "end"
+        waitFor("host 1 at \(end)") { (try? hosts.request(1, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= end }
+
+        var states: [Int: [String: String]] = [:]
+        var overflows = 0
+        while states.count < 50 || states.values.contains(where: { $0["k.done"] != "end" }) {
+            guard let line = slow.readLine() else { break }
+            let event = json(line)
+            guard let watch = event["watch"] as? Int, let name = event["event"] as? String else { continue }
+            switch name {
+            case "overflow", "compacted":
+                overflows += 1
+                states[watch] = [:]
+            case "initial", "change":
+                if let key = event["key"] as? String { states[watch, default: [:]][key] = event[name == "initial" ? "value" : "new"] as? String }
+            default: break
+            }
+        }
+        XCTAssertGreaterThan(overflows, 0, "nothing overflowed: the test did not exceed the client's output bound")
+        XCTAssertEqual(states.count, 50)
+        for (watch, state) in states where state != last {
+            XCTFail("watch \(watch) ends with \(state.count) keys, differing at \(state.keys.filter { state[$0] != last[$0] }.sorted())")
+            break
+        }
+    }
 }
 
 /// Runs the built obsctl against `socket` with `input` on its stdin: its exit status and output.
