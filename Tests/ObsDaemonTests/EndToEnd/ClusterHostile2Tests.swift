@@ -66,6 +66,31 @@ final class ClusterHostile2Tests: XCTestCase {
         XCTAssertNotEqual(state, "connected", "a key etcd no longer holds is served as connected: \(read)\n\(hosts.logs)")
     }
 
+    /// A host whose endpoints name members of two different etcd clusters (a misconfiguration:
+    /// one member of the cluster meant, one of another that holds other data), failing over from
+    /// the first to the second: what it applied from the first is not the second's state. It must
+    /// not go on as connected, serving both (etcd's answers carry the cluster's ID).
+    func test_endpointsOfTwoDifferentEtcdClusters_failingOver_isFound() throws {
+        let meant = try startEtcdCluster()
+        defer { meant.shutDown() }
+        let other = try startEtcdCluster()
+        defer { other.shutDown() }
+        // The other cluster is ahead, so nothing in its revisions gives the mix-up away.
+        for index in 0..<30 { try other.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        let hosts = try ClusterHosts(meant, count: 1, extra: ["--etcd-endpoints", "\(meant.endpoints[0]),\(other.endpoints[0])"])
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["ok"] as? Bool, true)
+        for index in meant.members.indices { meant.kill(index) }
+
+        let answer = try hosts.request(0, #"{"op":"set","key":"b","value":1}"#)
+        var state = "", read: [String: Any] = [:]
+        waitFor("the host to show the damage, or to serve one cluster's state") {
+            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            read = (try? hosts.request(0, #"{"op":"get","key":"a"}"#)) ?? [:]
+            return !["connected", "degraded", "unavailable", ""].contains(state) || (read["error"] as? [String: Any])?["code"] as? String == "not_found"
+        }
+        XCTAssertNotEqual(state, "connected", "set b on the other cluster answered \(answer); a, which only the first holds, reads \(read)\n\(hosts.logs)")
+    }
+
     /// A compaction at the newest revision while every host is caught up (an operator's routine
     /// `etcdctl compaction`): the watches go on with the next change, no `compacted`, nothing lost.
     func test_compactionAtTheNewestRevision_underCaughtUpHosts_isInvisible() throws {
