@@ -248,8 +248,8 @@ final class EtcdLog: SharedLog {
     }
 
     /// `connected`: watching and deciding; `degraded`: the watch is being set up again (reads are
-    /// as of `applied_rev`); `unavailable`: etcd does not answer (writes fail); `diverged`: etcd's
-    /// history went back under this host (writes fail until it is restarted).
+    /// as of `applied_rev`); `unavailable`: etcd does not answer (writes fail); `diverged`: what this
+    /// host applied is no longer etcd's state (writes fail until it is restarted; `diverge`).
     private var state: String {
         if diverged != nil { return "diverged" }
         if lastFailure != nil { return "unavailable" }
