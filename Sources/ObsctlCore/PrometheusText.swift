@@ -48,7 +48,7 @@ enum PrometheusText {
         var lines: [String] = []
         if let members = fields.removeValue(forKey: "cluster")?.objectValue {
             if let state = members["state"]?.stringValue {
-                lines += ["# HELP obsd_cluster_state The cluster state (connected, degraded or unavailable); the value is always 1.",
+                lines += ["# HELP obsd_cluster_state The cluster state (connected, degraded, unavailable or diverged); the value is always 1.",
                           "# TYPE obsd_cluster_state gauge", "obsd_cluster_state{state=\"\(escaped(state))\"} 1"]
             }
             for (field, value) in members.sorted(by: { $0.key < $1.key }) {

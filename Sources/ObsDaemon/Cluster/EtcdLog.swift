@@ -55,6 +55,9 @@ final class EtcdLog: SharedLog {
         /// The removal of a definition's record that a later value of the same name replaced
         /// (`removeReplacedDefinition`): its outcome does not matter.
         case cleanup
+        /// A linearizable read sent when a watch was set up at a revision older than this host
+        /// applied (`seen`): its answer tells a member that lags from etcd's history gone back.
+        case historyCheck(seen: UInt64)
     }
     private var pending: [EtcdRequestID: Pending] = [:]
     /// Decisions and answers waiting until this host has applied a revision, by that revision.
@@ -79,6 +82,13 @@ final class EtcdLog: SharedLog {
     /// the others go on brings nothing, and nothing else would end it (`watchStalled`).
     private var behindSince: Double?
     private var watchNewsAt: Double = 0
+    /// Why what this host applied is no longer etcd's state, once it found out: etcd's history
+    /// went back under it (its data lost and the cluster made again, or restored from an older
+    /// snapshot), or an endpoint answered for another etcd cluster. It stops watching and refuses
+    /// writes until restarted, and reads go on from what it applied (`diverge`).
+    private var diverged: String?
+    /// The ID of the etcd cluster this host read its state from at start.
+    private var clusterID: UInt64 = 0
 
     /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
     /// start-up, before the loop runs): the log, and the state to restore the store from.
@@ -108,6 +118,7 @@ final class EtcdLog: SharedLog {
                 throw EtcdError.malformedResponse("a lease grant answered with another kind")
             }
             etcdLog.lease = grant.id
+            etcdLog.clusterID = grant.header.clusterID
         } catch {
             client.close()
             throw DaemonError("cluster: cannot read \(settings.prefix) from etcd (\(settings.endpoints.joined(separator: ", "))): \(error)")
@@ -211,11 +222,13 @@ final class EtcdLog: SharedLog {
     }
 
     private func propose(_ proposal: Proposal, leaseRenewed: Bool, _ decided: @escaping (Decision) -> Void) {
+        if let diverged { return decided(.failed(ObsError(.unavailable, diverged))) }
         let id = client.submit(request(for: proposal), timeout: .milliseconds(Int64(timeout * 1000)))
         pending[id] = .proposal(proposal, seen: store.rev, decided: decided, leaseRenewed: leaseRenewed)
     }
 
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
+        if let diverged { return done(.failure(ObsError(.unavailable, diverged))) }
         let put = PutRequest(key: records.publishKey, value: records.publish(channel: channel, payload: payload))
         publishesUnderWay += 1
         pending[client.submit(.put(put), timeout: .milliseconds(Int64(timeout * 1000)))] = .publish(done: done)
@@ -230,12 +243,15 @@ final class EtcdLog: SharedLog {
             ("applied_rev", .int(Int64(applied))), ("etcd_rev", .int(max(etcdRevision, Int64(applied)))),
             ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
             ("requests_sent", .int(Int64(client.requestsUnderWay.sent))), ("requests_waiting", .int(Int64(client.requestsUnderWay.waiting))),
-        ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? []) + (lastFailure.map { [("last_failure", .string($0))] } ?? [])
+        ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? [])
+            + ((diverged ?? lastFailure).map { [("last_failure", .string($0))] } ?? [])
     }
 
     /// `connected`: watching and deciding; `degraded`: the watch is being set up again (reads are
-    /// as of `applied_rev`); `unavailable`: etcd does not answer (writes fail).
+    /// as of `applied_rev`); `unavailable`: etcd does not answer (writes fail); `diverged`: what this
+    /// host applied is no longer etcd's state (writes fail until it is restarted; `diverge`).
     private var state: String {
+        if diverged != nil { return "diverged" }
         if lastFailure != nil { return "unavailable" }
         return watchLive ? "connected" : "degraded"
     }
@@ -340,6 +356,24 @@ final class EtcdLog: SharedLog {
     }
 
     private func answered(_ request: Pending, _ result: Result<EtcdResponse, EtcdError>, now: Double) {
+        if case .success(let response) = result, response.header.clusterID != clusterID, clusterID != 0, response.header.clusterID != 0 {
+            let error = diverge("etcd at \(client.currentEndpoint) answered for cluster \(String(response.header.clusterID, radix: 16)), "
+                                + "not cluster \(String(clusterID, radix: 16)) this host read its state from (its endpoints name "
+                                + "members of different clusters, or etcd was made again)")
+            switch request {
+            case .proposal(_, _, let decided, _): decided(.failed(error))
+            case .publish(let done):
+                publishAnswered()
+                done(.failure(error))
+            case .leaseGrant:
+                leaseGrantUnderWay = false
+                let proposals = waitingForLease
+                waitingForLease.removeAll()
+                for (_, decided) in proposals { decided(.failed(error)) }
+            default: break
+            }
+            return
+        }
         if case .success(let response) = result {
             etcdRevision = max(etcdRevision, response.header.revision)
             lastFailure = nil
@@ -350,6 +384,8 @@ final class EtcdLog: SharedLog {
             if response.succeeded {
                 if proposal.changes.isEmpty {
                     decided(.committed(rev: store.rev))
+                } else if rev <= seen {
+                    decided(.failed(wentBack(seen: seen, found: "committed a write at revision \(rev)")))
                 } else {
                     afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                                   late: { decided(.failed(self.notApplied(rev))) })
@@ -364,8 +400,9 @@ final class EtcdLog: SharedLog {
                 afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
                               late: { decided(.failed(self.notApplied(changedAt))) })
             }
-        case (.proposal(_, _, let decided, _), .success(.put(let response))):
+        case (.proposal(_, let seen, let decided, _), .success(.put(let response))):
             let rev = UInt64(response.header.revision)
+            if rev <= seen { return decided(.failed(wentBack(seen: seen, found: "committed a write at revision \(rev)"))) }
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
         case (.proposal(let proposal, _, let decided, false), .failure(.leaseNotFound)):
@@ -421,9 +458,35 @@ final class EtcdLog: SharedLog {
             for (_, decided) in proposals { decided(.failed(refused)) }
         case (.keepAlive, .failure(let error)):
             _ = failure(error)
+        case (.historyCheck(let seen), .success(let response)) where UInt64(response.header.revision) < seen:
+            _ = wentBack(seen: seen, found: "answered a linearizable read at revision \(response.header.revision)")
         default:
             break
         }
+    }
+
+    /// etcd committing a write at a revision this host had applied (`seen`) before it proposed the
+    /// write, or answering a linearizable read sent after that at an older revision, cannot be:
+    /// etcd's history went back under this host. (A watch set up again on a member that lags may
+    /// report an older revision for a moment: only a reason to ask.)
+    private func wentBack(seen: UInt64, found: String) -> ObsError {
+        diverge("etcd's history went back: it \(found), but this host had applied revision \(seen) (etcd's data lost "
+                + "and the cluster made again, or restored from an older snapshot)")
+    }
+
+    /// What this host applied is no longer etcd's state: whatever it applied next would go on top
+    /// of a state etcd does not have. It stops watching and refuses writes (reads go on, as during
+    /// an outage) until an operator restarts it, when it reads etcd's state. The error for writes.
+    private func diverge(_ why: String) -> ObsError {
+        if diverged == nil {
+            let message = "\(why); this host refuses writes and serves what it applied until it is restarted"
+            log.error("cluster: \(message)")
+            diverged = message
+            if let watch { client.cancelWatch(watch) }
+            watch = nil
+            watchLive = false
+        }
+        return ObsError(.unavailable, diverged!)
     }
 
     /// Asks for a new lease once this host's is found gone: its ephemeral keys were removed.
@@ -490,6 +553,7 @@ final class EtcdLog: SharedLog {
 
     private func startWatch() {
         watchRetryAt = nil
+        guard diverged == nil else { return }
         watch = client.watch(.prefix(records.prefix, startRevision: Int64(store.rev) + 1))
     }
 
@@ -499,6 +563,9 @@ final class EtcdLog: SharedLog {
             watchLive = true
             watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)
+            if revision < Int64(store.rev) {
+                pending[client.submit(.range(RangeRequest(key: records.bindingsEpoch, countOnly: true)))] = .historyCheck(seen: store.rev)
+            }
         case .events(let revision, let events):
             watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)

@@ -1,0 +1,315 @@
+// Cluster mode against more of what an unlucky operator meets: etcd re-created under running
+// hosts (its revisions starting again lower), a compaction at the newest revision, hosts down while
+// a TTL key's deadline passes, and the upgrade path from one prefix to another with obsctl.
+import Foundation
+import Glibc
+import TestSupport
+import XCTest
+
+final class ClusterHostile2Tests: XCTestCase {
+    /// etcd's data lost and the cluster made again (or restored from an old snapshot) on the same
+    /// endpoints, under a running host: etcd's revisions are now lower than the ones the host
+    /// applied. The host must not acknowledge a write it then does not serve: a client that
+    /// writes and then reads on one host sees its write, or the write fails saying what happened
+    /// and stats show the host is not connected.
+    func test_etcdRecreatedWithLowerRevisions_aWriteAcknowledgedIsServed() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1)
+        // Other applications' writes move etcd's revision on, past what a new cluster reaches at once.
+        for index in 0..<20 { try etcd.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        let applied = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["rev"] as? Int)
+
+        for index in etcd.members.indices { etcd.stop(index) }
+        for member in etcd.members { try FileManager.default.removeItem(atPath: member.dataDirectory) }
+        try etcd.restart(Array(etcd.members.indices))
+
+        // The host reaches the new cluster within a few of its retries; until then writes are unavailable.
+        var answer: [String: Any] = [:]
+        waitFor("a write acknowledged, or refused for etcd's history going back") {
+            answer = (try? hosts.request(0, #"{"op":"set","key":"b","value":1}"#)) ?? [:]
+            return answer["ok"] as? Bool == true || ((answer["error"] as? [String: Any])?["message"] as? String ?? "").contains("went back")
+        }
+        let stats = try hosts.request(0, #"{"op":"stats"}"#)["cluster"] as? [String: Any] ?? [:]
+        guard answer["ok"] as? Bool == true else {
+            XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"a"}"#)["value"] as? Int, 1, "reads go on")
+            return XCTAssertNotEqual(stats["state"] as? String, "connected", "\(answer)")
+        }
+        let read = try hosts.request(0, #"{"op":"get","key":"b"}"#)
+        XCTAssertEqual(read["value"] as? Int, 1,
+                       "set b answered \(answer) after the host applied revision \(applied); get b answers \(read); stats \(stats)\n\(hosts.logs)")
+        XCTAssertGreaterThan(answer["rev"] as? Int ?? 0, applied, "revisions went backwards on one host")
+    }
+
+    /// The same under a host that only reads: it cannot wait for a write to find it out. Its
+    /// watch, set up again on the new cluster, starts at a revision etcd says is older than the
+    /// one the host applied; the host must find the damage (a member that lags says the same for a
+    /// moment, but a linearizable read tells them apart) rather than serve, as connected, keys
+    /// etcd no longer holds.
+    func test_etcdRecreatedWithLowerRevisions_underAHostThatOnlyReads_isFound() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1)
+        for index in 0..<20 { try etcd.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        _ = try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)
+
+        for index in etcd.members.indices { etcd.stop(index) }
+        for member in etcd.members { try FileManager.default.removeItem(atPath: member.dataDirectory) }
+        try etcd.restart(Array(etcd.members.indices))
+
+        var state = "", read: [String: Any] = [:]
+        waitFor("the host to show the damage, or to serve etcd's state") {
+            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            read = (try? hosts.request(0, #"{"op":"get","key":"a"}"#)) ?? [:]
+            return !["connected", "degraded", "unavailable", ""].contains(state) || (read["error"] as? [String: Any])?["code"] as? String == "not_found"
+        }
+        XCTAssertNotEqual(state, "connected", "a key etcd no longer holds is served as connected: \(read)\n\(hosts.logs)")
+    }
+
+    /// A host whose endpoints name members of two different etcd clusters (a misconfiguration:
+    /// one member of the cluster meant, one of another that holds other data), failing over from
+    /// the first to the second: what it applied from the first is not the second's state. It must
+    /// not go on as connected, serving both (etcd's answers carry the cluster's ID).
+    func test_endpointsOfTwoDifferentEtcdClusters_failingOver_isFound() throws {
+        let meant = try startEtcdCluster()
+        defer { meant.shutDown() }
+        let other = try startEtcdCluster()
+        defer { other.shutDown() }
+        // The other cluster is ahead, so nothing in its revisions gives the mix-up away.
+        for index in 0..<30 { try other.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        let hosts = try ClusterHosts(meant, count: 1, extra: ["--etcd-endpoints", "\(meant.endpoints[0]),\(other.endpoints[0])"])
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["ok"] as? Bool, true)
+        for index in meant.members.indices { meant.kill(index) }
+
+        let answer = try hosts.request(0, #"{"op":"set","key":"b","value":1}"#)
+        var state = "", read: [String: Any] = [:]
+        waitFor("the host to show the damage, or to serve one cluster's state") {
+            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            read = (try? hosts.request(0, #"{"op":"get","key":"a"}"#)) ?? [:]
+            return !["connected", "degraded", "unavailable", ""].contains(state) || (read["error"] as? [String: Any])?["code"] as? String == "not_found"
+        }
+        XCTAssertNotEqual(state, "connected", "set b on the other cluster answered \(answer); a, which only the first holds, reads \(read)\n\(hosts.logs)")
+    }
+
+    /// A compaction at the newest revision while every host is caught up (an operator's routine
+    /// `etcdctl compaction`): the watches go on with the next change, no `compacted`, nothing lost.
+    func test_compactionAtTheNewestRevision_underCaughtUpHosts_isInvisible() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let watcher = try watch(hosts, 1, ["c"])
+        let first = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"c","value":1}"#)["rev"] as? Int)
+        XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 1)
+        try hosts.etcd.etcdctl(["compaction", "\(first)"])
+        for value in 2...4 { _ = try hosts.request(0, "{\"op\":\"set\",\"key\":\"c\",\"value\":\(value)}") }
+        var events: [String] = []
+        while events.last != "change 4" {
+            let event = ClusterHosts.event(watcher)
+            guard let name = event["event"] as? String else { break }
+            events.append("\(name)\((event["new"] as? Int).map { " \($0)" } ?? "")")
+        }
+        XCTAssertEqual(events, ["change 2", "change 3", "change 4"], hosts.logs)
+        // A host started afterwards reads the compacted state.
+        let later = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        XCTAssertEqual(try later.request(0, #"{"op":"get","key":"c"}"#)["value"] as? Int, 4)
+    }
+
+    /// Every host is down while a TTL key's deadline passes: the hosts that start again find it
+    /// past its deadline and expire it, once (both propose; one delete commits), with reason ttl.
+    func test_aTTLKeyWhoseDeadlinePassedWhileEveryHostWasDown_expiresOnceAtStart() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let set = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"t","value":1,"ttl_ms":1000}"#)["rev"] as? Int)
+        let deadline = Date().addingTimeInterval(1)
+        hosts.kill(0)
+        hosts.kill(1)
+        waitFor("the deadline to pass") { Date() > deadline.addingTimeInterval(0.5) }
+        try hosts.start(0)
+        try hosts.start(1)
+        for index in 0..<2 {
+            waitFor("host \(index) to expire t") {
+                ((try? hosts.request(index, #"{"op":"get","key":"t"}"#))?["error"] as? [String: Any])?["code"] as? String == "not_found"
+            }
+        }
+        let history = try hosts.etcd.etcdctl(["get", hosts.prefix + "m/reason", "--print-value-only", "--rev", "\(set + 1)"])
+        XCTAssertEqual(history.trimmingCharacters(in: .whitespacesAndNewlines), #""ttl""#, "revision \(set + 1) is not the expiry")
+        let marker = try XCTUnwrap(try hosts.request(1, #"{"op":"set","key":"marker","value":1}"#)["rev"] as? Int)
+        XCTAssertEqual(marker, set + 2, "the expiry was not one transaction\n\(hosts.logs)")
+    }
+
+    /// The documented upgrade path, with obsctl, from one cluster prefix to another: `obsctl dump`
+    /// on a host of the first, `obsctl restore` on a host of the second. Keys, computeds, bindings
+    /// and TTL keys (with their deadline) arrive; ephemeral keys, which belong to a connection, do not.
+    func test_obsctlDumpThenRestoreIntoAnotherPrefix_keepsKeysComputedsBindingsAndDeadlines() throws {
+        let etcd = try SharedEtcd.get()
+        let old = try ClusterHosts(etcd, count: 1)
+        let owner = try old.client(0)
+        for line in [#"{"op":"set","key":"a","value":20}"#, #"{"op":"define","key":"f","expr":"$a * 9 / 5 + 32"}"#,
+                     #"{"op":"bind","from":"a","to":"b"}"#, #"{"op":"set","key":"t","value":"soon","ttl_ms":3000}"#,
+                     #"{"op":"set","key":"e","value":1,"ephemeral":true}"#] {
+            owner.send(line + "\n")
+            XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true, line)
+        }
+        let dump = try obsctl(old.socket(0), ["dump"])
+        XCTAssertEqual(dump.status, 0, dump.error)
+
+        let new = try ClusterHosts(etcd, count: 2)
+        let watcher = try watch(new, 1, ["t"])
+        let restore = try obsctl(new.socket(0), ["restore"], input: dump.output)
+        XCTAssertEqual(restore.status, 0, "\(restore.error)\n\(new.logs)")
+        let restored = ClusterHosts.event(watcher)
+        XCTAssertEqual(restored["new"] as? String, "soon", "\(restored)")
+        XCTAssertEqual(try new.request(1, #"{"op":"get","key":"f"}"#)["value"] as? Int, 68)
+        XCTAssertEqual(try new.request(1, #"{"op":"get","key":"b"}"#)["value"] as? Int, 20)
+        XCTAssertEqual((try new.request(1, #"{"op":"get","key":"e"}"#)["error"] as? [String: Any])?["code"] as? String, "not_found")
+        // The TTL key keeps its deadline and expires on the new prefix, once.
+        let expired = ClusterHosts.event(watcher)
+        XCTAssertEqual(expired["event"] as? String, "delete", "\(expired)\n\(new.logs)")
+        XCTAssertEqual(expired["reason"] as? String, "ttl")
+        _ = try new.request(1, #"{"op":"set","key":"a","value":100}"#)
+        waitFor("the restored binding on host 0") { (try? new.request(0, #"{"op":"get","key":"b"}"#)["value"] as? Int) == 100 }
+        withExtendedLifetime(owner) {}
+    }
+
+    /// `obsctl watch --reconnect` on a host that is killed and started again while another host
+    /// writes: it resumes with `since` on the restarted host (whose history starts afresh), so
+    /// every change arrives once, or a `compacted` and a snapshot holding the latest value.
+    func test_obsctlWatchReconnect_acrossARestartOfItsHost_losesAndRepeatsNothing() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":0}"#)
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
+        watcher.arguments = ["--socket", hosts.socket(0), "watch", "w", "--no-initial", "--reconnect", "--timeout", "30s"]
+        let stdout = Pipe()
+        watcher.standardOutput = stdout
+        try watcher.run()
+        defer { if watcher.isRunning { watcher.terminate() } }
+        var buffer = Data()
+        var lines: [[String: Any]] = []
+        /// Reads obsctl's lines until a change to `value` or a snapshot holding it (nil: its synced
+        /// line); false when it ended.
+        func read(until value: Int?) -> Bool {
+            while true {
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let object = json(String(decoding: buffer[..<newline], as: UTF8.self))
+                    buffer.removeSubrange(...newline)
+                    lines.append(object)
+                    if let value, object["new"] as? Int == value || object["value"] as? Int == value { return true }
+                    if value == nil, object["event"] as? String == "synced" { return true }
+                }
+                let more = stdout.fileHandleForReading.availableData
+                if more.isEmpty { return false }
+                buffer.append(more)
+            }
+        }
+        XCTAssertTrue(read(until: nil))
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":1}"#)
+        XCTAssertTrue(read(until: 1))
+        hosts.kill(0)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":2}"#)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":3}"#)
+        try hosts.start(0)
+        _ = try hosts.request(1, #"{"op":"set","key":"w","value":4}"#)
+        XCTAssertTrue(read(until: 4), "\(lines)\n\(hosts.logs)")
+        // What a client rebuilds from the lines: every change once, or a snapshot then what followed it.
+        var seen: [Int] = []
+        for line in lines {
+            switch line["event"] as? String {
+            case "change": seen.append(line["new"] as? Int ?? -1)
+            case "compacted": seen.append(-100)
+            case "initial": seen.append(line["value"] as? Int ?? -1)
+            default: break
+            }
+        }
+        XCTAssertTrue([[1, 2, 3, 4], [1, -100, 3, 4], [1, -100, 4]].contains(seen), "\(seen): \(lines)")
+    }
+
+    /// `obsctl apply` of a definitions file on one host: every host has its keys, computeds and
+    /// bindings; applied again on another host, it changes nothing (no revision).
+    func test_obsctlApplyOnOneHost_isSeenOnAnother_andAgainChangesNothing() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let file = hosts.sandbox.root + "/definitions"
+        try hosts.sandbox.write("""
+            # status bar
+            set volume 0.4
+            define volume.label 'format("{}%", round($volume * 100))'
+            bind net.ssid bar.wifi --map 'value ?? "offline"'
+            """, to: file)
+        let first = try obsctl(hosts.socket(0), ["apply", file])
+        XCTAssertEqual(first.status, 0, first.error)
+        let rev = try XCTUnwrap(try hosts.request(0, #"{"op":"ping"}"#)["rev"] as? Int)
+        waitFor("host 1 at \(rev)") { (try? hosts.request(1, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= rev }
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"volume.label"}"#)["value"] as? String, "40%")
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"bar.wifi"}"#)["value"] as? String, "offline")
+        let again = try obsctl(hosts.socket(1), ["apply", file])
+        XCTAssertEqual(again.status, 0, again.error)
+        XCTAssertEqual(try hosts.request(1, #"{"op":"ping"}"#)["rev"] as? Int, rev, "applying the file again made a revision\n\(again.output)")
+        _ = try hosts.request(1, #"{"op":"set","key":"net.ssid","value":"home"}"#)
+        waitFor("the binding on host 0") { (try? hosts.request(0, #"{"op":"get","key":"bar.wifi"}"#)["value"] as? String) == "home" }
+    }
+
+    /// Fifty pattern watches on one connection of one host that reads nothing while another host
+    /// writes fast: the host bounds what it queues for that client (`overflow`), and once the
+    /// client reads, every watch ends holding every key's last value (a snapshot after its
+    /// overflow, then live changes); the host answers others meanwhile.
+    func test_manyPatternWatches_onAClientThatDoesNotRead_overflowAndEndWithTheLastValues() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let slow = try hosts.client(1)
+        for _ in 0..<50 {
+            slow.send(#"{"op":"watch","keys":["k.*"],"initial":false}"# + "\n")
+            XCTAssertEqual(json(slow.readLine())["ok"] as? Bool, true)
+            XCTAssertEqual(ClusterHosts.event(slow)["event"] as? String, "synced")
+        }
+        let value = String(repeating: "v", count: 4096)
+        let writer = try hosts.client(0)
+        var last: [String: String] = [:]
+        for round in 0..<10 {
+            for index in 0..<100 {
+                let key = "k.\(index % 20)", written = "\(value)\(round * 100 + index)"
+                last[key] = written
+                writer.send("{\"op\":\"set\",\"key\":\"\(key)\",\"value\":\"\(written)\"}\n")
+            }
+            for _ in 0..<100 { XCTAssertEqual(json(writer.readLine())["ok"] as? Bool, true) }
+        }
+        let end = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k.done","value":"end"}"#)["rev"] as? Int)
+        last["k.done"] = "end"
+        waitFor("host 1 at \(end)") { (try? hosts.request(1, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= end }
+
+        var states: [Int: [String: String]] = [:]
+        var overflows = 0
+        while states.count < 50 || states.values.contains(where: { $0["k.done"] != "end" }) {
+            guard let line = slow.readLine() else { break }
+            let event = json(line)
+            guard let watch = event["watch"] as? Int, let name = event["event"] as? String else { continue }
+            switch name {
+            case "overflow", "compacted":
+                overflows += 1
+                states[watch] = [:]
+            case "initial", "change":
+                if let key = event["key"] as? String { states[watch, default: [:]][key] = event[name == "initial" ? "value" : "new"] as? String }
+            default: break
+            }
+        }
+        XCTAssertGreaterThan(overflows, 0, "nothing overflowed: the test did not exceed the client's output bound")
+        XCTAssertEqual(states.count, 50)
+        for (watch, state) in states where state != last {
+            XCTFail("watch \(watch) ends with \(state.count) keys, differing at \(state.keys.filter { state[$0] != last[$0] }.sorted())")
+            break
+        }
+    }
+}
+
+/// Runs the built obsctl against `socket` with `input` on its stdin: its exit status and output.
+private func obsctl(_ socket: String, _ arguments: [String], input: String = "") throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
+    process.arguments = ["--socket", socket] + arguments
+    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let error = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, output, error)
+}
