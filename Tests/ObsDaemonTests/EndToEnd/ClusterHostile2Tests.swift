@@ -7,6 +7,19 @@ import TestSupport
 import XCTest
 
 final class ClusterHostile2Tests: XCTestCase {
+    /// Waits until the host shows a state other than the usual ones (the damage found), or
+    /// answers that `a`, which only the state it applied holds, is not found; its cluster state
+    /// and that answer.
+    private func damageOrNewState(_ hosts: ClusterHosts) -> (state: String, read: [String: Any]) {
+        var state = "", read: [String: Any] = [:]
+        waitFor("the host to show the damage, or to serve etcd's state") {
+            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            read = (try? hosts.request(0, #"{"op":"get","key":"a"}"#)) ?? [:]
+            return !["connected", "degraded", "unavailable", ""].contains(state) || (read["error"] as? [String: Any])?["code"] as? String == "not_found"
+        }
+        return (state, read)
+    }
+
     /// etcd's data lost and the cluster made again (or restored from an old snapshot) on the same
     /// endpoints, under a running host: etcd's revisions are now lower than the ones the host
     /// applied. The host must not acknowledge a write it then does not serve: a client that
@@ -57,12 +70,7 @@ final class ClusterHostile2Tests: XCTestCase {
         for member in etcd.members { try FileManager.default.removeItem(atPath: member.dataDirectory) }
         try etcd.restart(Array(etcd.members.indices))
 
-        var state = "", read: [String: Any] = [:]
-        waitFor("the host to show the damage, or to serve etcd's state") {
-            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
-            read = (try? hosts.request(0, #"{"op":"get","key":"a"}"#)) ?? [:]
-            return !["connected", "degraded", "unavailable", ""].contains(state) || (read["error"] as? [String: Any])?["code"] as? String == "not_found"
-        }
+        let (state, read) = damageOrNewState(hosts)
         XCTAssertNotEqual(state, "connected", "a key etcd no longer holds is served as connected: \(read)\n\(hosts.logs)")
     }
 
@@ -82,12 +90,7 @@ final class ClusterHostile2Tests: XCTestCase {
         for index in meant.members.indices { meant.kill(index) }
 
         let answer = try hosts.request(0, #"{"op":"set","key":"b","value":1}"#)
-        var state = "", read: [String: Any] = [:]
-        waitFor("the host to show the damage, or to serve one cluster's state") {
-            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
-            read = (try? hosts.request(0, #"{"op":"get","key":"a"}"#)) ?? [:]
-            return !["connected", "degraded", "unavailable", ""].contains(state) || (read["error"] as? [String: Any])?["code"] as? String == "not_found"
-        }
+        let (state, read) = damageOrNewState(hosts)
         XCTAssertNotEqual(state, "connected", "set b on the other cluster answered \(answer); a, which only the first holds, reads \(read)\n\(hosts.logs)")
     }
 
