@@ -57,8 +57,11 @@ public struct WatchEvent: Sendable, Hashable {
 
 /// What a watch reports. `compacted` and `failed` end it: no update follows either.
 public enum WatchUpdate: Sendable, Hashable {
-    /// The watch is in place; `revision` is the store's revision then.
-    case created(revision: Int64)
+    /// The watch is in place; `revision` is the store's revision then, and `clusterID` the ID of
+    /// the etcd cluster whose member serves the watch (0 when the member did not say). A watch
+    /// stays on the connection it was created on, so every update after this one comes from
+    /// that cluster.
+    case created(revision: Int64, clusterID: UInt64)
     /// Changes, in revision order; one message may hold several revisions (each event's
     /// `revision`). `revision` is the header's: the store's revision when etcd sent them.
     case events(revision: Int64, [WatchEvent])

@@ -367,7 +367,7 @@ extension Driver {
         if message.created {
             operation.watchCreated = true
             answered(at: transfer)
-            deliver(.watch(operation.id, .created(revision: message.header.revision)))
+            deliver(.watch(operation.id, .created(revision: message.header.revision, clusterID: message.header.clusterID)))
             return
         }
         guard message.fragment || !transfer.heldEvents.isEmpty else {

@@ -559,7 +559,17 @@ final class EtcdLog: SharedLog {
 
     private func apply(_ update: WatchUpdate, now: Double) {
         switch update {
-        case .created(let revision):
+        case .created(let revision, let watchClusterID):
+            // A watch that failed over to a member of another etcd cluster (endpoints that name
+            // members of two) would bring that cluster's records as if they were this one's: found
+            // here, before any of them is applied, not at the next answer to a request.
+            if watchClusterID != clusterID, clusterID != 0, watchClusterID != 0 {
+                let member = watch.flatMap { client.endpoint(ofWatch: $0) } ?? client.currentEndpoint
+                _ = diverge("the watch of etcd at \(member) is for cluster "
+                            + "\(String(watchClusterID, radix: 16)), not cluster \(String(clusterID, radix: 16)) this host read its "
+                            + "state from (its endpoints name members of different clusters, or etcd was made again)")
+                return
+            }
             watchLive = true
             watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)

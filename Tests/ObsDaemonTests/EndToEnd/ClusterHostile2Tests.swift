@@ -94,6 +94,34 @@ final class ClusterHostile2Tests: XCTestCase {
         XCTAssertNotEqual(state, "connected", "set b on the other cluster answered \(answer); a, which only the first holds, reads \(read)\n\(hosts.logs)")
     }
 
+    /// The same mix-up under a host that only reads: its watch, set up again on the other
+    /// cluster's member, brings that cluster's records under the prefix. None of them may be
+    /// applied: the watch's first message names its cluster. (The host's lease is renewed every
+    /// 20 s here, so that no answer to a request of its own finds it out first.)
+    func test_endpointsOfTwoDifferentEtcdClusters_underAHostThatOnlyReads_applyNothingOfTheOther() throws {
+        let meant = try startEtcdCluster()
+        defer { meant.shutDown() }
+        let other = try startEtcdCluster()
+        defer { other.shutDown() }
+        let prefix = "/two-clusters-\(UInt32.random(in: 0...UInt32.max))/"
+        for index in 0..<30 { try other.etcdctl(["put", "/another-application/\(index)", "x"]) }
+        try other.etcdctl(["put", prefix + "k/only-in-the-other", #"{"value":7}"#])
+        let hosts = try ClusterHosts(meant, count: 1, extra: ["--etcd-endpoints", "\(meant.endpoints[0]),\(other.endpoints[0])"],
+                                     ephemeralTTL: "60s", prefix: prefix)
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["ok"] as? Bool, true)
+        for index in meant.members.indices { meant.kill(index) }
+
+        var state = ""
+        XCTAssertTrue(waitFor("the host to find its watch on another cluster", timeout: 15) {
+            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            return state == "diverged"
+        }, "state \(state)\n\(hosts.logs)")
+        let read = try hosts.request(0, #"{"op":"get","key":"only-in-the-other"}"#)
+        XCTAssertEqual((read["error"] as? [String: Any])?["code"] as? String, "not_found", "the other cluster's record was applied: \(read)")
+        XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"a"}"#)["value"] as? Int, 1, "reads go on")
+        XCTAssertTrue(hosts.logs.contains("the watch of etcd at \(other.endpoints[0]) is for cluster"), hosts.logs)
+    }
+
     /// A compaction at the newest revision while every host is caught up (an operator's routine
     /// `etcdctl compaction`): the watches go on with the next change, no `compacted`, nothing lost.
     func test_compactionAtTheNewestRevision_underCaughtUpHosts_isInvisible() throws {
