@@ -54,7 +54,14 @@ let commandTable: [Command] = [
     Command(spec: CommandSpec("dump", summary: "Write the whole state as JSON to stdout."),
             run: ReadCommands.dump),
     Command(spec: CommandSpec("restore", summary: "Read a state written by dump from stdin.",
-                              options: [OptionSpec(["--replace"], "Remove the keys the dump does not hold.")]),
+                              overview: """
+                                  One transaction, so watchers see the whole state change at one revision. With --split, \
+                                  a state larger than one transaction takes (in cluster mode, etcd's --max-txn-ops and \
+                                  --max-request-bytes) is restored in as many as it needs: value keys first, then computed \
+                                  keys and bindings; it adds to the state and cannot --replace it.
+                                  """,
+                              options: [OptionSpec(["--replace"], "Remove the keys the dump does not hold."),
+                                        OptionSpec(["--split"], "Restore in several transactions when one is too large.")]),
             run: WriteCommandsRunner.restore),
     Command(spec: CommandSpec("apply", summary: "Apply a definitions file in one transaction.",
                               overview: """

@@ -93,17 +93,57 @@ enum WriteCommandsRunner {
         }
         fields["op"] = nil
         fields["id"] = nil
+        if parsed.has("--split") {
+            guard !parsed.has("--replace") else {
+                throw UsageError("restore: --split adds to the state and cannot --replace it (restore into an empty state, or delete its keys first)")
+            }
+            guard fields["keys"]?.arrayValue != nil else {
+                throw UsageError("restore: stdin has no keys array (the output of obsctl dump)")
+            }
+        }
         if parsed.has("--replace") { fields["replace"] = .bool(true) }
         let connection = try context.connect()
-        // A state larger than a request line goes in parts on one connection (`more`), restored
-        // with the last part as one transaction.
         let lineLimit = try connection.request("hello", deadline: context.deadline)["max_line_bytes"]?.intValue ?? 1 << 20
-        let parts = restoreParts(fields, partBytes: Int(lineLimit) / 2)
+        guard parsed.has("--split") else {
+            try restoreOnce(fields, connection, partBytes: Int(lineLimit) / 2, deadline: context.deadline)
+            return 0
+        }
+        // As many transactions as the daemon needs: all in one when it takes them, else halves
+        // of what it refused as too large (in cluster mode, etcd's bounds on one transaction),
+        // down to one item. Value keys first, then computed keys and bindings, so that every
+        // transaction restores what the ones before it left whole.
+        let keys = fields["keys"]?.arrayValue ?? []
+        let values = keys.filter { $0.objectValue?["kind"]?.stringValue != "computed" }
+        let items = values.map { (item: $0, isBinding: false) }
+            + keys.filter { $0.objectValue?["kind"]?.stringValue == "computed" }.map { (item: $0, isBinding: false) }
+            + (fields["bindings"]?.arrayValue ?? []).map { (item: $0, isBinding: true) }
+        var start = 0, size = max(1, items.count), transactions = 0
+        while start < items.count {
+            let part = items[start..<min(items.count, start + size)]
+            let fields: [String: JSONValue] = ["keys": .array(part.filter { !$0.isBinding }.map(\.item)),
+                                               "bindings": .array(part.filter(\.isBinding).map(\.item))]
+            do {
+                try restoreOnce(fields, connection, partBytes: Int(lineLimit) / 2, deadline: context.deadline)
+            } catch {
+                guard case .server(let failure) = error, failure.code == .tooLarge, part.count > 1 else { throw error }
+                size = part.count / 2
+                continue
+            }
+            start += part.count
+            transactions += 1
+        }
+        if transactions > 1 { context.output.error("restore: \(items.count) items in \(transactions) transactions") }
+        return 0
+    }
+
+    /// Restores `fields` as one transaction: a state larger than a request line goes in parts on
+    /// one connection (`more`), restored with the last part.
+    static func restoreOnce(_ fields: [String: JSONValue], _ connection: ObsConnection, partBytes: Int, deadline: Double?) throws(ClientError) {
+        let parts = restoreParts(fields, partBytes: partBytes)
         for (index, part) in parts.enumerated() {
             _ = try connection.request("restore", part.merging(index < parts.count - 1 ? ["more": .bool(true)] : [:]) { a, _ in a },
-                                       deadline: context.deadline)
+                                       deadline: deadline)
         }
-        return 0
     }
 
     /// `fields` (a dump, and `replace`) as restore requests of about `partBytes` each at most: one

@@ -199,6 +199,36 @@ final class ClusterHostile2Tests: XCTestCase {
         withExtendedLifetime(owner) {}
     }
 
+    /// The upgrade path for a state larger than one etcd transaction takes (more than 128 keys,
+    /// etcd's default `--max-txn-ops`): `obsctl restore` refuses it whole with `too_large` and
+    /// restores nothing; `obsctl restore --split` restores all of it, in as many transactions as
+    /// etcd takes, and every host ends with the whole state.
+    func test_obsctlRestoreSplit_ofMoreKeysThanOneEtcdTransactionTakes_restoresThemAll() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        var keys: [[String: Any]] = (0..<300).map { ["key": "v\($0)", "kind": "value", "value": $0] }
+        keys += (0..<20).map { ["key": "c\($0)", "kind": "computed", "expr": "$v\($0) * 2"] }
+        let bindings: [[String: Any]] = (0..<10).map { ["from": "v\($0)", "to": "t\($0)"] }
+        let dump = String(decoding: try JSONSerialization.data(withJSONObject: ["keys": keys, "bindings": bindings]), as: UTF8.self)
+
+        let whole = try obsctl(hosts.socket(0), ["restore"], input: dump)
+        XCTAssertNotEqual(whole.status, 0)
+        XCTAssertTrue(whole.error.contains("too_large"), whole.error)
+        XCTAssertEqual((try hosts.request(0, #"{"op":"get","key":"v0"}"#)["error"] as? [String: Any])?["code"] as? String, "not_found")
+
+        let split = try obsctl(hosts.socket(0), ["restore", "--split"], input: dump)
+        XCTAssertEqual(split.status, 0, "\(split.error)\n\(hosts.logs)")
+        XCTAssertTrue(split.error.contains("restore: 330 items in "), split.error)
+        waitFor("the last binding on the other host") { (try? hosts.request(1, #"{"op":"get","key":"t9"}"#)["value"] as? Int) == 9 }
+        let restored = try obsctl(hosts.socket(1), ["dump"])
+        let state = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(restored.output.utf8)) as? [String: Any])
+        let found = Dictionary(uniqueKeysWithValues: (state["keys"] as? [[String: Any]] ?? []).map { ($0["key"] as? String ?? "", $0) })
+        XCTAssertEqual(found.count, 330, "300 values, 20 computeds, 10 binding targets")
+        for index in 0..<300 { XCTAssertEqual(found["v\(index)"]?["value"] as? Int, index, "v\(index)") }
+        for index in 0..<20 { XCTAssertEqual(found["c\(index)"]?["expr"] as? String, "$v\(index) * 2", "c\(index)") }
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"c19"}"#)["value"] as? Int, 38)
+        XCTAssertEqual((state["bindings"] as? [Any])?.count, 10)
+    }
+
     /// `obsctl watch --reconnect` on a host that is killed and started again while another host
     /// writes: it resumes with `since` on the restarted host (whose history starts afresh), so
     /// every change arrives once, or a `compacted` and a snapshot holding the latest value.
