@@ -630,6 +630,63 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(seen, [1, 2, 4])
     }
 
+    /// With `etcd_cacert`, that CA is the only one trusted: not also the system's CAs in
+    /// /etc/ssl/certs, where any public CA (or one an administrator added for something else)
+    /// could vouch for a server posing as etcd. `obsd --check` runs in a mount namespace of its
+    /// own whose /etc/ssl/certs holds the CA that signed etcd's certificate: trusted without
+    /// `etcd_cacert` (so the system's directory is where libcurl looks), refused beside another
+    /// `etcd_cacert`.
+    func test_TLS_withEtcdCACert_theSystemsCAsAreNotTrusted() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else {
+            throw XCTSkip("needs root and util-linux's unshare for a mount namespace")
+        }
+        var options = EtcdCluster.Options()
+        options.tls = true
+        let etcd = try startEtcdCluster(options)
+        defer { etcd.shutDown() }
+        let sandbox = try Sandbox()
+        let systemCAs = sandbox.root + "/certs"
+        try FileManager.default.createDirectory(atPath: systemCAs, withIntermediateDirectories: true)
+        let etcdCA = try XCTUnwrap(etcd.caFile)
+        try FileManager.default.copyItem(atPath: etcdCA, toPath: systemCAs + "/ca-certificates.crt")
+        func openssl(_ arguments: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 0, "openssl \(arguments)")
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // Where OpenSSL looks a CA up in a directory: a file named by the hash of its subject.
+        try FileManager.default.copyItem(atPath: etcdCA, toPath: systemCAs + "/\(try openssl(["x509", "-hash", "-noout", "-in", etcdCA])).0")
+        // Another CA, under another name (OpenSSL picks an issuer by its name: one named as etcd's
+        // would be tried, fail, and hide what this test is about).
+        let otherCA = sandbox.root + "/other-ca.crt"
+        _ = try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                         "-keyout", sandbox.root + "/other-ca.key", "-out", otherCA, "-days", "2", "-subj", "/CN=another CA"])
+
+        func check(cacert: String?) throws -> ObsdProcess {
+            let obsd = try builtExecutable("obsd")
+            let arguments = ["--check", "--config", "/dev/null", "--cluster", "etcd", "--etcd-endpoints", etcd.endpoints[0],
+                             "--etcd-cert", try XCTUnwrap(etcd.clientCertFile), "--etcd-key", try XCTUnwrap(etcd.clientKeyFile)]
+                + (cacert.map { ["--etcd-cacert", $0] } ?? [])
+            return try ObsdProcess(sandbox, arguments: ["--mount", "--propagation", "private", "/bin/sh", "-c",
+                                                        "mount --bind \"$0\" /etc/ssl/certs && exec \"$@\"", systemCAs, obsd] + arguments,
+                                   executable: "/usr/bin/unshare", name: "check")
+        }
+        let trusted = try check(cacert: nil)
+        XCTAssertEqual(trusted.waitForExit(), 0, "the namespace's /etc/ssl/certs is not what libcurl trusts: \(trusted.output)\(trusted.log)")
+        let withAnotherCA = try check(cacert: otherCA)
+        XCTAssertEqual(withAnotherCA.waitForExit(), 1, "the system's CAs were trusted beside etcd_cacert: \(withAnotherCA.output)\(withAnotherCA.log)")
+        let withEtcdsCA = try check(cacert: etcdCA)
+        XCTAssertEqual(withEtcdsCA.waitForExit(), 0, "\(withEtcdsCA.output)\(withEtcdsCA.log)")
+    }
+
     /// A client key every user can read stops obsd at start, and `--check` says why; so does a
     /// configuration file with etcd_password that every user can read.
     func test_TLSKeyOrPasswordEveryUserCanRead_isRefusedAtStart() throws {
