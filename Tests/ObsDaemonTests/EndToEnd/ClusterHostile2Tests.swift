@@ -146,7 +146,11 @@ final class ClusterHostile2Tests: XCTestCase {
     /// Every host is down while a TTL key's deadline passes: the hosts that start again find it
     /// past its deadline and expire it, once (both propose; one delete commits), with reason ttl.
     func test_aTTLKeyWhoseDeadlinePassedWhileEveryHostWasDown_expiresOnceAtStart() throws {
-        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        // A cluster of its own: revisions are counted, and other tests' leases running out on
+        // a shared one would add revisions in between.
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2)
         let set = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"t","value":1,"ttl_ms":1000}"#)["rev"] as? Int)
         let deadline = Date().addingTimeInterval(1)
         hosts.kill(0)

@@ -299,7 +299,11 @@ final class ClusterTests: XCTestCase {
     /// The binding's write is part of the transaction that changed its source: one etcd
     /// revision, though all three hosts see the change and all three hold the binding.
     func test_aBindingFiresOnce_thoughThreeHostsSeeTheChange() throws {
-        let hosts = try ClusterHosts(try SharedEtcd.get())
+        // A cluster of its own: revisions are counted, and other tests' leases running out on
+        // a shared one would add revisions in between.
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd)
         XCTAssertEqual(try hosts.request(0, #"{"op":"bind","from":"src","to":"dst","map":"(value ?? 0) * 2"}"#)["ok"] as? Bool, true)
         let before = try XCTUnwrap(try hosts.request(2, #"{"op":"set","key":"other","value":1}"#)["rev"] as? Int)
         let set = try hosts.request(1, #"{"op":"set","key":"src","value":21}"#)
@@ -389,7 +393,11 @@ final class ClusterTests: XCTestCase {
 
     /// Every host's timer proposes the expiry; the first wins, the others find the key gone.
     func test_aTTLKeyExpiresOnce() throws {
-        let hosts = try ClusterHosts(try SharedEtcd.get())
+        // A cluster of its own: revisions are counted, and other tests' leases running out on
+        // a shared one would add revisions in between.
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd)
         let watcher = try watch(hosts, 2, ["t", "marker"])
         let set = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"t","value":1,"ttl_ms":300}"#)["rev"] as? Int)
         _ = ClusterHosts.event(watcher)
