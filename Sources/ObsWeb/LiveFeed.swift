@@ -11,7 +11,7 @@ import Synchronization
 /// 1. Connect: `hello` (its version, revision and pid go to the page as a `connected` message),
 ///    then `watch` on the pattern without channels. The first time with a snapshot; after a drop,
 ///    with `since` (step 4). A daemon that refuses the watch (a bad pattern, no permission) ends
-///    the stream with a `refused` message.
+///    the stream with a `refused` message; `shutting_down` and `limit` are a drop (step 3).
 /// 2. Relay: wait for the next event (at most `keepAliveSeconds`, else a comment keeps the
 ///    connection alive), then take every event already read, up to `batchBytes`, and send them
 ///    as one message, a line each, as the daemon wrote them. The watch is in `all` mode, so
@@ -48,6 +48,10 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
     private var pendingStart = 0
 
     static let firstBackoff = 0.05, maxBackoff = 2.0
+    /// Refusals that pass: the daemon is stopping (a restart the feed reconnected into) or has
+    /// all the connections it takes. They are a drop, retried with backoff; any other refusal
+    /// (a bad pattern, no permission) ends the stream.
+    static let passing: Set<ObsError.Code> = [.shuttingDown, .limit]
 
     init(path: String, pattern: String, limits: WebLimits, registry: FeedRegistry) {
         self.path = path
@@ -105,7 +109,7 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             if let since { message["since"] = .int(Int64(since)) }
             if reset { message["reset"] = true }
             send([JSONValue.object(message).encoded])
-        } catch .server(let error) {
+        } catch .server(let error) where !Self.passing.contains(error.code) {
             var fields = error.details
             fields["code"] = .string(error.code.rawValue)
             fields["message"] = .string(error.message)

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import ObsClient
+import ObsCore
 @testable import ObsWeb
 import TestSupport
 import XCTest
@@ -67,6 +69,28 @@ final class LiveFeedTests: XCTestCase {
         let stream = FeedReader(daemon.socket, pattern: "a..b")
         XCTAssertTrue(stream.next()?.hasPrefix(#"{"error":{"code":"bad_key","message":"#) ?? false)
         XCTAssertTrue(stream.ended())
+    }
+
+    /// A daemon at `max_connections` answers `limit` (and one that is stopping, `shutting_down`):
+    /// the page is told the connection is down and the feed retries, instead of ending the stream
+    /// as for a pattern the daemon refuses (the page would then stay dead).
+    func test_aDaemonAtItsConnectionLimit_isADrop_andTheFeedConnectsOnceASlotIsFree() throws {
+        let daemon = try Daemon(config: "max_connections = 1\n")
+        try obsctl(daemon, ["set", "a", "1"])
+        // The one connection (once the daemon has seen obsctl's go: until then it answers `limit`).
+        var holder: ObsConnection?
+        for _ in 0..<100 where holder == nil {
+            let connection = try ObsConnection(path: daemon.socket)
+            if (try? connection.request("ping", [:], deadline: monotonicNow() + 10)) != nil { holder = connection } else { usleep(50_000) }
+        }
+        XCTAssertNotNil(holder)
+        let stream = FeedReader(daemon.socket)
+        let first = stream.next()
+        XCTAssertEqual(first?.hasPrefix(#"{"event":"disconnected","reason":"limit: "#), true, first ?? "nothing")
+        holder = nil
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"rev":1,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
     }
 
     func test_aBurstOfEvents_arrivesInFewMessages() throws {
