@@ -24,7 +24,9 @@ import Synchronization
 ///    last transaction's events). The page applies events by key revision, so what it already
 ///    has is ignored, and it takes a snapshot (after `compacted` or `overflow`) as the whole state.
 ///    A daemon whose revision is behind the last one seen holds another state (`--memory`
-///    restarted): the watch starts afresh with a snapshot, and `connected` says `reset`.
+///    restarted), and so does a new process of a daemon whose `stats` say `durability` `memory`
+///    (it may be ahead already: other clients wrote before the feed was back): the watch starts
+///    afresh with a snapshot, and `connected` says `reset`.
 final class LiveFeed: StreamingBody, @unchecked Sendable {
     // @unchecked: `read` and everything it touches belong to the connection's thread; `cancel`,
     // from the thread that stops the server, touches only `cancelled` and `current` (under `lock`).
@@ -39,6 +41,8 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
 
     private var connection: ObsConnection?
     private var lastRevision: UInt64?
+    /// The pid of the daemon last connected to.
+    private var lastPid: Int64?
     private var endedCleanly = true
     private var saidDisconnected = false
     private var finished = false
@@ -95,13 +99,21 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             let hello = try connection.request("hello", ["client": "obsctl web"], deadline: deadline)
             // A daemon behind the revision seen is not the state that was left (one with --memory
             // restarted, or a restored backup): nothing to resume, the page takes a new snapshot.
-            let reset = lastRevision.map { UInt64(max(0, hello["rev"]?.intValue ?? 0)) < $0 } ?? false
+            var reset = lastRevision.map { UInt64(max(0, hello["rev"]?.intValue ?? 0)) < $0 } ?? false
+            // Nor is a daemon that keeps its state in memory only and is another process than the
+            // one seen: it started empty, whatever revision it has reached since (other clients
+            // may have written more than the page saw before it reconnects).
+            let pid = hello["pid"]?.intValue
+            if !reset, lastRevision != nil, let pid, let lastPid, pid != lastPid {
+                reset = (try? connection.request("stats", [:], deadline: deadline))?["durability"]?.stringValue == "memory"
+            }
             if reset { lastRevision = nil }
             var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false]
             let since = resumeRevision
             if let since { fields["since"] = .int(Int64(since)) }
             try connection.request("watch", fields, deadline: deadline)
             self.connection = connection
+            lastPid = pid
             saidDisconnected = false
             backoff = Self.firstBackoff
             var message: [String: JSONValue] = ["event": "connected", "version": hello["version"] ?? .null,

@@ -64,6 +64,26 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertEqual(stream.next(), #"{"event":"change","key":"c","new":1,"rev":1,"created":true}"#)
     }
 
+    /// A daemon restarted with `--memory` whose revision is not behind the one seen (its
+    /// definitions file, or other clients, wrote as much before the feed was back) still holds
+    /// another state: the page gets it afresh, not a replay that leaves the old keys shown as live.
+    func test_aMemoryDaemonRestartedAtTheRevisionSeen_isAnotherState_andGivesASnapshot() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let stream = FeedReader(daemon.socket)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
+        let definitions = daemon.write("set b 2\n", to: "definitions.obs")
+        daemon.extraArguments = ["--config", daemon.write("definitions = \(definitions)\n", to: "obsd.conf")]
+        daemon.stop()
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"disconnected""#), true)
+        try daemon.start()
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"reset":true,"rev":1,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"b","kind":"value","value":2,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
+    }
+
     func test_aPatternTheDaemonRefuses_endsTheStreamWithItsError() throws {
         let daemon = try Daemon()
         let stream = FeedReader(daemon.socket, pattern: "a..b")
