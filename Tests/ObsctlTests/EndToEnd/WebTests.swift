@@ -252,6 +252,25 @@ final class WebTests: XCTestCase {
         XCTAssertGreaterThan(png.count, 10_000)
     }
 
+    /// Over a large store a `graph` or a `list` of the pattern holds the daemon up for every
+    /// client: the page asks for neither when it holds more keys than the graph draws, and asks
+    /// the kind of a key created meanwhile by `describe`.
+    func test_aPatternWithMoreKeysThanTheGraphDraws_costsTheDaemonNoGraphOrList() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["apply", "-"], stdin: (1...450).map { "set k\($0) \($0)" }.joined(separator: "\n") + "\n")
+        let web = try WebProcess(daemon)
+        let browser = try openPage(web)
+        browser.wait("return document.getElementById('graph-note').textContent === '450 keys: narrow the pattern to draw the graph.'")
+        try obsctl(daemon, ["set", "fresh", "1"])
+        browser.wait("const row = document.querySelector('#rows .row[data-key=\"fresh\"]'); return row !== null && row.children[1].textContent === 'value'")
+        browser.wait("return document.getElementById('graph-note').textContent === '451 keys: narrow the pattern to draw the graph.'")
+        let stats = try JSONSerialization.jsonObject(with: Data(try obsctl(daemon, ["stats", "--json"]).stdout.utf8)) as? [String: Any]
+        let requests = stats?["requests"] as? [String: Int]
+        XCTAssertEqual(requests?["graph"], 0, "\(requests ?? [:])")
+        XCTAssertEqual(requests?["list"], 0, "\(requests ?? [:])")
+        XCTAssertEqual(requests?["describe"], 1, "\(requests ?? [:])")
+    }
+
     func test_daemonRestart_pageResumes_andShowsWhatChangedMeanwhile() throws {
         let daemon = try Daemon(persistent: true)
         try obsctl(daemon, ["apply", "-"], stdin: "set n 0\nset gone 1\nset stays 1\n")
