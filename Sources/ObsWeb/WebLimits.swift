@@ -3,7 +3,7 @@ struct WebLimits: Sendable {
     /// Largest request body (a `set` from the page): 413 beyond it. The daemon's own line limit
     /// (1 MiB by default) still applies to what is forwarded.
     var maxBodyBytes = 2 << 20
-    /// Connections served at once, each a thread; more wait in the listen queue.
+    /// Connections served at once, each a thread; libmicrohttpd closes one past it at once, unanswered.
     var maxConnections = 64
     /// Seconds a connection may stay idle before it is closed.
     var idleTimeoutSeconds = 60
