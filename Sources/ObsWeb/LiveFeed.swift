@@ -18,7 +18,9 @@ import Synchronization
 ///    events come in commit order: a browser that falls behind holds obsctl's reads back, the
 ///    daemon's output buffer fills, and the daemon sends `overflow` and a fresh snapshot.
 /// 3. Drop: the events read so far go out, then one `disconnected` message; reconnect with
-///    backoff (50 ms, doubling up to 2 s), with keep-alive comments meanwhile.
+///    backoff (50 ms, doubling up to 2 s), with keep-alive comments meanwhile. The watch asks for
+///    `progress` (not relayed) when it is quiet, so a daemon silent for `daemonSilenceSeconds`
+///    (stopped with Ctrl-Z, say, or stuck) is a drop too, not a page that looks live.
 /// 4. Resume, as `obsctl watch --reconnect` does: `since` the last revision seen if the daemon
 ///    said goodbye (it flushes everything first), else one before it (a cut may have split the
 ///    last transaction's events). The page applies events by key revision, so what it already
@@ -48,6 +50,8 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
     private var finished = false
     private var backoff = LiveFeed.firstBackoff
     private var lastWrite = monotonicNow()
+    /// When the daemon last sent anything on the watch (an event or `progress`).
+    private var lastHeard = monotonicNow()
     private var pending: [UInt8] = []
     private var pendingStart = 0
 
@@ -108,11 +112,14 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
                 reset = (try? connection.request("stats", [:], deadline: deadline))?["durability"]?.stringValue == "memory"
             }
             if reset { lastRevision = nil }
-            var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false]
+            let progress = min(limits.keepAliveSeconds, limits.daemonSilenceSeconds / 4)
+            var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false,
+                                               "progress_ms": .int(max(1, Int64(progress * 1000)))]
             let since = resumeRevision
             if let since { fields["since"] = .int(Int64(since)) }
             try connection.request("watch", fields, deadline: deadline)
             self.connection = connection
+            lastHeard = monotonicNow()
             lastPid = pid
             saidDisconnected = false
             backoff = Self.firstBackoff
@@ -146,27 +153,43 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
         var bytes = 0
         do throws(ClientError) {
             guard let first = try connection.nextEvent(deadline: monotonicNow() + limits.keepAliveSeconds) else {
+                // The watch asks for `progress` well within this: a daemon that says nothing for
+                // so long is stopped or stuck, and what the page shows is not live.
+                if monotonicNow() - lastHeard >= limits.daemonSilenceSeconds {
+                    drop(connection, cleanly: false,
+                         reason: "obsd has not answered for \(Int(limits.daemonSilenceSeconds)) s: is it stopped or stuck?")
+                    return
+                }
                 pending += Array(": keep-alive\n\n".utf8)
                 return
             }
-            note(first)
-            lines.append(first.line)
-            bytes += first.line.utf8.count
+            var next: WatchEvent? = first
             // A deadline already past returns only what has been read off the socket.
-            while bytes < limits.batchBytes, let next = try connection.nextEvent(deadline: 0) {
-                note(next)
-                lines.append(next.line)
-                bytes += next.line.utf8.count
+            while let event = next {
+                lastHeard = monotonicNow()
+                if event.kind != "progress" {
+                    note(event)
+                    lines.append(event.line)
+                    bytes += event.line.utf8.count
+                }
+                next = bytes < limits.batchBytes ? try connection.nextEvent(deadline: 0) : nil
             }
             send(lines)
+            if lines.isEmpty, monotonicNow() - lastWrite >= limits.keepAliveSeconds { pending += Array(": keep-alive\n\n".utf8) }
         } catch {
             send(lines)
-            endedCleanly = connection.goodbye != nil
-            self.connection = nil
-            lock.withLock { current = nil }
-            saidDisconnected = true
-            send([JSONValue.object(["event": "disconnected", "reason": .string(error.description)]).encoded])
+            drop(connection, cleanly: connection.goodbye != nil, reason: error.description)
         }
+    }
+
+    /// The watch is lost: the page is told, and `read` reconnects.
+    private func drop(_ connection: ObsConnection, cleanly: Bool, reason: String) {
+        connection.shutDown()
+        endedCleanly = cleanly
+        self.connection = nil
+        lock.withLock { current = nil }
+        saidDisconnected = true
+        send([JSONValue.object(["event": "disconnected", "reason": .string(reason)]).encoded])
     }
 
     /// Where a resumed watch starts (step 4); nil before the first revision is known.

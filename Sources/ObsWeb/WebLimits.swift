@@ -10,6 +10,9 @@ struct WebLimits: Sendable {
     /// Seconds between keep-alive comments on a quiet event stream (below the idle timeout, and
     /// how soon a page that went away is noticed).
     var keepAliveSeconds = 15.0
+    /// Seconds an event stream's daemon may stay silent (it is asked for `progress` at least four
+    /// times as often) before the page is told the connection is lost.
+    var daemonSilenceSeconds = 30.0
     /// Events gathered into one Server-Sent Event, in bytes: a burst reaches the page as a few
     /// large messages instead of one message per key.
     var batchBytes = 256 << 10

@@ -84,6 +84,26 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
     }
 
+    /// A daemon that stops answering (Ctrl-Z in its terminal, or stuck) keeps its socket open:
+    /// without `progress` on the watch the page would stay "live" with values frozen.
+    func test_aDaemonThatStopsAnswering_isADrop_andTheFeedResumesOnceItAnswers() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let stream = FeedReader(daemon.socket, daemonSilenceSeconds: 1)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
+        let pid = daemon.process!.processIdentifier
+        kill(pid, SIGSTOP)
+        XCTAssertEqual(stream.next(), #"{"event":"disconnected","reason":"obsd has not answered for 1 s: is it stopped or stuck?"}"#)
+        kill(pid, SIGCONT)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected","pid":\#(pid),"rev":1,"since":0"#), true)
+        try obsctl(daemon, ["set", "a", "2"])
+        var last: String?
+        repeat { last = stream.next() } while last != nil && last?.contains(#""new":2"#) == false
+        XCTAssertEqual(last, #"{"event":"change","key":"a","old":1,"new":2,"rev":2,"created":false}"#)
+    }
+
     func test_aPatternTheDaemonRefuses_endsTheStreamWithItsError() throws {
         let daemon = try Daemon()
         let stream = FeedReader(daemon.socket, pattern: "a..b")
@@ -135,9 +155,10 @@ final class FeedReader {
     private var events: [String] = []
     private(set) var messages = 0
 
-    init(_ socket: String, pattern: String = "**") {
+    init(_ socket: String, pattern: String = "**", daemonSilenceSeconds: Double = 30) {
         var limits = WebLimits()
         limits.keepAliveSeconds = 0.2
+        limits.daemonSilenceSeconds = daemonSilenceSeconds
         feed = LiveFeed(path: socket, pattern: pattern, limits: limits, registry: FeedRegistry())
     }
 
