@@ -88,6 +88,9 @@
           // Another state (a daemon restarted with --memory): its snapshot follows.
           model.rev = 0;
           model.deleted = { rev: -1, keys: new Set() };
+          // The selected key's recent changes were the old state's (their revisions come again).
+          const history = $('history');
+          if (history) history.tBodies[0].replaceChildren();
         }
         model.rev = Math.max(model.rev, event.rev || 0);
         // Without `since` the watch starts with a snapshot: the whole state, even if empty. The

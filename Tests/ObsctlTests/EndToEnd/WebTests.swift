@@ -312,6 +312,9 @@ final class WebTests: XCTestCase {
         let web = try WebProcess(daemon)
         let browser = try openPage(web)
         browser.wait(valueIs("x", "2"))
+        // x selected: its recent changes are those of the old state (revisions 1 and 2).
+        browser.click("#rows .row[data-key=\"x\"]")
+        browser.wait("return document.querySelectorAll('#history tr').length === 2")
         daemon.stop()
         browser.wait("return document.body.dataset.connection === 'daemon-down'")
         try daemon.start()
@@ -319,6 +322,10 @@ final class WebTests: XCTestCase {
         try obsctl(daemon, ["set", "x", "5"])
         browser.wait(valueIs("x", "5"))
         browser.wait("return document.querySelector('#rev').textContent === 'rev 1'")
+        // The new state's change at revision 1 is not taken for the old one's: the old history is gone.
+        browser.wait("return [...document.querySelectorAll('#history tr')].map(r => r.textContent).join('|').startsWith('rev 1change5')")
+        XCTAssertEqual(browser.eval("return [...document.querySelectorAll('#history tr')].map(r => r.textContent).join('|')") as? String,
+                       "rev 1change5|rev 0delete(deleted)")
     }
 
     func test_usageErrors_andNoDaemon() throws {
