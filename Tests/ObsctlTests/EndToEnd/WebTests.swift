@@ -328,6 +328,20 @@ final class WebTests: XCTestCase {
                        "rev 1change5|rev 0delete(deleted)")
     }
 
+    /// On an address other machines can reach, obsctl warns, naming the port it listens on.
+    func test_anAddressOtherMachinesCanReach_isWarnedOf_withItsPort() throws {
+        let daemon = try Daemon()
+        let open = try Obsctl(daemon, ["web", "--listen", "0.0.0.0:0"])
+        let url = try XCTUnwrap(open.readLine())
+        kill(open.process.processIdentifier, SIGINT)
+        let opened = open.finish()
+        let port = try XCTUnwrap(url.split(separator: "/")[1].split(separator: ":").last)
+        XCTAssertNotEqual(port, "0", url)
+        XCTAssertTrue(opened.stderr.contains("obsctl: warning: 0.0.0.0:\(port) can be reached from other machines, over plain HTTP\n"), opened.stderr)
+        let loopback = try WebProcess(daemon)
+        XCTAssertFalse(loopback.stop().stderr.contains("warning"))
+    }
+
     func test_usageErrors_andNoDaemon() throws {
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "nowhere"]).status, 64)
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "127.0.0.1:99999"]).status, 64)
