@@ -11,20 +11,24 @@ import Synchronization
 /// 1. Connect: `hello` (its version, revision and pid go to the page as a `connected` message),
 ///    then `watch` on the pattern without channels. The first time with a snapshot; after a drop,
 ///    with `since` (step 4). A daemon that refuses the watch (a bad pattern, no permission) ends
-///    the stream with a `refused` message.
+///    the stream with a `refused` message; `shutting_down` and `limit` are a drop (step 3).
 /// 2. Relay: wait for the next event (at most `keepAliveSeconds`, else a comment keeps the
 ///    connection alive), then take every event already read, up to `batchBytes`, and send them
 ///    as one message, a line each, as the daemon wrote them. The watch is in `all` mode, so
 ///    events come in commit order: a browser that falls behind holds obsctl's reads back, the
 ///    daemon's output buffer fills, and the daemon sends `overflow` and a fresh snapshot.
 /// 3. Drop: the events read so far go out, then one `disconnected` message; reconnect with
-///    backoff (50 ms, doubling up to 2 s), with keep-alive comments meanwhile.
+///    backoff (50 ms, doubling up to 2 s), with keep-alive comments meanwhile. The watch asks for
+///    `progress` (not relayed) when it is quiet, so a daemon silent for `daemonSilenceSeconds`
+///    (stopped with Ctrl-Z, say, or stuck) is a drop too, not a page that looks live.
 /// 4. Resume, as `obsctl watch --reconnect` does: `since` the last revision seen if the daemon
 ///    said goodbye (it flushes everything first), else one before it (a cut may have split the
 ///    last transaction's events). The page applies events by key revision, so what it already
 ///    has is ignored, and it takes a snapshot (after `compacted` or `overflow`) as the whole state.
 ///    A daemon whose revision is behind the last one seen holds another state (`--memory`
-///    restarted): the watch starts afresh with a snapshot, and `connected` says `reset`.
+///    restarted), and so does a new process of a daemon whose `stats` say `durability` `memory`
+///    (it may be ahead already: other clients wrote before the feed was back): the watch starts
+///    afresh with a snapshot, and `connected` says `reset`.
 final class LiveFeed: StreamingBody, @unchecked Sendable {
     // @unchecked: `read` and everything it touches belong to the connection's thread; `cancel`,
     // from the thread that stops the server, touches only `cancelled` and `current` (under `lock`).
@@ -39,15 +43,23 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
 
     private var connection: ObsConnection?
     private var lastRevision: UInt64?
+    /// The pid of the daemon last connected to.
+    private var lastPid: Int64?
     private var endedCleanly = true
     private var saidDisconnected = false
     private var finished = false
     private var backoff = LiveFeed.firstBackoff
     private var lastWrite = monotonicNow()
+    /// When the daemon last sent anything on the watch (an event or `progress`).
+    private var lastHeard = monotonicNow()
     private var pending: [UInt8] = []
     private var pendingStart = 0
 
     static let firstBackoff = 0.05, maxBackoff = 2.0
+    /// Refusals that pass: the daemon is stopping (a restart the feed reconnected into) or has
+    /// all the connections it takes. They are a drop, retried with backoff; any other refusal
+    /// (a bad pattern, no permission) ends the stream.
+    static let passing: Set<ObsError.Code> = [.shuttingDown, .limit]
 
     init(path: String, pattern: String, limits: WebLimits, registry: FeedRegistry) {
         self.path = path
@@ -91,13 +103,24 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             let hello = try connection.request("hello", ["client": "obsctl web"], deadline: deadline)
             // A daemon behind the revision seen is not the state that was left (one with --memory
             // restarted, or a restored backup): nothing to resume, the page takes a new snapshot.
-            let reset = lastRevision.map { UInt64(max(0, hello["rev"]?.intValue ?? 0)) < $0 } ?? false
+            var reset = lastRevision.map { UInt64(max(0, hello["rev"]?.intValue ?? 0)) < $0 } ?? false
+            // Nor is a daemon that keeps its state in memory only and is another process than the
+            // one seen: it started empty, whatever revision it has reached since (other clients
+            // may have written more than the page saw before it reconnects).
+            let pid = hello["pid"]?.intValue
+            if !reset, lastRevision != nil, let pid, let lastPid, pid != lastPid {
+                reset = (try? connection.request("stats", [:], deadline: deadline))?["durability"]?.stringValue == "memory"
+            }
             if reset { lastRevision = nil }
-            var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false]
+            let progress = min(limits.keepAliveSeconds, limits.daemonSilenceSeconds / 4)
+            var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false,
+                                               "progress_ms": .int(max(1, Int64(progress * 1000)))]
             let since = resumeRevision
             if let since { fields["since"] = .int(Int64(since)) }
             try connection.request("watch", fields, deadline: deadline)
             self.connection = connection
+            lastHeard = monotonicNow()
+            lastPid = pid
             saidDisconnected = false
             backoff = Self.firstBackoff
             var message: [String: JSONValue] = ["event": "connected", "version": hello["version"] ?? .null,
@@ -105,7 +128,7 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             if let since { message["since"] = .int(Int64(since)) }
             if reset { message["reset"] = true }
             send([JSONValue.object(message).encoded])
-        } catch .server(let error) {
+        } catch .server(let error) where !Self.passing.contains(error.code) {
             var fields = error.details
             fields["code"] = .string(error.code.rawValue)
             fields["message"] = .string(error.message)
@@ -130,27 +153,43 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
         var bytes = 0
         do throws(ClientError) {
             guard let first = try connection.nextEvent(deadline: monotonicNow() + limits.keepAliveSeconds) else {
+                // The watch asks for `progress` well within this: a daemon that says nothing for
+                // so long is stopped or stuck, and what the page shows is not live.
+                if monotonicNow() - lastHeard >= limits.daemonSilenceSeconds {
+                    drop(connection, cleanly: false,
+                         reason: "obsd has not answered for \(Int(limits.daemonSilenceSeconds)) s: is it stopped or stuck?")
+                    return
+                }
                 pending += Array(": keep-alive\n\n".utf8)
                 return
             }
-            note(first)
-            lines.append(first.line)
-            bytes += first.line.utf8.count
+            var next: WatchEvent? = first
             // A deadline already past returns only what has been read off the socket.
-            while bytes < limits.batchBytes, let next = try connection.nextEvent(deadline: 0) {
-                note(next)
-                lines.append(next.line)
-                bytes += next.line.utf8.count
+            while let event = next {
+                lastHeard = monotonicNow()
+                if event.kind != "progress" {
+                    note(event)
+                    lines.append(event.line)
+                    bytes += event.line.utf8.count
+                }
+                next = bytes < limits.batchBytes ? try connection.nextEvent(deadline: 0) : nil
             }
             send(lines)
+            if lines.isEmpty, monotonicNow() - lastWrite >= limits.keepAliveSeconds { pending += Array(": keep-alive\n\n".utf8) }
         } catch {
             send(lines)
-            endedCleanly = connection.goodbye != nil
-            self.connection = nil
-            lock.withLock { current = nil }
-            saidDisconnected = true
-            send([JSONValue.object(["event": "disconnected", "reason": .string(error.description)]).encoded])
+            drop(connection, cleanly: connection.goodbye != nil, reason: error.description)
         }
+    }
+
+    /// The watch is lost: the page is told, and `read` reconnects.
+    private func drop(_ connection: ObsConnection, cleanly: Bool, reason: String) {
+        connection.shutDown()
+        endedCleanly = cleanly
+        self.connection = nil
+        lock.withLock { current = nil }
+        saidDisconnected = true
+        send([JSONValue.object(["event": "disconnected", "reason": .string(reason)]).encoded])
     }
 
     /// Where a resumed watch starts (step 4); nil before the first revision is known.

@@ -3,13 +3,16 @@ struct WebLimits: Sendable {
     /// Largest request body (a `set` from the page): 413 beyond it. The daemon's own line limit
     /// (1 MiB by default) still applies to what is forwarded.
     var maxBodyBytes = 2 << 20
-    /// Connections served at once, each a thread; more wait in the listen queue.
+    /// Connections served at once, each a thread; libmicrohttpd closes one past it at once, unanswered.
     var maxConnections = 64
     /// Seconds a connection may stay idle before it is closed.
     var idleTimeoutSeconds = 60
     /// Seconds between keep-alive comments on a quiet event stream (below the idle timeout, and
     /// how soon a page that went away is noticed).
     var keepAliveSeconds = 15.0
+    /// Seconds an event stream's daemon may stay silent (it is asked for `progress` at least four
+    /// times as often) before the page is told the connection is lost.
+    var daemonSilenceSeconds = 30.0
     /// Events gathered into one Server-Sent Event, in bytes: a burst reaches the page as a few
     /// large messages instead of one message per key.
     var batchBytes = 256 << 10

@@ -5,6 +5,8 @@ import ObsClient
 public final class WebServer: Sendable {
     /// The URL to open: it carries the access token.
     public let url: String
+    /// Where it listens, `HOST:PORT` with the port the system picked for port 0.
+    public let address: String
     /// Whether only this machine can connect (the address is 127.0.0.0/8 or ::1).
     public let isLoopback: Bool
     private let http: HTTPServer
@@ -24,6 +26,7 @@ public final class WebServer: Sendable {
                               idleTimeout: limits.idleTimeoutSeconds, handler: routes.handle)
         isLoopback = ListenAddress.isLoopback(bound)
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+        self.address = "\(host):\(port)"
         url = "http://\(host):\(port)/?token=\(token.text)"
     }
 

@@ -47,7 +47,7 @@ enum WebCommand {
         }
         context.output.line(server.url)
         if !server.isLoopback {
-            context.output.error("warning: \(address) can be reached from other machines, over plain HTTP")
+            context.output.error("warning: \(server.address) can be reached from other machines, over plain HTTP")
         }
         context.output.error("open the URL above in a browser; anyone who has it has your access to obsd. Ctrl-C stops.")
         if parsed.has("--open") {

@@ -19,6 +19,8 @@
   const HISTORY_ROWS = 50;
   const FLASH_MS = 300;
   const GRAPH_MIN_SCALE = 0.6;
+  const GRAPH_MAX_NODES = 400;    // a larger graph is not drawn
+  const KINDS_BY_KEY = 20;        // new keys whose kind is asked one by one, not by a list
 
   const model = {
     keys: new Map(),      // key -> {key, kind, value, error, rev, changedAt, changeRev, row, flash}
@@ -86,13 +88,16 @@
           // Another state (a daemon restarted with --memory): its snapshot follows.
           model.rev = 0;
           model.deleted = { rev: -1, keys: new Set() };
+          // The selected key's recent changes were the old state's (their revisions come again).
+          const history = $('history');
+          if (history) history.tBodies[0].replaceChildren();
         }
         model.rev = Math.max(model.rev, event.rev || 0);
-        // Without `since` the watch starts with a snapshot: the whole state, even if empty.
-        if (event.since === undefined) model.snapshot = new Set();
+        // Without `since` the watch starts with a snapshot: the whole state, even if empty. The
+        // graph is asked for once it is in (at `synced`), when the page knows how many keys match.
+        if (event.since === undefined) model.snapshot = new Set(); else refreshGraph();
         setConnection('live');
         refreshStats();
-        refreshGraph();
         break;
       case 'disconnected':
         setConnection('daemon-down', event.reason);
@@ -386,11 +391,21 @@
     }
   }
 
+  // The kinds of keys the page learnt of by a change event (which carries none): asked key by key
+  // when they are few, since a `list` of the pattern, over a large store, costs the daemon time
+  // every client waits for.
   let kindsTimer = null;
   function refreshKinds() {
     clearTimeout(kindsTimer);
     kindsTimer = setTimeout(async () => {
-      const answer = await api({ op: 'list', pattern: view.pattern });
+      const unknown = model.order.filter(k => !model.keys.get(k).kind);
+      let answer;
+      if (unknown.length <= KINDS_BY_KEY) {
+        const described = await Promise.all(unknown.map(key => api({ op: 'describe', key })));
+        answer = { ok: true, keys: described.filter(d => d.ok).map(d => ({ key: d.key, kind: d.kind })) };
+      } else {
+        answer = await api({ op: 'list', pattern: view.pattern });
+      }
       if (!answer.ok) return;
       for (const item of answer.keys) {
         const entry = model.keys.get(item.key);
@@ -406,25 +421,31 @@
     graphTimer = setTimeout(loadGraph, 150);
   }
 
+  // A graph has a node for every key that matches the pattern: when the page holds more than are
+  // drawn, the daemon is not asked (its answer, over a large store, costs it time every client
+  // waits for, and would not be drawn).
   async function loadGraph() {
+    if (model.keys.size > GRAPH_MAX_NODES) return tooLargeToDraw(model.keys.size);
     const answer = await api({ op: 'graph', pattern: view.pattern });
     if (!answer.ok) return;
     const text = JSON.stringify([answer.nodes, answer.edges]);
     if (text === view.graphText) return;
+    if (answer.nodes.length > GRAPH_MAX_NODES) return tooLargeToDraw(answer.nodes.length);
     view.graphText = text;
     const note = $('graph-note');
     const svg = $('graph-svg');
-    if (answer.nodes.length > 400) {
-      svg.replaceChildren();
-      view.graph = null;
-      note.textContent = `${answer.nodes.length} keys: narrow the pattern to draw the graph.`;
-      return;
-    }
     note.textContent = answer.nodes.length ? '' : 'No keys match the pattern.';
     view.graph = ObsGraph.draw(svg, answer, select);
     fitGraph();
     for (const key of view.graph.nodes.keys()) renderNode(key, model.keys.get(key));
     if (view.selected) markSelected(view.selected);
+  }
+
+  function tooLargeToDraw(count) {
+    $('graph-svg').replaceChildren();
+    view.graph = null;
+    view.graphText = '';
+    $('graph-note').textContent = `${count} keys: narrow the pattern to draw the graph.`;
   }
 
   // A graph wider than its pane is scaled down to fit, but not below GRAPH_MIN_SCALE (the names

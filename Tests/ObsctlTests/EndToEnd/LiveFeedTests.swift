@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import ObsClient
+import ObsCore
 @testable import ObsWeb
 import TestSupport
 import XCTest
@@ -62,11 +64,73 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertEqual(stream.next(), #"{"event":"change","key":"c","new":1,"rev":1,"created":true}"#)
     }
 
+    /// A daemon restarted with `--memory` whose revision is not behind the one seen (its
+    /// definitions file, or other clients, wrote as much before the feed was back) still holds
+    /// another state: the page gets it afresh, not a replay that leaves the old keys shown as live.
+    func test_aMemoryDaemonRestartedAtTheRevisionSeen_isAnotherState_andGivesASnapshot() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let stream = FeedReader(daemon.socket)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
+        let definitions = daemon.write("set b 2\n", to: "definitions.obs")
+        daemon.extraArguments = ["--config", daemon.write("definitions = \(definitions)\n", to: "obsd.conf")]
+        daemon.stop()
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"disconnected""#), true)
+        try daemon.start()
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"reset":true,"rev":1,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"b","kind":"value","value":2,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
+    }
+
+    /// A daemon that stops answering (Ctrl-Z in its terminal, or stuck) keeps its socket open:
+    /// without `progress` on the watch the page would stay "live" with values frozen.
+    func test_aDaemonThatStopsAnswering_isADrop_andTheFeedResumesOnceItAnswers() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let stream = FeedReader(daemon.socket, daemonSilenceSeconds: 1)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
+        let pid = daemon.process!.processIdentifier
+        kill(pid, SIGSTOP)
+        XCTAssertEqual(stream.next(), #"{"event":"disconnected","reason":"obsd has not answered for 1 s: is it stopped or stuck?"}"#)
+        kill(pid, SIGCONT)
+        XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected","pid":\#(pid),"rev":1,"since":0"#), true)
+        try obsctl(daemon, ["set", "a", "2"])
+        var last: String?
+        repeat { last = stream.next() } while last != nil && last?.contains(#""new":2"#) == false
+        XCTAssertEqual(last, #"{"event":"change","key":"a","old":1,"new":2,"rev":2,"created":false}"#)
+    }
+
     func test_aPatternTheDaemonRefuses_endsTheStreamWithItsError() throws {
         let daemon = try Daemon()
         let stream = FeedReader(daemon.socket, pattern: "a..b")
         XCTAssertTrue(stream.next()?.hasPrefix(#"{"error":{"code":"bad_key","message":"#) ?? false)
         XCTAssertTrue(stream.ended())
+    }
+
+    /// A daemon at `max_connections` answers `limit` (and one that is stopping, `shutting_down`):
+    /// the page is told the connection is down and the feed retries, instead of ending the stream
+    /// as for a pattern the daemon refuses (the page would then stay dead).
+    func test_aDaemonAtItsConnectionLimit_isADrop_andTheFeedConnectsOnceASlotIsFree() throws {
+        let daemon = try Daemon(config: "max_connections = 1\n")
+        try obsctl(daemon, ["set", "a", "1"])
+        // The one connection (once the daemon has seen obsctl's go: until then it answers `limit`).
+        var holder: ObsConnection?
+        for _ in 0..<100 where holder == nil {
+            let connection = try ObsConnection(path: daemon.socket)
+            if (try? connection.request("ping", [:], deadline: monotonicNow() + 10)) != nil { holder = connection } else { usleep(50_000) }
+        }
+        XCTAssertNotNil(holder)
+        let stream = FeedReader(daemon.socket)
+        let first = stream.next()
+        XCTAssertEqual(first?.hasPrefix(#"{"event":"disconnected","reason":"limit: "#), true, first ?? "nothing")
+        holder = nil
+        XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"rev":1,"version":"0.1.0"}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#)
+        XCTAssertEqual(stream.next(), #"{"event":"synced","rev":1}"#)
     }
 
     func test_aBurstOfEvents_arrivesInFewMessages() throws {
@@ -91,9 +155,10 @@ final class FeedReader {
     private var events: [String] = []
     private(set) var messages = 0
 
-    init(_ socket: String, pattern: String = "**") {
+    init(_ socket: String, pattern: String = "**", daemonSilenceSeconds: Double = 30) {
         var limits = WebLimits()
         limits.keepAliveSeconds = 0.2
+        limits.daemonSilenceSeconds = daemonSilenceSeconds
         feed = LiveFeed(path: socket, pattern: pattern, limits: limits, registry: FeedRegistry())
     }
 

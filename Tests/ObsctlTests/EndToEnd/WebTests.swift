@@ -252,6 +252,25 @@ final class WebTests: XCTestCase {
         XCTAssertGreaterThan(png.count, 10_000)
     }
 
+    /// Over a large store a `graph` or a `list` of the pattern holds the daemon up for every
+    /// client: the page asks for neither when it holds more keys than the graph draws, and asks
+    /// the kind of a key created meanwhile by `describe`.
+    func test_aPatternWithMoreKeysThanTheGraphDraws_costsTheDaemonNoGraphOrList() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["apply", "-"], stdin: (1...450).map { "set k\($0) \($0)" }.joined(separator: "\n") + "\n")
+        let web = try WebProcess(daemon)
+        let browser = try openPage(web)
+        browser.wait("return document.getElementById('graph-note').textContent === '450 keys: narrow the pattern to draw the graph.'")
+        try obsctl(daemon, ["set", "fresh", "1"])
+        browser.wait("const row = document.querySelector('#rows .row[data-key=\"fresh\"]'); return row !== null && row.children[1].textContent === 'value'")
+        browser.wait("return document.getElementById('graph-note').textContent === '451 keys: narrow the pattern to draw the graph.'")
+        let stats = try JSONSerialization.jsonObject(with: Data(try obsctl(daemon, ["stats", "--json"]).stdout.utf8)) as? [String: Any]
+        let requests = stats?["requests"] as? [String: Int]
+        XCTAssertEqual(requests?["graph"], 0, "\(requests ?? [:])")
+        XCTAssertEqual(requests?["list"], 0, "\(requests ?? [:])")
+        XCTAssertEqual(requests?["describe"], 1, "\(requests ?? [:])")
+    }
+
     func test_daemonRestart_pageResumes_andShowsWhatChangedMeanwhile() throws {
         let daemon = try Daemon(persistent: true)
         try obsctl(daemon, ["apply", "-"], stdin: "set n 0\nset gone 1\nset stays 1\n")
@@ -293,6 +312,9 @@ final class WebTests: XCTestCase {
         let web = try WebProcess(daemon)
         let browser = try openPage(web)
         browser.wait(valueIs("x", "2"))
+        // x selected: its recent changes are those of the old state (revisions 1 and 2).
+        browser.click("#rows .row[data-key=\"x\"]")
+        browser.wait("return document.querySelectorAll('#history tr').length === 2")
         daemon.stop()
         browser.wait("return document.body.dataset.connection === 'daemon-down'")
         try daemon.start()
@@ -300,6 +322,24 @@ final class WebTests: XCTestCase {
         try obsctl(daemon, ["set", "x", "5"])
         browser.wait(valueIs("x", "5"))
         browser.wait("return document.querySelector('#rev').textContent === 'rev 1'")
+        // The new state's change at revision 1 is not taken for the old one's: the old history is gone.
+        browser.wait("return [...document.querySelectorAll('#history tr')].map(r => r.textContent).join('|').startsWith('rev 1change5')")
+        XCTAssertEqual(browser.eval("return [...document.querySelectorAll('#history tr')].map(r => r.textContent).join('|')") as? String,
+                       "rev 1change5|rev 0delete(deleted)")
+    }
+
+    /// On an address other machines can reach, obsctl warns, naming the port it listens on.
+    func test_anAddressOtherMachinesCanReach_isWarnedOf_withItsPort() throws {
+        let daemon = try Daemon()
+        let open = try Obsctl(daemon, ["web", "--listen", "0.0.0.0:0"])
+        let url = try XCTUnwrap(open.readLine())
+        kill(open.process.processIdentifier, SIGINT)
+        let opened = open.finish()
+        let port = try XCTUnwrap(url.split(separator: "/")[1].split(separator: ":").last)
+        XCTAssertNotEqual(port, "0", url)
+        XCTAssertTrue(opened.stderr.contains("obsctl: warning: 0.0.0.0:\(port) can be reached from other machines, over plain HTTP\n"), opened.stderr)
+        let loopback = try WebProcess(daemon)
+        XCTAssertFalse(loopback.stop().stderr.contains("warning"))
     }
 
     func test_usageErrors_andNoDaemon() throws {
