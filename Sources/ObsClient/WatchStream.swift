@@ -28,11 +28,16 @@ public final class WatchStream: @unchecked Sendable {
     private let waiting: (@Sendable (ClientError) -> Void)?
     /// Backoff between attempts: it starts small so a quick restart costs little, and doubles.
     static let firstBackoff = 0.05, maxBackoff = 2.0
+    /// Refusals `reconnect` waits out like an absent daemon: one that has all the connections it
+    /// takes (`limit`), or is stopping (`shutting_down`: a restart reconnected into). Any other
+    /// (a bad pattern, no permission) would be answered the same next time.
+    static let passing: Set<ObsError.Code> = [.limit, .shuttingDown]
 
     /// Connects and starts the watch. Without `options.reconnect` it fails at once if the daemon is
     /// not there; with it, it waits for the daemon (a status bar may start before obsd) with the
     /// same backoff as after a drop, until `deadline` (then `timedOut`). A refusal by the daemon
-    /// (`.server`) fails at once either way.
+    /// (`.server`) fails at once either way, but for `limit` and `shutting_down`, which
+    /// `reconnect` waits out.
     public init(path: String, options: WatchOptions, deadline: Double? = nil,
                 waiting: (@Sendable (ClientError) -> Void)? = nil) throws(ClientError) {
         self.path = path
@@ -114,7 +119,7 @@ public final class WatchStream: @unchecked Sendable {
             do {
                 try start(deadline: deadline)
                 return true
-            } catch .server(let error) {
+            } catch .server(let error) where !Self.passing.contains(error.code) {
                 throw .server(error)
             } catch {
                 // Not there yet, or it went away again while answering.

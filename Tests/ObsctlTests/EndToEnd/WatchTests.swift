@@ -141,6 +141,32 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(watch.finish().stdout, "")
     }
 
+    /// A daemon at `max_connections` answers `limit`: with `--reconnect`, a status bar waits for a
+    /// free connection as it waits for a daemon not running yet, rather than exiting for good;
+    /// without it, the refusal ends obsctl at once.
+    func test_reconnect_waitsOutADaemonAtItsConnectionLimit() throws {
+        let daemon = try Daemon(config: "max_connections = 1\n")
+        try obsctl(daemon, ["set", "k", "first"])
+        // The one connection (once the daemon has seen obsctl's go: until then it answers `limit`).
+        var holder: ObsConnection?
+        for _ in 0..<100 where holder == nil {
+            let connection = try ObsConnection(path: daemon.socket)
+            if (try? connection.request("ping", [:], deadline: monotonicNow() + 10)) != nil { holder = connection } else { usleep(50_000) }
+        }
+        XCTAssertNotNil(holder)
+        let refused = try obsctl(daemon, ["watch", "k"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("limit"), refused.stderr)
+
+        let watch = try Obsctl(daemon, ["watch", "k", "--reconnect", "--values"])
+        waitFor("the notice") { watch.stderr.contains("waiting for obsd (--reconnect): limit") }
+        XCTAssertTrue(watch.process.isRunning, watch.stderr)
+        holder = nil
+        XCTAssertEqual(watch.readLine(), "first")
+        kill(watch.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(watch.finish().stdout, "")
+    }
+
     /// A status bar started before obsd: `--reconnect` waits for the daemon (one notice, however
     /// many attempts), and `--timeout` still bounds the wait.
     func test_reconnect_waitsForADaemonNotRunningYet() throws {
