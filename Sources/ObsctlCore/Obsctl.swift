@@ -10,6 +10,7 @@ public enum Obsctl {
     public static func main(_ arguments: [String], environment: [String: String], output: Output = Output()) -> Int32 {
         // A closed stdout shows up as EPIPE on write (Output exits quietly), not as a signal.
         signal(SIGPIPE, SIG_IGN)
+        holdClosedStandardDescriptors()
         var words = arguments[...]
         var socket: String?
         var timeout: Double?
@@ -71,6 +72,22 @@ public enum Obsctl {
         } catch {
             output.error("\(error)")
             return 1
+        }
+    }
+
+    /// A standard descriptor the caller closed (`obsctl get k >&-`, a service with no stdin) would
+    /// be taken by the next file obsctl opens, the daemon's socket: lines meant for stdout or
+    /// stderr would go to the daemon as requests, and `set k -` would read the daemon's answers
+    /// as its input. Each closed one is held by /dev/null opened the other way round, so it still
+    /// behaves as closed: a write to stdout fails (`Bad file descriptor`, exit 1), stdin reads
+    /// nothing.
+    static func holdClosedStandardDescriptors() {
+        for fd: Int32 in [0, 1, 2] where fcntl(fd, F_GETFD) < 0 && errno == EBADF {
+            let held = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY)
+            if held >= 0, held != fd {
+                dup2(held, fd)
+                close(held)
+            }
         }
     }
 

@@ -88,4 +88,21 @@ final class PipelineOutputTests: XCTestCase {
             XCTAssertEqual(result, Result(status: 0, stdout: "status 1\n", stderr: full), command)
         }
     }
+
+    /// A closed stdout or stdin (`>&-`, `<&-`) stays closed: the daemon's socket does not take
+    /// its place, so a line is not sent to the daemon as a request (and lost, status 0), nor does
+    /// `set k -` read the daemon's answers as its input (and hang).
+    func test_closedStandardDescriptors_areNotTakenByTheSocket() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let closed = "obsctl: cannot write to stdout: Bad file descriptor\n"
+        for command in ["get a", "watch a --initial-only"] {
+            // `timeout`: without the fix the watch waits for an answer that never comes.
+            let result = try Obsctl(daemon, [], shell: "timeout 120 \"$OBSCTL\" \(command) >&-; echo \"status $?\"").finish()
+            XCTAssertEqual(result, Result(status: 0, stdout: "status 1\n", stderr: closed), command)
+        }
+        let set = try Obsctl(daemon, [], shell: "timeout 120 \"$OBSCTL\" set b - <&-; echo \"status $?\"").finish()
+        XCTAssertEqual(set, Result(status: 0, stdout: "status 0\n", stderr: ""))
+        XCTAssertEqual(try obsctl(daemon, ["list"]).stdout, "a  value\n")
+    }
 }
