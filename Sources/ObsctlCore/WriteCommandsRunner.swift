@@ -87,8 +87,8 @@ enum WriteCommandsRunner {
     }
 
     static func restore(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
-        let input = FileHandle.standardInput.readDataToEndOfFile()
-        guard case .object(var fields)? = try? JSONValue.parse(Array(input)) else {
+        let input = try readAll("-", for: "restore")
+        guard case .object(var fields)? = try? JSONValue.parse(input) else {
             throw UsageError("restore: stdin is not a JSON object (the output of obsctl dump)")
         }
         fields["op"] = nil
@@ -130,17 +130,42 @@ enum WriteCommandsRunner {
         return parts
     }
 
+    /// Every byte of `path` (`-`: stdin) to its end: a regular file, and as well a pipe, a FIFO or
+    /// a process substitution (`obsctl apply <(envsubst < bar.obs)`), which have no size to read
+    /// up front. What cannot be read (a directory, a missing file, a closed stdin) is a usage
+    /// error that says why.
+    static func readAll(_ path: String, for command: String) throws(UsageError) -> [UInt8] {
+        let name = path == "-" ? "stdin" : path
+        func failure(_ code: Int32) -> UsageError {
+            UsageError("\(command): cannot read \(name): \(String(cString: strerror(code)))")
+        }
+        let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(errno) }
+        defer { if fd != 0 { close(fd) } }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw failure(errno) }
+        if info.st_mode & S_IFMT == S_IFDIR { throw failure(EISDIR) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                bytes += chunk[..<count]
+            } else if count == 0 {
+                return bytes
+            } else if errno == EAGAIN {
+                // A stdin another program left non-blocking is waited on.
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&poller, 1, -1)
+            } else if errno != EINTR {
+                throw failure(errno)
+            }
+        }
+    }
+
     static func apply(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let path = parsed.positionals[0]
-        let text: String
-        if path == "-" {
-            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        } else {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw UsageError("apply: cannot read \(path)")
-            }
-            text = String(decoding: data, as: UTF8.self)
-        }
+        let text = String(decoding: try readAll(path, for: "apply"), as: UTF8.self)
         let file: DefinitionsFile
         do throws(DefinitionsFile.Failure) {
             file = try DefinitionsFile(parsing: text)
