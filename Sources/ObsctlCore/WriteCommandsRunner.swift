@@ -40,7 +40,8 @@ enum WriteCommandsRunner {
         }
         // `sensor | obsctl set temp -`: each line as it arrives, on one connection.
         let connection = try context.connect()
-        while let line = readLine() {
+        var lines = StdinLines(command: "set")
+        while let line = try lines.next() {
             let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(line, mode: mode))
             try connection.request("set", fields, deadline: context.deadline)
         }
@@ -79,7 +80,8 @@ enum WriteCommandsRunner {
             try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
             return 0
         }
-        while let line = readLine() {
+        var lines = StdinLines(command: "publish")
+        while let line = try lines.next() {
             let payload = try WriteCommands.value(line, mode: mode)
             try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
         }
@@ -165,7 +167,13 @@ enum WriteCommandsRunner {
 
     static func apply(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let path = parsed.positionals[0]
-        let text = String(decoding: try readAll(path, for: "apply"), as: UTF8.self)
+        let bytes = try readAll(path, for: "apply")
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            // Not replaced with U+FFFD: a value would be stored other than the file says.
+            let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+            let line = (lines.firstIndex { String(validating: $0, as: UTF8.self) == nil } ?? 0) + 1
+            throw UsageError("\(path):\(line): not valid UTF-8")
+        }
         let file: DefinitionsFile
         do throws(DefinitionsFile.Failure) {
             file = try DefinitionsFile(parsing: text)
@@ -192,5 +200,50 @@ enum WriteCommandsRunner {
             return 1
         }
         return 0
+    }
+}
+
+/// The lines of stdin as they arrive (`set KEY -`, `publish CHANNEL -`), without their `\n` or
+/// `\r\n`. A line that is not valid UTF-8 stops obsctl (exit 64, naming the line) rather than
+/// reaching the daemon with its bytes replaced by U+FFFD, as Swift's readLine would.
+struct StdinLines {
+    let command: String
+    private var buffer: [UInt8] = []
+    private var number = 0
+    private var ended = false
+
+    init(command: String) { self.command = command }
+
+    mutating func next() throws(UsageError) -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return try decode(line.last == 0x0D ? Array(line.dropLast()) : line)
+            }
+            if ended {
+                guard !buffer.isEmpty else { return nil }
+                defer { buffer = [] }
+                return try decode(buffer)
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count > 0 {
+                buffer += chunk[..<count]
+            } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+                ended = true
+            } else if errno == EAGAIN {
+                var poller = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                _ = poll(&poller, 1, -1)
+            }
+        }
+    }
+
+    private mutating func decode(_ bytes: [UInt8]) throws(UsageError) -> String {
+        number += 1
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw UsageError("\(command): line \(number) of stdin is not valid UTF-8")
+        }
+        return text
     }
 }

@@ -105,4 +105,19 @@ final class PipelineOutputTests: XCTestCase {
         XCTAssertEqual(set, Result(status: 0, stdout: "status 0\n", stderr: ""))
         XCTAssertEqual(try obsctl(daemon, ["list"]).stdout, "a  value\n")
     }
+
+    /// Bytes that are not UTF-8 (a Latin-1 file, a sensor's garbage) are refused, naming the line,
+    /// not stored with U+FFFD in their place: what is stored is what was given, or nothing.
+    func test_invalidUTF8_isRefused_notReplaced() throws {
+        let daemon = try Daemon()
+        let file = daemon.root + "/latin1.obs"
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data([UInt8]("set a ok\nset b caf".utf8) + [0xE9, 0x0A])))
+        XCTAssertEqual(try obsctl(daemon, ["apply", file]),
+                       Result(status: 64, stdout: "", stderr: "obsctl: \(file):2: not valid UTF-8\nSee 'obsctl --help'.\n"))
+        XCTAssertEqual(try obsctl(daemon, ["list"]).stdout, "")
+        let set = try Obsctl(daemon, [], shell: "printf 'one\\r\\ncaf\\351\\nthree\\n' | \"$OBSCTL\" set t -; echo \"status $?\"").finish()
+        XCTAssertEqual(set, Result(status: 0, stdout: "status 64\n",
+                                   stderr: "obsctl: set: line 2 of stdin is not valid UTF-8\nSee 'obsctl --help'.\n"))
+        XCTAssertEqual(try obsctl(daemon, ["get", "t"]).stdout, "one\n")
+    }
 }
