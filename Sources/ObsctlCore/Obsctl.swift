@@ -75,6 +75,24 @@ public enum Obsctl {
         }
     }
 
+    /// The arguments after the program's name, as the kernel passed them; nil, after saying so on
+    /// stderr, when one is not UTF-8 (`obsctl set k $'\\xff'`): Swift's CommandLine.arguments
+    /// replaces such bytes with U+FFFD, which would store a value other than the one given.
+    public static func arguments(_ count: Int32, _ values: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>,
+                                 output: Output = Output()) -> [String]? {
+        var arguments: [String] = []
+        for index in 1..<Int(max(count, 1)) {
+            guard let raw = values[index] else { break }
+            let bytes = UnsafeRawBufferPointer(start: raw, count: strlen(raw))
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                output.error("argument \(index) is not valid UTF-8\nSee 'obsctl --help'.")
+                return nil
+            }
+            arguments.append(text)
+        }
+        return arguments
+    }
+
     /// A standard descriptor the caller closed (`obsctl get k >&-`, a service with no stdin) would
     /// be taken by the next file obsctl opens, the daemon's socket: lines meant for stdout or
     /// stderr would go to the daemon as requests, and `set k -` would read the daemon's answers

@@ -120,4 +120,15 @@ final class PipelineOutputTests: XCTestCase {
                                    stderr: "obsctl: set: line 2 of stdin is not valid UTF-8\nSee 'obsctl --help'.\n"))
         XCTAssertEqual(try obsctl(daemon, ["get", "t"]).stdout, "one\n")
     }
+
+    /// An argument that is not UTF-8 is refused, not stored with U+FFFD in place of its bytes.
+    func test_argumentNotUTF8_isRefused() throws {
+        let daemon = try Daemon()
+        let result = try Obsctl(daemon, [], shell: "\"$OBSCTL\" set c $'caf\\xe9'; echo \"status $?\"").finish()
+        XCTAssertEqual(result, Result(status: 0, stdout: "status 64\n",
+                                      stderr: "obsctl: argument 3 is not valid UTF-8\nSee 'obsctl --help'.\n"))
+        XCTAssertEqual(try obsctl(daemon, ["list"]).stdout, "")
+        XCTAssertEqual(try obsctl(daemon, ["set", "c", "café"]).status, 0)
+        XCTAssertEqual(try obsctl(daemon, ["get", "c"]).stdout, "café\n")
+    }
 }
