@@ -63,8 +63,11 @@ enum ChildProcess {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        forwardTerminatingSignals()
         var pid: pid_t = 0
         let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+        runningChild = spawned == 0 ? pid : 0
+        defer { runningChild = 0 }
         close(fds[0])
         guard spawned == 0 else {
             close(fds[1])
@@ -84,5 +87,25 @@ enum ChildProcess {
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         if status & 0x7f == 0 { return .exited((status >> 8) & 0xff) }
         return .signalled(status & 0x7f)
+    }
+}
+
+/// The COMMAND running now (0: none), for the signal handler below.
+nonisolated(unsafe) private var runningChild: pid_t = 0
+
+/// SIGTERM, SIGINT, SIGHUP end obsctl as they would by default (status 128 + the signal), but
+/// first pass the signal to a COMMAND that is running: `timeout 60 obsctl watch k -- CMD`, or a
+/// supervisor that signals obsctl alone, would otherwise leave CMD running with nobody waiting
+/// for it. Installed before the first run, for the signals left at their default (one ignored,
+/// as under nohup, stays ignored); only async-signal-safe calls in the handler.
+private func forwardTerminatingSignals() {
+    for number in [SIGTERM, SIGINT, SIGHUP] {
+        var current = sigaction()
+        guard sigaction(number, nil, &current) == 0, current.__sigaction_handler.sa_handler == nil else { continue }
+        signal(number) { number in
+            if runningChild > 0 { kill(runningChild, number) }
+            signal(number, SIG_DFL)
+            raise(number)
+        }
     }
 }

@@ -10,6 +10,7 @@ public enum Obsctl {
     public static func main(_ arguments: [String], environment: [String: String], output: Output = Output()) -> Int32 {
         // A closed stdout shows up as EPIPE on write (Output exits quietly), not as a signal.
         signal(SIGPIPE, SIG_IGN)
+        holdClosedStandardDescriptors()
         var words = arguments[...]
         var socket: String?
         var timeout: Double?
@@ -71,6 +72,40 @@ public enum Obsctl {
         } catch {
             output.error("\(error)")
             return 1
+        }
+    }
+
+    /// The arguments after the program's name, as the kernel passed them; nil, after saying so on
+    /// stderr, when one is not UTF-8 (`obsctl set k $'\\xff'`): Swift's CommandLine.arguments
+    /// replaces such bytes with U+FFFD, which would store a value other than the one given.
+    public static func arguments(_ count: Int32, _ values: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>,
+                                 output: Output = Output()) -> [String]? {
+        var arguments: [String] = []
+        for index in 1..<Int(max(count, 1)) {
+            guard let raw = values[index] else { break }
+            let bytes = UnsafeRawBufferPointer(start: raw, count: strlen(raw))
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                output.error("argument \(index) is not valid UTF-8\nSee 'obsctl --help'.")
+                return nil
+            }
+            arguments.append(text)
+        }
+        return arguments
+    }
+
+    /// A standard descriptor the caller closed (`obsctl get k >&-`, a service with no stdin) would
+    /// be taken by the next file obsctl opens, the daemon's socket: lines meant for stdout or
+    /// stderr would go to the daemon as requests, and `set k -` would read the daemon's answers
+    /// as its input. Each closed one is held by /dev/null opened the other way round, so it still
+    /// behaves as closed: a write to stdout fails (`Bad file descriptor`, exit 1), stdin reads
+    /// nothing.
+    static func holdClosedStandardDescriptors() {
+        for fd: Int32 in [0, 1, 2] where fcntl(fd, F_GETFD) < 0 && errno == EBADF {
+            let held = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY)
+            if held >= 0, held != fd {
+                dup2(held, fd)
+                close(held)
+            }
         }
     }
 

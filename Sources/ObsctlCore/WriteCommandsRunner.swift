@@ -40,7 +40,8 @@ enum WriteCommandsRunner {
         }
         // `sensor | obsctl set temp -`: each line as it arrives, on one connection.
         let connection = try context.connect()
-        while let line = readLine() {
+        var lines = StdinLines(command: "set")
+        while let line = try lines.next() {
             let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(line, mode: mode))
             try connection.request("set", fields, deadline: context.deadline)
         }
@@ -79,7 +80,8 @@ enum WriteCommandsRunner {
             try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
             return 0
         }
-        while let line = readLine() {
+        var lines = StdinLines(command: "publish")
+        while let line = try lines.next() {
             let payload = try WriteCommands.value(line, mode: mode)
             try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
         }
@@ -87,8 +89,8 @@ enum WriteCommandsRunner {
     }
 
     static func restore(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
-        let input = FileHandle.standardInput.readDataToEndOfFile()
-        guard case .object(var fields)? = try? JSONValue.parse(Array(input)) else {
+        let input = try readAll("-", for: "restore")
+        guard case .object(var fields)? = try? JSONValue.parse(input) else {
             throw UsageError("restore: stdin is not a JSON object (the output of obsctl dump)")
         }
         fields["op"] = nil
@@ -170,16 +172,47 @@ enum WriteCommandsRunner {
         return parts
     }
 
+    /// Every byte of `path` (`-`: stdin) to its end: a regular file, and as well a pipe, a FIFO or
+    /// a process substitution (`obsctl apply <(envsubst < bar.obs)`), which have no size to read
+    /// up front. What cannot be read (a directory, a missing file, a closed stdin) is a usage
+    /// error that says why.
+    static func readAll(_ path: String, for command: String) throws(UsageError) -> [UInt8] {
+        let name = path == "-" ? "stdin" : path
+        func failure(_ code: Int32) -> UsageError {
+            UsageError("\(command): cannot read \(name): \(String(cString: strerror(code)))")
+        }
+        let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(errno) }
+        defer { if fd != 0 { close(fd) } }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw failure(errno) }
+        if info.st_mode & S_IFMT == S_IFDIR { throw failure(EISDIR) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                bytes += chunk[..<count]
+            } else if count == 0 {
+                return bytes
+            } else if errno == EAGAIN {
+                // A stdin another program left non-blocking is waited on.
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&poller, 1, -1)
+            } else if errno != EINTR {
+                throw failure(errno)
+            }
+        }
+    }
+
     static func apply(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let path = parsed.positionals[0]
-        let text: String
-        if path == "-" {
-            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        } else {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw UsageError("apply: cannot read \(path)")
-            }
-            text = String(decoding: data, as: UTF8.self)
+        let bytes = try readAll(path, for: "apply")
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            // Not replaced with U+FFFD: a value would be stored other than the file says.
+            let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+            let line = (lines.firstIndex { String(validating: $0, as: UTF8.self) == nil } ?? 0) + 1
+            throw UsageError("\(path):\(line): not valid UTF-8")
         }
         let file: DefinitionsFile
         do throws(DefinitionsFile.Failure) {
@@ -207,5 +240,55 @@ enum WriteCommandsRunner {
             return 1
         }
         return 0
+    }
+}
+
+/// The lines of stdin as they arrive (`set KEY -`, `publish CHANNEL -`), without their `\n` or
+/// `\r\n`. A line that is not valid UTF-8 stops obsctl (exit 64, naming the line) rather than
+/// reaching the daemon with its bytes replaced by U+FFFD, as Swift's readLine would.
+struct StdinLines {
+    let command: String
+    /// What was read and not yet returned starts at `start` (taken off the front only when more
+    /// is read, so a chunk of many short lines is not moved once per line).
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var number = 0
+    private var ended = false
+
+    init(command: String) { self.command = command }
+
+    mutating func next() throws(UsageError) -> String? {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: 0x0A) {
+                let line = buffer[start..<newline]
+                start = newline + 1
+                return try decode(line.last == 0x0D ? line.dropLast() : line)
+            }
+            if ended {
+                guard start < buffer.count else { return nil }
+                defer { buffer = []; start = 0 }
+                return try decode(buffer[start...])
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count > 0 {
+                buffer.removeSubrange(..<start)
+                start = 0
+                buffer += chunk[..<count]
+            } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+                ended = true
+            } else if errno == EAGAIN {
+                var poller = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                _ = poll(&poller, 1, -1)
+            }
+        }
+    }
+
+    private mutating func decode(_ bytes: ArraySlice<UInt8>) throws(UsageError) -> String {
+        number += 1
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw UsageError("\(command): line \(number) of stdin is not valid UTF-8")
+        }
+        return text
     }
 }

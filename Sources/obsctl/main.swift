@@ -2,4 +2,5 @@
 import Foundation
 import ObsctlCore
 
-exit(Obsctl.main(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
+guard let arguments = Obsctl.arguments(CommandLine.argc, CommandLine.unsafeArgv) else { exit(64) }
+exit(Obsctl.main(arguments, environment: ProcessInfo.processInfo.environment))

@@ -41,6 +41,29 @@ final class ApplyTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["apply", daemon.root + "/missing.obs"]).status, 64)
     }
 
+    /// A file with no size to read up front is read to its end: a process substitution, a FIFO.
+    /// What cannot be read says why, and a directory on stdin does not crash obsctl.
+    func test_apply_fromPipesAndFIFOs_andUnreadableInputSaysWhy() throws {
+        let daemon = try Daemon()
+        let substituted = try Obsctl(daemon, [], shell: "\"$OBSCTL\" apply <(echo 'set a 1'); echo \"status $?\"").finish()
+        XCTAssertEqual(substituted.stdout, "/dev/fd/63: applied at revision 1\nstatus 0\n", substituted.description)
+        let fifo = daemon.root + "/defs.fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let viaFIFO = try Obsctl(daemon, [], shell: "echo 'set b 2' > '\(fifo)' & \"$OBSCTL\" apply '\(fifo)'; echo \"status $?\"; wait").finish()
+        XCTAssertEqual(viaFIFO.stdout, "\(fifo): applied at revision 2\nstatus 0\n", viaFIFO.description)
+        XCTAssertEqual(try obsctl(daemon, ["get", "a", "b"]).stdout, "1\n2\n")
+
+        let missing = daemon.root + "/missing.obs"
+        XCTAssertEqual(try obsctl(daemon, ["apply", missing]).stderr,
+                       "obsctl: apply: cannot read \(missing): No such file or directory\nSee 'obsctl --help'.\n")
+        XCTAssertEqual(try obsctl(daemon, ["apply", daemon.root]).stderr,
+                       "obsctl: apply: cannot read \(daemon.root): Is a directory\nSee 'obsctl --help'.\n")
+        for command in ["apply -", "restore"] {
+            let result = try Obsctl(daemon, [], shell: "\"$OBSCTL\" \(command) < /; echo \"status $?\"").finish()
+            XCTAssertEqual(result, Result(status: 0, stdout: "status 64\n", stderr: "obsctl: \(command.prefix { $0 != " " }): cannot read stdin: Is a directory\nSee 'obsctl --help'.\n"))
+        }
+    }
+
     func test_daemonDefinitionsSetting_appliesAtStart_andOnReload() throws {
         let probe = try Daemon()
         let file = probe.write("set greeting hello\ndefine shout 'upper($greeting)'\n", to: "defs.obs")

@@ -88,4 +88,47 @@ final class PipelineOutputTests: XCTestCase {
             XCTAssertEqual(result, Result(status: 0, stdout: "status 1\n", stderr: full), command)
         }
     }
+
+    /// A closed stdout or stdin (`>&-`, `<&-`) stays closed: the daemon's socket does not take
+    /// its place, so a line is not sent to the daemon as a request (and lost, status 0), nor does
+    /// `set k -` read the daemon's answers as its input (and hang).
+    func test_closedStandardDescriptors_areNotTakenByTheSocket() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let closed = "obsctl: cannot write to stdout: Bad file descriptor\n"
+        for command in ["get a", "watch a --initial-only"] {
+            // `timeout`: without the fix the watch waits for an answer that never comes.
+            let result = try Obsctl(daemon, [], shell: "timeout 120 \"$OBSCTL\" \(command) >&-; echo \"status $?\"").finish()
+            XCTAssertEqual(result, Result(status: 0, stdout: "status 1\n", stderr: closed), command)
+        }
+        let set = try Obsctl(daemon, [], shell: "timeout 120 \"$OBSCTL\" set b - <&-; echo \"status $?\"").finish()
+        XCTAssertEqual(set, Result(status: 0, stdout: "status 0\n", stderr: ""))
+        XCTAssertEqual(try obsctl(daemon, ["list"]).stdout, "a  value\n")
+    }
+
+    /// Bytes that are not UTF-8 (a Latin-1 file, a sensor's garbage) are refused, naming the line,
+    /// not stored with U+FFFD in their place: what is stored is what was given, or nothing.
+    func test_invalidUTF8_isRefused_notReplaced() throws {
+        let daemon = try Daemon()
+        let file = daemon.root + "/latin1.obs"
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data([UInt8]("set a ok\nset b caf".utf8) + [0xE9, 0x0A])))
+        XCTAssertEqual(try obsctl(daemon, ["apply", file]),
+                       Result(status: 64, stdout: "", stderr: "obsctl: \(file):2: not valid UTF-8\nSee 'obsctl --help'.\n"))
+        XCTAssertEqual(try obsctl(daemon, ["list"]).stdout, "")
+        let set = try Obsctl(daemon, [], shell: "printf 'one\\r\\ncaf\\351\\nthree\\n' | \"$OBSCTL\" set t -; echo \"status $?\"").finish()
+        XCTAssertEqual(set, Result(status: 0, stdout: "status 64\n",
+                                   stderr: "obsctl: set: line 2 of stdin is not valid UTF-8\nSee 'obsctl --help'.\n"))
+        XCTAssertEqual(try obsctl(daemon, ["get", "t"]).stdout, "one\n")
+    }
+
+    /// An argument that is not UTF-8 is refused, not stored with U+FFFD in place of its bytes.
+    func test_argumentNotUTF8_isRefused() throws {
+        let daemon = try Daemon()
+        let result = try Obsctl(daemon, [], shell: "\"$OBSCTL\" set c $'caf\\xe9'; echo \"status $?\"").finish()
+        XCTAssertEqual(result, Result(status: 0, stdout: "status 64\n",
+                                      stderr: "obsctl: argument 3 is not valid UTF-8\nSee 'obsctl --help'.\n"))
+        XCTAssertEqual(try obsctl(daemon, ["list"]).stdout, "")
+        XCTAssertEqual(try obsctl(daemon, ["set", "c", "café"]).status, 0)
+        XCTAssertEqual(try obsctl(daemon, ["get", "c"]).stdout, "café\n")
+    }
 }

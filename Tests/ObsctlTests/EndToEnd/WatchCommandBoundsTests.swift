@@ -47,6 +47,30 @@ final class WatchCommandBoundsTests: XCTestCase {
         XCTAssertEqual(slow.watch.finish().stderr, "")
         SlowCommand.assertNothingLostSilently(runs)
     }
+
+    /// SIGTERM (from `timeout`, a supervisor that signals obsctl alone) ends obsctl with 143 and
+    /// the COMMAND it is running too, which would otherwise run on with nobody waiting for it.
+    func test_sigterm_endsTheRunningCommandToo() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "k", "1"])
+        let pidFile = daemon.root + "/command.pid"
+        let watch = try Obsctl(daemon, ["watch", "k", "--", "sh", "-c", "echo $$ > '\(pidFile)'; exec sleep 1000 > /dev/null 2>&1"])
+        XCTAssertTrue(waitFor("the command to run") {
+            ((try? String(contentsOfFile: pidFile, encoding: .utf8)) ?? "").hasSuffix("\n")
+        })
+        let pid = try XCTUnwrap(pid_t((try String(contentsOfFile: pidFile, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(watch.process.processIdentifier, SIGTERM)
+        // Ended: gone, or a zombie that nobody reaped yet (its state in /proc is Z).
+        func ended() -> Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return true }
+            return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+        }
+        XCTAssertTrue(waitFor("the command to end", ended), "the command outlived obsctl")
+        // Before finish: a command left running holds a descriptor Foundation waits on.
+        kill(pid, SIGKILL)
+        XCTAssertEqual(watch.finish().status, 128 + SIGTERM)
+    }
 }
 
 /// A watch of one key whose COMMAND blocks on its first run (the snapshot item) until the test
