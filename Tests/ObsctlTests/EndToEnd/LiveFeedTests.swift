@@ -117,12 +117,7 @@ final class LiveFeedTests: XCTestCase {
     func test_aDaemonAtItsConnectionLimit_isADrop_andTheFeedConnectsOnceASlotIsFree() throws {
         let daemon = try Daemon(config: "max_connections = 1\n")
         try obsctl(daemon, ["set", "a", "1"])
-        // The one connection (once the daemon has seen obsctl's go: until then it answers `limit`).
-        var holder: ObsConnection?
-        for _ in 0..<100 where holder == nil {
-            let connection = try ObsConnection(path: daemon.socket)
-            if (try? connection.request("ping", [:], deadline: monotonicNow() + 10)) != nil { holder = connection } else { usleep(50_000) }
-        }
+        var holder = try daemon.holdAConnection()
         XCTAssertNotNil(holder)
         let stream = FeedReader(daemon.socket)
         let first = stream.next()

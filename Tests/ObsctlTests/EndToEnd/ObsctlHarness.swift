@@ -2,6 +2,7 @@
 // binary against it. Every wait is for a condition with a generous deadline.
 import Foundation
 import Glibc
+import ObsClient
 import TestSupport
 import XCTest
 
@@ -47,6 +48,18 @@ final class Daemon {
         obsd.signal(signal)
         obsd.process.waitUntilExit()
         self.obsd = nil
+    }
+
+    /// A connection that holds one of the daemon's `max_connections`: retried until the daemon
+    /// has seen obsctl's go (until then it answers `limit`, as the slot of the obsctl that set
+    /// things up is not free yet).
+    func holdAConnection() throws -> ObsConnection? {
+        for _ in 0..<100 {
+            let connection = try ObsConnection(path: socket)
+            if (try? connection.request("ping", [:], deadline: monotonicNow() + 10)) != nil { return connection }
+            usleep(50_000)
+        }
+        return nil
     }
 
     @discardableResult

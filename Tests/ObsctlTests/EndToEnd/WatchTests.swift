@@ -147,12 +147,7 @@ final class WatchTests: XCTestCase {
     func test_reconnect_waitsOutADaemonAtItsConnectionLimit() throws {
         let daemon = try Daemon(config: "max_connections = 1\n")
         try obsctl(daemon, ["set", "k", "first"])
-        // The one connection (once the daemon has seen obsctl's go: until then it answers `limit`).
-        var holder: ObsConnection?
-        for _ in 0..<100 where holder == nil {
-            let connection = try ObsConnection(path: daemon.socket)
-            if (try? connection.request("ping", [:], deadline: monotonicNow() + 10)) != nil { holder = connection } else { usleep(50_000) }
-        }
+        var holder = try daemon.holdAConnection()
         XCTAssertNotNil(holder)
         let refused = try obsctl(daemon, ["watch", "k"])
         XCTAssertNotEqual(refused.status, 0)
