@@ -28,10 +28,11 @@ public final class WatchStream: @unchecked Sendable {
     private let waiting: (@Sendable (ClientError) -> Void)?
     /// Backoff between attempts: it starts small so a quick restart costs little, and doubles.
     static let firstBackoff = 0.05, maxBackoff = 2.0
-    /// Refusals `reconnect` waits out like an absent daemon: one that has all the connections it
-    /// takes (`limit`), or is stopping (`shutting_down`: a restart reconnected into). Any other
-    /// (a bad pattern, no permission) would be answered the same next time.
-    static let passing: Set<ObsError.Code> = [.limit, .shuttingDown]
+    /// Refusals a client that reconnects waits out like an absent daemon (here and obsctl web's
+    /// live feed): one that has all the connections it takes (`limit`), or is stopping
+    /// (`shutting_down`: a restart reconnected into). Any other (a bad pattern, no permission)
+    /// would be answered the same next time.
+    public static let passing: Set<ObsError.Code> = [.limit, .shuttingDown]
 
     /// Connects and starts the watch. Without `options.reconnect` it fails at once if the daemon is
     /// not there; with it, it waits for the daemon (a status bar may start before obsd) with the

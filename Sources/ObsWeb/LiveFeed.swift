@@ -56,10 +56,6 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
     private var pendingStart = 0
 
     static let firstBackoff = 0.05, maxBackoff = 2.0
-    /// Refusals that pass: the daemon is stopping (a restart the feed reconnected into) or has
-    /// all the connections it takes. They are a drop, retried with backoff; any other refusal
-    /// (a bad pattern, no permission) ends the stream.
-    static let passing: Set<ObsError.Code> = [.shuttingDown, .limit]
 
     init(path: String, pattern: String, limits: WebLimits, registry: FeedRegistry) {
         self.path = path
@@ -128,7 +124,7 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             if let since { message["since"] = .int(Int64(since)) }
             if reset { message["reset"] = true }
             send([JSONValue.object(message).encoded])
-        } catch .server(let error) where !Self.passing.contains(error.code) {
+        } catch .server(let error) where !WatchStream.passing.contains(error.code) {
             var fields = error.details
             fields["code"] = .string(error.code.rawValue)
             fields["message"] = .string(error.message)
