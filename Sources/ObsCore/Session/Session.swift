@@ -206,9 +206,16 @@ public final class Session {
         isClosed = true
         waitingLines.removeAll()
         store.watches.remove(watchClient)
+        removeEphemeralKeys()
+        restoreParts.drop(from: &store.restorePartsBytes)
+    }
+
+    /// Removes the ephemeral keys this session set (those it still owns) as one transaction,
+    /// reason "ephemeral": at its close, or before, when the daemon stops (so that every watcher
+    /// sees them go before its `goodbye`).
+    public func removeEphemeralKeys() {
         store.removeEphemeralKeys(ephemeralKeys, owner: id)
         ephemeralKeys.removeAll()
-        restoreParts.drop(from: &store.restorePartsBytes)
     }
 
     /// A session dropped without `close()` still stops its watches (they refer back to it).

@@ -335,12 +335,16 @@ public final class Store {
             return CommitResult(rev: rev, persisted: false)
         }
         let newRev: UInt64
-        var stored = StoredTransaction(rev: rev)
+        var persisted = false
         switch mode {
         case .local:
             newRev = rev + 1
-            if keepsCommits { stored = storedTransaction(newRev, changed, bindingTargets, includeEphemeral: false) }
-            if !stored.isEmpty {
+            if keepsCommits {
+                // Committed even when it changes nothing the storage keeps (ephemeral keys only, a
+                // computed the clock re-evaluated): then as its revision alone. The counter must
+                // not go back at a restart, or revisions clients saw would be given again to other
+                // changes, and a watch resumed `since` one of them would miss those.
+                let stored = storedTransaction(newRev, changed, bindingTargets, includeEphemeral: false)
                 do {
                     try storage.commit(stored)
                 } catch {
@@ -351,6 +355,7 @@ public final class Store {
                     sweep(transaction)
                     throw ObsError(.internal, "storage: \(error.message)")
                 }
+                persisted = true
             }
         case .replicated(let logged):
             newRev = logged
@@ -379,7 +384,7 @@ public final class Store {
         }
         watches.commitEvents()
         sweep(transaction)
-        return CommitResult(rev: newRev, persisted: !stored.isEmpty)
+        return CommitResult(rev: newRev, persisted: persisted)
     }
 
     /// Records the event of a changed key (one of `changes(of:)`), if its change is one watches

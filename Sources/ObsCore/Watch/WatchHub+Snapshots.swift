@@ -19,10 +19,21 @@ extension WatchHub {
 
     /// Replays history after `since`, then `synced`; when that is older than the history kept,
     /// `compacted` and a snapshot instead.
+    ///
+    /// A `since` ahead of the store's revision was taken from another state: in cluster mode a host
+    /// ahead of this one, and the watch starts there; on a single host a state this one is not
+    /// (a daemon with its state in memory started again, a database put back from a backup). Its
+    /// client's view holds changes this state never had, and no replay can mend that: it gets
+    /// `compacted` and a snapshot.
     func sendReplay(_ watch: Watch, since: UInt64) {
-        if since > rev, sinceAheadStartsThere {
-            watch.startsAfter = since
-            sendControl(watch, .synced, [("rev", .int(Int64(since)))])
+        if since > rev {
+            if sinceAheadStartsThere {
+                watch.startsAfter = since
+                sendControl(watch, .synced, [("rev", .int(Int64(since)))])
+            } else {
+                sendControl(watch, .compacted, [("compact_rev", .int(Int64(history.start)))])
+                sendSnapshot(watch)
+            }
             return
         }
         var matching: [EventRecord] = []

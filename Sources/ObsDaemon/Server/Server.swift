@@ -24,6 +24,9 @@ final class Server {
     @exclusivity(unchecked) private(set) var connections: [Int32: Connection] = [:]
     /// Set by `beginShutdown`.
     @exclusivity(unchecked) private var stopping = false
+    /// While `beginShutdown` reads every connection: the ones ready for their `goodbye`, which
+    /// waits until every ephemeral key is removed.
+    private var readyForGoodbye: [Connection]?
     /// The connections with `stalledSince` set: the only ones the client_timeout checks of each
     /// turn need to look at (a loop over every connection per turn costs the 1,000-watcher case
     /// more than its deliveries).
@@ -235,7 +238,9 @@ final class Server {
                 break
             }
         }
-        if stopping, readAll, connection.session?.holdsRequests != true { sayGoodbye(connection) }
+        if stopping, readAll, connection.session?.holdsRequests != true {
+            if readyForGoodbye != nil { readyForGoodbye!.append(connection) } else { sayGoodbye(connection) }
+        }
         updateInterest(connection)
     }
 
@@ -399,15 +404,24 @@ final class Server {
     /// connection stops taking data, reads what its client had sent until then, answers it, and
     /// then gets `goodbye` and is closed once that is written (`readable`). A connection whose
     /// output is over its limit does so once it drains, or is dropped at the flush deadline.
+    ///
+    /// The ephemeral keys of the connections that are done go before any of them gets its
+    /// `goodbye` (each connection's as one transaction, as when it closes): their owners are
+    /// leaving, and a watcher told `goodbye` first would never see those keys go.
     func beginShutdown() {
         stopping = true
         store.isShuttingDown = true
+        readyForGoodbye = []
         for connection in Array(connections.values) where !connection.readClosed {
             // From now on the client's sends fail (EPIPE), so "what it has already sent" is
             // exactly what the socket holds: read to its end, every request in it is answered.
             shutdown(connection.fd, Int32(SHUT_RD))
             readable(connection.fd, hangup: false)
         }
+        let ready = readyForGoodbye ?? []
+        readyForGoodbye = nil
+        for connection in ready { connection.session?.removeEphemeralKeys() }
+        for connection in ready where connection.isOpen { sayGoodbye(connection) }
     }
 
     private func sayGoodbye(_ connection: Connection) {

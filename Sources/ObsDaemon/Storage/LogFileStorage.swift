@@ -106,7 +106,18 @@ final class LogFileStorage: StateStorage {
             throw ObsError(.internal, "cannot start the commit log in \(directory): \(error)")
         }
         for file in files { checkpointer.submit(file.path) }
-        return replay?.state ?? state
+        var loaded = replay?.state ?? state
+        if !files.isEmpty {
+            // The last run did not stop cleanly (a crash, kill -9, a power loss: a clean stop folds
+            // every file and leaves none). What it held that no file keeps, its ephemeral keys, went
+            // with it, and no event said so. The restart takes a revision of its own for that, with
+            // no event: the history starts after it, so a watch resumed `since` any revision of the
+            // last run gets `compacted` and a snapshot without those keys, not a silent resume.
+            loaded.rev += 1
+            try commit(StoredTransaction(rev: loaded.rev))
+            report("the last run did not stop cleanly (its commit log was left in \(directory)): its changes are restored; revision \(loaded.rev) is taken for its ephemeral keys, which are gone, so watches resumed from before it get a fresh snapshot")
+        }
+        return loaded
     }
 
     /// Cuts a torn last frame off the newest file found at start-up (its write never returned,

@@ -279,6 +279,10 @@ extension GroupCommitTests {
         XCTAssertFalse(compacting.isFailing)
         XCTAssertLessThan(disk.largestWrite, 64 << 10, "the batch was compacted while the disk was full")
         let expected = try model.load()
+        // Loaded after a crash, the state takes one more revision, for the ephemeral keys that run
+        // may have had (LogFileStorage.load).
+        var crashed = expected
+        crashed.rev += 1
 
         // As a crash would leave them: copies of the state directories, the log files replayed.
         for name in ["every-turn", "failing"] {
@@ -286,7 +290,7 @@ extension GroupCommitTests {
             try FileManager.default.copyItem(atPath: root + "/" + name, toPath: copy)
             let loaded = try LogFileStorage(directory: copy, database: try SQLiteStorage(path: copy + "/obsd.db")) { _ in }
             XCTAssertGreaterThan(try LogFileStorage.files(in: copy).count, 0, "\(name): the state is in its log files")
-            XCTAssertEqual(try loaded.load(), expected, "\(name), its log files replayed")
+            XCTAssertEqual(try loaded.load(), crashed, "\(name), its log files replayed")
             loaded.close()
         }
         // After a clean stop: the log folded into the rows.
