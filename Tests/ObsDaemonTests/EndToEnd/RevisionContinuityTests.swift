@@ -29,17 +29,24 @@ final class RevisionContinuityTests: XCTestCase {
 
     private func rev(_ client: Client) -> Int? { client.request(#"{"op":"stats"}"#)?["rev"] as? Int }
 
-    func test_revisionsOfEphemeralKeysOnly_areNotGivenAgainAfterARestart() throws {
+    /// A durable daemon with `a` set at revision 1 and `presence` set ephemeral at revision 2 by
+    /// `owner`, whose connection stays open.
+    private func aKeyAndAnEphemeralKey() throws -> (Sandbox, ObsdProcess, owner: Client) {
         let sandbox = try Sandbox()
-        var obsd = try ObsdProcess.started(sandbox)
-        let client = try Client(sandbox.socket)
-        XCTAssertEqual(client.request(#"{"op":"set","key":"a","value":1}"#)?["rev"] as? Int, 1)
-        // Revisions 2 (the set) and 3 (its removal at the stop) change only an ephemeral key.
+        let obsd = try ObsdProcess.started(sandbox)
+        XCTAssertEqual(try Client(sandbox.socket).request(#"{"op":"set","key":"a","value":1}"#)?["rev"] as? Int, 1)
         let owner = try Client(sandbox.socket)
         XCTAssertEqual(owner.request(#"{"op":"set","key":"presence","value":"on","ephemeral":true}"#)?["rev"] as? Int, 2)
+        return (sandbox, obsd, owner)
+    }
+
+    func test_revisionsOfEphemeralKeysOnly_areNotGivenAgainAfterARestart() throws {
+        // Revisions 2 (the set) and 3 (its removal at the stop) change only an ephemeral key.
+        var (sandbox, obsd, owner) = try aKeyAndAnEphemeralKey()
         let (_, watcher) = try watch(sandbox)
         obsd.signal(SIGTERM)
         XCTAssertEqual(obsd.waitForExit(), 0, obsd.log)
+        withExtendedLifetime(owner) {}
         var lines: [String] = []
         while let line = watcher.readLine() { lines.append(line) }
         XCTAssertEqual(lines.compactMap { json($0)["rev"] as? Int }, [3], "the watcher saw the ephemeral key removed at revision 3: \(lines)")
@@ -82,13 +89,9 @@ final class RevisionContinuityTests: XCTestCase {
     }
 
     func test_killedWithAnEphemeralKey_aWatchResumedFromBeforeGetsASnapshotWithoutIt() throws {
-        let sandbox = try Sandbox()
-        var obsd = try ObsdProcess.started(sandbox)
-        let client = try Client(sandbox.socket)
-        XCTAssertEqual(client.request(#"{"op":"set","key":"a","value":1}"#)?["rev"] as? Int, 1)
-        let owner = try Client(sandbox.socket)
-        XCTAssertEqual(owner.request(#"{"op":"set","key":"presence","value":"on","ephemeral":true}"#)?["rev"] as? Int, 2)
+        var (sandbox, obsd, owner) = try aKeyAndAnEphemeralKey()
         obsd.kill9()
+        withExtendedLifetime(owner) {}
 
         obsd = try ObsdProcess.started(sandbox)
         let again = try Client(sandbox.socket)
