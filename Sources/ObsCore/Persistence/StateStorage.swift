@@ -121,7 +121,10 @@ public struct WriteLag: Sendable, Equatable {
 public protocol StateStorage: AnyObject {
     /// The state as last committed (an empty state for a new storage).
     func load() throws(ObsError) -> StoredState
-    /// Writes one transaction atomically.
+    /// Writes one transaction atomically. The store calls it for every transaction it commits,
+    /// also one that changes nothing kept here (`isEmpty`: ephemeral keys only, a computed the
+    /// clock re-evaluated), whose revision must still be kept: `load` answers the last revision
+    /// committed, so that revisions never go back across a restart.
     func commit(_ transaction: StoredTransaction) throws(ObsError)
     /// Makes every committed transaction durable.
     func sync() throws(ObsError)
