@@ -16,7 +16,8 @@ public struct Response: Sendable {
 /// One event of a watch, as the daemon sent it.
 public struct WatchEvent: Sendable {
     /// The event's name as sent: `initial`, `synced`, `change`, `delete`, `error`, `publish`,
-    /// `overflow`, `compacted`, `progress`.
+    /// `overflow`, `compacted`, `progress`; or `reset`, which `WatchStream` makes itself when a
+    /// daemon it reconnects to holds another state (not one of the protocol's: `name` is nil).
     public let kind: String
     /// The event, when it is one of the protocol's (nil for a name this client does not know).
     public var name: EventName? { EventName(rawValue: kind) }

@@ -10,16 +10,19 @@ public struct WatchOptions: Sendable {
     public var debounce: Double?
     public var progress: Double?
     public var channels = true
-    /// Reconnect with backoff when the connection drops, resuming after the last revision seen.
+    /// Reconnect with backoff when the connection drops, resuming after the last revision seen (or,
+    /// when the daemon holds another state, starting afresh after a `reset`: `WatchStream`).
     public var reconnect = false
 
     public init(keys: [String]) { self.keys = keys }
 
-    /// The request fields; `resumeAfter` replaces the snapshot with a replay from that revision.
-    func fields(resumeAfter: UInt64?) -> [String: JSONValue] {
+    /// The request fields; `resumeAfter` replaces the snapshot with a replay from that revision;
+    /// `afresh` asks for the snapshot whatever `since` and `initial` say (after a reset, the
+    /// state the caller saw is gone: `WatchStream`).
+    func fields(resumeAfter: UInt64?, afresh: Bool = false) -> [String: JSONValue] {
         var fields: [String: JSONValue] = ["keys": .array(keys.map { .string($0) })]
-        if let since = resumeAfter ?? since { fields["since"] = .int(Int64(since)) }
-        if !initial { fields["initial"] = .bool(false) }
+        if !afresh, let since = resumeAfter ?? since { fields["since"] = .int(Int64(since)) }
+        if !initial, !afresh { fields["initial"] = .bool(false) }
         if latest { fields["mode"] = .string("latest") }
         if let throttle { fields["throttle_ms"] = .int(Int64((throttle * 1000).rounded())) }
         if let debounce { fields["debounce_ms"] = .int(Int64((debounce * 1000).rounded())) }

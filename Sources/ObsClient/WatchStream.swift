@@ -4,6 +4,22 @@ import ObsCore
 /// One watch as a blocking stream of events, for one thread at a time. With `reconnect`, a dropped
 /// connection (or a daemon restart) is retried with backoff and the watch resumes with `since` =
 /// the last revision seen, so the caller sees every change once: none lost, none repeated.
+///
+/// Unless the daemon reconnected to holds another state than the one followed (`Reconnection`'s
+/// rule: a new process of a daemon that keeps its state in memory only, or a daemon whose revision
+/// went back): then there is nothing to resume. The stream starts the watch afresh and tells the
+/// caller, in this order:
+/// 1. a `reset` event it makes itself, `{"event":"reset","rev":R,"reason":"..."}`: R the daemon's
+///    revision when it answered `hello`, the reason in words;
+/// 2. the daemon's snapshot (`initial` events, even when `options.initial` is false: what the
+///    caller holds is void) and its `synced`;
+/// 3. a `delete` it makes itself, `{"event":"delete","key":K,"rev":S,"reason":"reset"}` (S the
+///    revision of that `synced`; no `old`: the stream keeps the names of keys, not their values),
+///    for each key it had delivered as present (an `initial`, `change` or `error` without a
+///    `delete` since) that the snapshot did not list, in key order.
+/// The caller's view is then the daemon's state. A connection cut before that `synced` repeats
+/// step 2 (and 1, if the daemon is yet another state); the deletes come once, after the snapshot
+/// that completes.
 public final class WatchStream: @unchecked Sendable {
     // @unchecked: one thread reads; `cancel` from another thread only shuts the socket down.
     public let path: String
@@ -23,6 +39,22 @@ public final class WatchStream: @unchecked Sendable {
     private var cancelled = false
     /// Set on reconnecting, until the next event delivered carries `followsReconnection`.
     private var reconnected = false
+    /// The pid of the daemon last connected to (from `hello`, which is sent only with `reconnect`).
+    private var lastPid: Int64?
+    /// Only with `reconnect`: the keys delivered as present (an `initial`, `change` or `error`
+    /// without a `delete` since), so that a reset can tell the caller which are gone. Names only,
+    /// and at most one per key of the daemon's state that the watch matches: each complete snapshot
+    /// (the first, and after `overflow`, `compacted` or a reset) replaces it with the keys it
+    /// listed, so keys deleted in a gap the daemon skipped do not stay.
+    private var present = Set<String>()
+    /// The keys listed so far by the snapshot under way on this connection (nil: none under way).
+    private var listing: Set<String>?
+    /// A reset under way, until the `synced` of its snapshot: the keys delivered as present before
+    /// it (nil: none under way).
+    private var voided: Set<String>?
+    /// Events the stream made itself (`reset`, and the deletes after its snapshot), delivered
+    /// before anything more is read.
+    private var made: [WatchEvent] = []
     /// Called once per outage, with the reason, when a connection attempt fails and the stream
     /// starts waiting for the daemon (obsctl prints it as a notice).
     private let waiting: (@Sendable (ClientError) -> Void)?
@@ -53,9 +85,32 @@ public final class WatchStream: @unchecked Sendable {
 
     private func start(deadline: Double?) throws(ClientError) {
         let connection = try ObsConnection(path: path)
-        let resumeAfter = lastRevision.map { $0 > 0 && !endedCleanly && !deliveredAtLast.isEmpty ? $0 - 1 : $0 }
-        try connection.request("watch", options.fields(resumeAfter: resumeAfter), deadline: deadline)
+        var greeting: Reconnection?
+        if options.reconnect {
+            // What the caller follows: a revision seen, or (a first snapshot cut short) keys
+            // delivered before any revision was; a daemon cannot have gone back from before 0.
+            let followed = lastRevision ?? (present.isEmpty && voided == nil ? nil : 0)
+            greeting = try Reconnection.greet(connection, client: nil, lastRevision: followed, lastPid: lastPid,
+                                              deadline: deadline)
+        }
+        let reset = greeting?.reset
+        // A reset, or one whose snapshot was cut short: the snapshot, whatever was asked.
+        let afresh = reset != nil || voided != nil
+        let resumeAfter = afresh ? nil : lastRevision.map { $0 > 0 && !endedCleanly && !deliveredAtLast.isEmpty ? $0 - 1 : $0 }
+        try connection.request("watch", options.fields(resumeAfter: resumeAfter, afresh: afresh), deadline: deadline)
+        // Nothing above changed the stream's state: a connection lost before here is retried as if
+        // this one had never been made.
         self.connection = connection
+        guard let greeting else { return }
+        lastPid = greeting.pid
+        if afresh {
+            if let reset { made.append(Self.made(["event": "reset", "rev": .int(Int64(greeting.rev)), "reason": .string(reset)])) }
+            voided = (voided ?? []).union(present)
+            present = []
+            lastRevision = nil
+            deliveredAtLast = []
+        }
+        listing = afresh || (options.initial && (resumeAfter ?? options.since) == nil) ? [] : nil
     }
 
     /// Stops the stream from another thread: `next` then throws `connectionLost`.
@@ -67,24 +122,73 @@ public final class WatchStream: @unchecked Sendable {
     /// The next event, or nil when `deadline` passes first.
     public func next(deadline: Double? = nil) throws(ClientError) -> WatchEvent? {
         while true {
+            if !made.isEmpty { return delivering(made.removeFirst()) }
             do throws(ClientError) {
                 guard let connection else { throw .connectionLost(path: path, reason: nil) }
-                guard var event = try connection.nextEvent(deadline: deadline) else { return nil }
+                guard let event = try connection.nextEvent(deadline: deadline) else { return nil }
+                // Before the check below: a snapshot item left out as delivered is still listed.
+                if options.reconnect { follow(event) }
                 if resuming, isAlreadyDelivered(event) { continue }
                 if event.name == .synced { resuming = false }
                 record(event)
-                event.followsReconnection = reconnected
-                reconnected = false
-                return event
+                return delivering(event)
             } catch .connectionLost(let path, let reason) {
                 guard options.reconnect, !cancelled else { throw .connectionLost(path: path, reason: reason) }
                 connection = nil
+                // A snapshot cut short lists only part of the keys.
+                listing = nil
                 endedCleanly = reason != nil
                 guard try reconnect(deadline: deadline) else { return nil }
                 resuming = lastRevision != nil
                 reconnected = true
             }
         }
+    }
+
+    private func delivering(_ event: WatchEvent) -> WatchEvent {
+        var event = event
+        event.followsReconnection = reconnected
+        reconnected = false
+        return event
+    }
+
+    /// Keeps `present` (with `reconnect`), and at the `synced` of a reset's snapshot makes the
+    /// deletes of the keys it did not list.
+    private func follow(_ event: WatchEvent) {
+        let key = event["key"]?.stringValue
+        switch event.name {
+        case .initial, .change, .error:
+            guard let key else { return }
+            present.insert(key)
+            listing?.insert(key)
+        case .delete:
+            guard let key else { return }
+            present.remove(key)
+            listing?.remove(key)
+        case .overflow, .compacted:
+            // A snapshot follows: the state as a whole.
+            listing = []
+        case .synced:
+            guard let listed = listing else { return }
+            listing = nil
+            if let before = voided {
+                voided = nil
+                let rev = event["rev"] ?? .int(0)
+                for gone in before.subtracting(listed).sorted() {
+                    made.append(Self.made(["event": "delete", "key": .string(gone), "rev": rev, "reason": "reset"]))
+                }
+            }
+            present = listed
+        default:
+            break
+        }
+    }
+
+    /// An event the stream makes itself, its line with the fields in the order given (as the
+    /// daemon orders its own: `event` first).
+    private static func made(_ fields: KeyValuePairs<String, JSONValue>) -> WatchEvent {
+        let line = "{" + fields.map { JSONValue.string($0.key).encoded + ":" + $0.value.encoded }.joined(separator: ",") + "}"
+        return WatchEvent(fields: Dictionary(uniqueKeysWithValues: fields.map { ($0.key, $0.value) }), line: Array(line.utf8))
     }
 
     /// Notes a delivered event's revision and key.

@@ -27,7 +27,8 @@ import Synchronization
 ///    has is ignored, and it takes a snapshot (after `compacted` or `overflow`) as the whole state.
 ///    A daemon whose revision is behind the last one seen holds another state (`--memory`
 ///    restarted), and so does a new process of a daemon whose `stats` say `durability` `memory`
-///    (it may be ahead already: other clients wrote before the feed was back): the watch starts
+///    (it may be ahead already: other clients wrote before the feed was back) — the rule of
+///    ObsClient's `Reconnection`, which `obsctl watch --reconnect` follows too: the watch starts
 ///    afresh with a snapshot, and `connected` says `reset`.
 final class LiveFeed: StreamingBody, @unchecked Sendable {
     // @unchecked: `read` and everything it touches belong to the connection's thread; `cancel`,
@@ -96,17 +97,13 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             lock.withLock { current = connection }
             if cancelled.load(ordering: .acquiring) { return }
             let deadline = monotonicNow() + limits.requestTimeout
-            let hello = try connection.request("hello", ["client": "obsctl web"], deadline: deadline)
-            // A daemon behind the revision seen is not the state that was left (one with --memory
-            // restarted, or a restored backup): nothing to resume, the page takes a new snapshot.
-            var reset = lastRevision.map { UInt64(max(0, hello["rev"]?.intValue ?? 0)) < $0 } ?? false
-            // Nor is a daemon that keeps its state in memory only and is another process than the
-            // one seen: it started empty, whatever revision it has reached since (other clients
-            // may have written more than the page saw before it reconnects).
-            let pid = hello["pid"]?.intValue
-            if !reset, lastRevision != nil, let pid, let lastPid, pid != lastPid {
-                reset = (try? connection.request("stats", [:], deadline: deadline))?["durability"]?.stringValue == "memory"
-            }
+            // Another state than the one the page shows (Reconnection's rule: a daemon behind the
+            // revision seen, or a new process of one that keeps its state in memory only):
+            // nothing to resume, the page takes a new snapshot.
+            let greeting = try Reconnection.greet(connection, client: "obsctl web", lastRevision: lastRevision,
+                                                  lastPid: lastPid, deadline: deadline)
+            let hello = greeting.hello
+            let reset = greeting.reset != nil
             if reset { lastRevision = nil }
             let progress = min(limits.keepAliveSeconds, limits.daemonSilenceSeconds / 4)
             var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false,
@@ -116,7 +113,7 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             try connection.request("watch", fields, deadline: deadline)
             self.connection = connection
             lastHeard = monotonicNow()
-            lastPid = pid
+            lastPid = greeting.pid
             saidDisconnected = false
             backoff = Self.firstBackoff
             var message: [String: JSONValue] = ["event": "connected", "version": hello["version"] ?? .null,

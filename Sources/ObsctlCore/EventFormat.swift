@@ -5,8 +5,13 @@ import ObsCore
 /// How `watch` renders events: --values, --format, and the OBS_* variables of `-- COMMAND`.
 public enum EventFormat {
     /// Control events tell how the stream is going, not what changed: --values, --format and
-    /// `-- COMMAND` skip them (the default JSON output keeps them).
-    static let controlKinds: Set<String> = ["synced", "progress", "overflow", "compacted"]
+    /// `-- COMMAND` skip them (the default JSON output keeps them), but for `formattedKinds`.
+    /// `reset` (`--reconnect` found the daemon holding another state) changes nothing itself: the
+    /// snapshot and the deletes after it do, and those run COMMAND.
+    static let controlKinds: Set<String> = ["synced", "progress", "overflow", "compacted", "reset"]
+    /// The control events --format prints all the same (`{event}` is `reset`): a status bar can
+    /// show that what it showed was replaced.
+    static let formattedKinds: Set<String> = ["reset"]
 
     /// `--values`: the value a key now holds (snapshot items too), an empty line for a delete, a
     /// publish's payload; nil (no line) for the rest. Always one line (ValueArgument.renderLine).

@@ -58,6 +58,9 @@ final class EventQueue: @unchecked Sendable {
         let size = Self.size(of: event)
         let subject = coalescing ? Self.subject(of: event) : nil
         condition.withLock {
+            // A reset (`WatchStream`): what comes after it is of another state, and must not be
+            // merged into an event waiting from before it.
+            if event.kind == "reset" { positions.removeAll() }
             while true {
                 if let subject, let position = positions[subject] {
                     let waiting = events[position - taken]

@@ -110,7 +110,9 @@ enum WatchCommand {
         case .values:
             if let line = EventFormat.valuesLine(event) { output.line(line) }
         case .format(let format):
-            if !EventFormat.controlKinds.contains(event.kind) { output.line(EventFormat.render(format, event)) }
+            if !EventFormat.controlKinds.contains(event.kind) || EventFormat.formattedKinds.contains(event.kind) {
+                output.line(EventFormat.render(format, event))
+            }
         }
     }
 }

@@ -17,6 +17,11 @@ import ObsCore
 /// gone. A reconnection (`--reconnect`) ends a resync under way without deletes: the old
 /// connection may have dropped part way through its snapshot, so a key it did not list may still
 /// be there. The initial snapshot counts nothing.
+/// After `reset` (`--reconnect` found the daemon holding another state: `WatchStream`) the lines of
+/// the new state's snapshot count the same way, with no gap to go by (a key not printed counts);
+/// the reset itself counts nothing, and neither do missing keys at its `synced`: the stream sends a
+/// `delete` for each key it had delivered that is gone, right after, and each of those counts one.
+/// A reconnection during that snapshot starts it again, still counting as after a reset.
 struct WatchCount {
     /// A key's state as the watch last printed it. An error is its code and message: a snapshot
     /// item leaves out the details an `error` event carries.
@@ -36,6 +41,8 @@ struct WatchCount {
     private var resync: (listed: Set<String>, missingAreDeletes: Bool, gapStart: Int64?)?
     /// The newest revision the watch has seen: `--since`'s, then every event's.
     private var seenRev: Int64?
+    /// Between `reset` and the `synced` of the snapshot after it.
+    private var resetting = false
 
     init(since: UInt64? = nil) {
         seenRev = since.map { Int64(clamping: $0) }
@@ -43,7 +50,14 @@ struct WatchCount {
 
     /// How many of the COUNT `event` stands for.
     mutating func count(_ event: WatchEvent) -> Int {
-        if event.followsReconnection { resync = nil }
+        if event.followsReconnection { resync = resetting ? Self.afterReset : nil }
+        if event.kind == "reset" {
+            resync = Self.afterReset
+            resetting = true
+            // The new state's revisions: the old ones say nothing of its keys.
+            seenRev = event["rev"]?.intValue
+            return 0
+        }
         let key = event["key"]?.stringValue
         if event.name != .initial, let rev = event["rev"]?.intValue { seenRev = max(seenRev ?? rev, rev) }
         switch event.name {
@@ -67,12 +81,14 @@ struct WatchCount {
             guard let gapStart = resync!.gapStart, let rev = event["rev"]?.intValue else { return 1 }
             return rev >= gapStart ? 1 : 0
         case .overflow:
-            resync = ([], true, event["from_rev"]?.intValue)
+            // During a reset's snapshot, missing keys still come as the stream's own deletes.
+            resync = resetting ? Self.afterReset : ([], true, event["from_rev"]?.intValue)
             return 0
         case .compacted:
-            resync = ([], false, seenRev.map { $0 + 1 })
+            resync = resetting ? Self.afterReset : ([], false, seenRev.map { $0 + 1 })
             return 0
         case .synced:
+            resetting = false
             guard let finished = resync else { return 0 }
             resync = nil
             guard finished.missingAreDeletes else { return 0 }
@@ -83,6 +99,10 @@ struct WatchCount {
             return 0
         }
     }
+
+    /// A resync after `reset`: every key listed is compared with what was printed, and a key not
+    /// printed counts; missing keys come as deletes of their own.
+    private static let afterReset: (listed: Set<String>, missingAreDeletes: Bool, gapStart: Int64?) = ([], false, nil)
 
     private static func state(ofSnapshotItem event: WatchEvent) -> State? {
         if let value = event["value"] { return .value(value) }

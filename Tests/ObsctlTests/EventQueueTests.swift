@@ -40,6 +40,22 @@ final class EventQueueTests: XCTestCase {
         XCTAssertTrue(merged.followsReconnection)
     }
 
+    /// A `reset` (WatchStream, --reconnect) is a barrier: a key's snapshot item of the new state is
+    /// not merged into its change from the old one still waiting, ahead of the reset.
+    func test_latestQueue_mergesNothingAcrossAReset() throws {
+        let queue = EventQueue(coalescing: true)
+        queue.push(change(2))
+        queue.push(event(#"{"event":"reset","rev":1,"reason":"obsd restarted with its state in memory"}"#))
+        queue.push(event(#"{"event":"initial","key":"k","kind":"value","value":7,"rev":1}"#))
+        queue.push(event(#"{"event":"change","key":"k","old":7,"new":8,"rev":2,"created":false}"#))
+        XCTAssertEqual(try queue.next(deadline: 0)?.fields, change(2).fields)
+        XCTAssertEqual(try queue.next(deadline: 0)?.kind, "reset")
+        XCTAssertEqual(try queue.next(deadline: 0)?.fields,
+                       event(#"{"event":"change","key":"k","old":7,"new":8,"rev":2,"created":false}"#).fields,
+                       "events after the reset still merge with each other")
+        XCTAssertNil(try queue.next(deadline: 0))
+    }
+
     /// The reading thread waits while the queue is full (it reads nothing off the socket then):
     /// the queue never holds more than its limit, and every event comes out, in order.
     func test_fullQueue_makesTheReaderWait_andLosesNothing() throws {

@@ -26,7 +26,7 @@ final class WatchResumeTests: XCTestCase {
                         #"{"event":"change","watch":1,"key":"a","old":1,"new":2,"rev":5,"created":false}"#]
             }
             // Second: the replay of revision 5 (both keys), then revision 6.
-            server.serve(keepOpen: true) { request in
+            server.serve(keepOpen: true, hello: Hello(rev: 6)) { request in
                 requests.append(request)
                 return [#"{"id":null,"ok":true,"watch":1}"#,
                         #"{"event":"change","watch":1,"key":"a","old":1,"new":2,"rev":5,"created":false}"#,
@@ -74,7 +74,7 @@ final class WatchResumeTests: XCTestCase {
                  #"{"event":"initial","watch":1,"key":"a","kind":"value","value":2,"rev":5}"#]
             }
             // Second: revision 6 changed nothing watched; then a change of `a`.
-            server.serve(keepOpen: true) { _ in
+            server.serve(keepOpen: true, hello: Hello(rev: 7)) { _ in
                 [#"{"id":null,"ok":true,"watch":1}"#,
                  #"{"event":"synced","watch":1,"rev":6}"#,
                  #"{"event":"change","watch":1,"key":"a","old":2,"new":3,"rev":7,"created":false}"#]
@@ -101,7 +101,106 @@ final class WatchResumeTests: XCTestCase {
     }
 }
 
-/// A Unix-socket server that answers each connection's first line with a scripted list of lines.
+extension WatchResumeTests {
+    /// A reset whose snapshot is cut short: the stream makes one `reset`, starts the snapshot again
+    /// on the next connection (the same daemon: no second reset), and once it completes deletes the
+    /// keys delivered before the reset (and in the cut snapshot) that it did not list. `-n` counts
+    /// the new key of the snapshot and each delete once. The watch asked for no snapshot; after a
+    /// reset the stream asks for one all the same, and never for `since`.
+    func test_reset_whoseSnapshotIsCut_startsItAgain_andDeletesTheKeysGoneOnce() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-reset-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("s.sock").path
+        let server = try ScriptedServer(path: path)
+        let requests = Log<String>()
+        let serving = Thread {
+            // The first daemon: a, b and a change of c, then a crash.
+            server.serve(hello: Hello(rev: 4, pid: 1000, durability: "memory")) { request in
+                requests.append(request)
+                return [#"{"id":null,"ok":true,"watch":1}"#,
+                        #"{"event":"change","watch":1,"key":"a","new":1,"rev":2,"created":true}"#,
+                        #"{"event":"change","watch":1,"key":"b","new":1,"rev":3,"created":true}"#,
+                        #"{"event":"change","watch":1,"key":"c","new":1,"rev":4,"created":true}"#]
+            }
+            // Another process with its state in memory, past revision 4: its snapshot is cut.
+            server.serve(hello: Hello(rev: 9, pid: 2000, durability: "memory")) { request in
+                requests.append(request)
+                return [#"{"id":null,"ok":true,"watch":1}"#,
+                        #"{"event":"initial","watch":1,"key":"a","kind":"value","value":1,"rev":1}"#]
+            }
+            // The same process again: the whole snapshot, then a change.
+            server.serve(keepOpen: true, hello: Hello(rev: 9, pid: 2000, durability: "memory")) { request in
+                requests.append(request)
+                return [#"{"id":null,"ok":true,"watch":1}"#,
+                        #"{"event":"initial","watch":1,"key":"a","kind":"value","value":1,"rev":1}"#,
+                        #"{"event":"initial","watch":1,"key":"d","kind":"value","value":5,"rev":9}"#,
+                        #"{"event":"synced","watch":1,"rev":9}"#,
+                        #"{"event":"change","watch":1,"key":"d","old":5,"new":6,"rev":10,"created":false}"#]
+            }
+        }
+        serving.start()
+
+        var options = WatchOptions(keys: ["**"])
+        options.reconnect = true
+        options.initial = false
+        let stream = try WatchStream(path: path, options: options, deadline: monotonicNow() + 30)
+        var count = WatchCount()
+        var lines: [String] = []
+        var counted: [String] = []
+        while lines.last?.contains(#""rev":10"#) != true, let event = try stream.next(deadline: monotonicNow() + 30) {
+            lines.append((event.followsReconnection ? "* " : "") + event.line)
+            if count.count(event) > 0 { counted.append("\(event.kind) \(event["key"]?.stringValue ?? "")") }
+        }
+        stream.cancel()
+        server.stop()
+
+        XCTAssertEqual(lines, [
+            #"{"event":"change","key":"a","new":1,"rev":2,"created":true}"#,
+            #"{"event":"change","key":"b","new":1,"rev":3,"created":true}"#,
+            #"{"event":"change","key":"c","new":1,"rev":4,"created":true}"#,
+            #"* {"event":"reset","rev":9,"reason":"obsd restarted with its state in memory"}"#,
+            #"{"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#,
+            #"* {"event":"initial","key":"a","kind":"value","value":1,"rev":1}"#,
+            #"{"event":"initial","key":"d","kind":"value","value":5,"rev":9}"#,
+            #"{"event":"synced","rev":9}"#,
+            #"{"event":"delete","key":"b","rev":9,"reason":"reset"}"#,
+            #"{"event":"delete","key":"c","rev":9,"reason":"reset"}"#,
+            #"{"event":"change","key":"d","old":5,"new":6,"rev":10,"created":false}"#,
+        ])
+        XCTAssertEqual(counted, ["change a", "change b", "change c", "initial d", "delete b", "delete c", "change d"])
+        XCTAssertEqual(requests.entries.count, 3)
+        XCTAssertTrue(requests.entries[0].contains(#""initial":false"#), requests.entries[0])
+        for request in requests.entries.dropFirst() {
+            XCTAssertFalse(request.contains("since"), request)
+            XCTAssertFalse(request.contains("initial"), request)
+        }
+    }
+
+    /// The rule itself: nothing followed, nothing to reset; a revision gone back; another process
+    /// of a daemon in memory; a durable daemon's new process (or a pid unknown) resumes.
+    func test_reconnectionRule() {
+        func reason(rev: UInt64, pid: Int64?, last: UInt64?, lastPid: Int64?, durability: String) -> String? {
+            Reconnection.resetReason(rev: rev, pid: pid, lastRevision: last, lastPid: lastPid) { durability }
+        }
+        XCTAssertNil(reason(rev: 0, pid: 2, last: nil, lastPid: 1, durability: "memory"))
+        XCTAssertEqual(reason(rev: 3, pid: 1, last: 7, lastPid: 1, durability: "normal"), "obsd's revision went back from 7 to 3")
+        XCTAssertEqual(reason(rev: 9, pid: 2, last: 7, lastPid: 1, durability: "memory"), "obsd restarted with its state in memory")
+        XCTAssertNil(reason(rev: 7, pid: 2, last: 7, lastPid: 1, durability: "normal"))
+        XCTAssertNil(reason(rev: 9, pid: 1, last: 7, lastPid: 1, durability: "memory"))
+        XCTAssertNil(reason(rev: 9, pid: nil, last: 7, lastPid: 1, durability: "memory"))
+    }
+}
+
+/// What a scripted daemon answers to `hello` and `stats` (a `reconnect` stream asks before it watches).
+private struct Hello {
+    var rev = 0
+    var pid = 1000
+    var durability = "normal"
+}
+
+/// A Unix-socket server that answers `hello` and `stats` as `Hello` says, and then each
+/// connection's first other line with a scripted list of lines.
 private final class ScriptedServer: @unchecked Sendable {
     private let listener: Int32
     /// Connections kept open: added by the serving thread, closed by `stop` on the test's.
@@ -121,16 +220,29 @@ private final class ScriptedServer: @unchecked Sendable {
         guard bound == 0, listen(listener, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
     }
 
-    /// Accepts one connection, reads its first line, writes the script's lines; closes it unless
-    /// `keepOpen`.
-    func serve(keepOpen: Bool = false, _ script: (String) -> [String]) {
+    /// Accepts one connection, answers its `hello` and `stats`, reads its first other line, writes
+    /// the script's lines; closes it unless `keepOpen`.
+    func serve(keepOpen: Bool = false, hello: Hello = Hello(), _ script: (String) -> [String]) {
         let connection = accept(listener, nil, nil)
         guard connection >= 0 else { return }
-        var request: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(connection, &byte, 1) == 1, byte != UInt8(ascii: "\n") { request.append(byte) }
-        let reply = script(String(decoding: request, as: UTF8.self)).map { $0 + "\n" }.joined()
-        _ = reply.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
+        func send(_ lines: [String]) {
+            let reply = lines.map { $0 + "\n" }.joined()
+            _ = reply.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
+        }
+        while true {
+            var request: [UInt8] = []
+            var byte: UInt8 = 0
+            while read(connection, &byte, 1) == 1, byte != UInt8(ascii: "\n") { request.append(byte) }
+            let line = String(decoding: request, as: UTF8.self)
+            if line.contains(#""op":"hello""#) {
+                send([#"{"id":null,"ok":true,"server":"obsd","rev":\#(hello.rev),"pid":\#(hello.pid)}"#])
+            } else if line.contains(#""op":"stats""#) {
+                send([#"{"id":null,"ok":true,"durability":"\#(hello.durability)"}"#])
+            } else {
+                send(script(line))
+                break
+            }
+        }
         if keepOpen { lock.withLock { open.append(connection) } } else { close(connection) }
     }
 

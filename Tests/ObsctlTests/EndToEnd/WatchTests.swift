@@ -141,6 +141,152 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(watch.finish().stdout, "")
     }
 
+    /// A daemon with `--memory` restarted holds another state, even once its revision is past the
+    /// one the watch saw (here written while the watchers are stopped, so before any is back):
+    /// `--reconnect` says `reset`, gives the new snapshot, and deletes the key that is gone. A
+    /// status bar on that key (`--values`) prints an empty line instead of keeping the old value;
+    /// `--format` prints the reset like any event; COMMAND gets the deletes, not the reset.
+    func test_reconnect_toAMemoryDaemonRestarted_resetsAndDeletesTheKeysGone() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "r.gone", "1"])
+        try obsctl(daemon, ["set", "r.kept", "\"old\""])
+        let json = try Obsctl(daemon, ["watch", "r.*", "--reconnect"])
+        let values = try Obsctl(daemon, ["watch", "r.gone", "--reconnect", "--values"])
+        let format = try Obsctl(daemon, ["watch", "r.*", "--reconnect", "--format", "{event}:{key}={new}"])
+        let command = try Obsctl(daemon, ["watch", "r.*", "--reconnect", "--", "cat"])
+        // It printed no key, so it has none to delete; but it gets the new state's snapshot.
+        let noInitial = try Obsctl(daemon, ["watch", "r.*", "--reconnect", "--no-initial", "--values"])
+        XCTAssertEqual(json.readLines(3).last, #"{"event":"synced","rev":2}"#)
+        XCTAssertEqual(values.readLine(), "1")
+        XCTAssertEqual(format.readLines(2).count, 2)
+        XCTAssertEqual(command.readLines(2).count, 2)
+        daemon.waitForWatches(5)
+
+        let pids = [json, values, format, command, noInitial].map(\.process.processIdentifier)
+        for pid in pids { kill(pid, SIGSTOP) }
+        daemon.stop()
+        try daemon.start()
+        try obsctl(daemon, ["set", "r.kept", "\"new\""])
+        try obsctl(daemon, ["set", "r.fresh", "1"])
+        try obsctl(daemon, ["set", "other", "1"])
+        for pid in pids { kill(pid, SIGCONT) }
+
+        let lines = json.readLines(5)
+        XCTAssertEqual(lines.first, #"{"event":"reset","rev":3,"reason":"obsd restarted with its state in memory"}"#)
+        XCTAssertEqual(lines.dropFirst().prefix(2).sorted(), [#"{"event":"initial","key":"r.fresh","kind":"value","value":1,"rev":2}"#,
+                                                             #"{"event":"initial","key":"r.kept","kind":"value","value":"new","rev":1}"#])
+        XCTAssertEqual(lines.dropFirst(3), [#"{"event":"synced","rev":3}"#, #"{"event":"delete","key":"r.gone","rev":3,"reason":"reset"}"#])
+        XCTAssertEqual(values.readLine(), "", "r.gone is gone")
+        let formatted = format.readLines(4)
+        XCTAssertEqual(formatted.first, "reset:=")
+        XCTAssertEqual(formatted.dropFirst().prefix(2).sorted(), ["initial:r.fresh=1", "initial:r.kept=new"])
+        XCTAssertEqual(formatted.last, "delete:r.gone=")
+        let runs = command.readLines(3)
+        XCTAssertEqual(runs.prefix(2).sorted(), [#"{"event":"initial","key":"r.fresh","kind":"value","value":1,"rev":2}"#,
+                                                  #"{"event":"initial","key":"r.kept","kind":"value","value":"new","rev":1}"#])
+        XCTAssertEqual(runs.last, #"{"event":"delete","key":"r.gone","rev":3,"reason":"reset"}"#)
+        XCTAssertEqual(noInitial.readLines(2).sorted(), ["1", "new"])
+
+        // The watch goes on from the new state.
+        try obsctl(daemon, ["set", "r.gone", "2"])
+        XCTAssertEqual(json.readLine(), #"{"event":"change","key":"r.gone","new":2,"rev":4,"created":true}"#)
+        XCTAssertEqual(values.readLine(), "2")
+        XCTAssertEqual(format.readLine(), "change:r.gone=2")
+        XCTAssertEqual(command.readLine(), #"{"event":"change","key":"r.gone","new":2,"rev":4,"created":true}"#)
+        XCTAssertEqual(noInitial.readLine(), "2")
+        for watch in [json, values, format, command, noInitial] {
+            kill(watch.process.processIdentifier, SIGTERM)
+            XCTAssertEqual(watch.finish().stdout, "")
+        }
+    }
+
+    /// A daemon whose revision is below the one the watch saw (`--memory` restarted, a restored
+    /// backup) holds another state too: reset, snapshot, delete; and a change after it, at a
+    /// revision the old state had passed, is printed, not taken for one already delivered.
+    func test_reconnect_toADaemonBehindTheRevisionSeen_resetsAndGoesOn() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "gone", "1"])
+        for value in ["1", "2", "3"] { try obsctl(daemon, ["set", "kept", value]) }
+        let watch = try Obsctl(daemon, ["watch", "gone", "kept", "--reconnect"])
+        XCTAssertEqual(watch.readLines(3).last, #"{"event":"synced","rev":4}"#)
+        let values = try Obsctl(daemon, ["watch", "gone", "--reconnect", "--values"])
+        XCTAssertEqual(values.readLine(), "1")
+        daemon.waitForWatches(2)
+        for pid in [watch, values].map(\.process.processIdentifier) { kill(pid, SIGSTOP) }
+        daemon.stop()
+        try daemon.start()
+        try obsctl(daemon, ["set", "kept", "\"new\""])
+        for pid in [watch, values].map(\.process.processIdentifier) { kill(pid, SIGCONT) }
+        XCTAssertEqual(watch.readLines(4), [#"{"event":"reset","rev":1,"reason":"obsd's revision went back from 4 to 1"}"#,
+                                            #"{"event":"initial","key":"kept","kind":"value","value":"new","rev":1}"#,
+                                            #"{"event":"synced","rev":1}"#,
+                                            #"{"event":"delete","key":"gone","rev":1,"reason":"reset"}"#])
+        XCTAssertEqual(values.readLine(), "")
+        try obsctl(daemon, ["set", "kept", "\"newer\""])
+        try obsctl(daemon, ["set", "gone", "\"back\""])
+        XCTAssertEqual(watch.readLines(2), [#"{"event":"change","key":"kept","old":"new","new":"newer","rev":2,"created":false}"#,
+                                            #"{"event":"change","key":"gone","new":"back","rev":3,"created":true}"#])
+        XCTAssertEqual(values.readLine(), "back")
+        for process in [watch, values] {
+            kill(process.process.processIdentifier, SIGTERM)
+            XCTAssertEqual(process.finish().stdout, "")
+        }
+    }
+
+    /// A durable daemon restarted holds the state it left, though it is another process: the watch
+    /// resumes (no reset, no snapshot), with the change made before it was back.
+    func test_reconnect_toADurableDaemonRestarted_resumesWithoutAReset() throws {
+        let daemon = try Daemon(persistent: true)
+        try obsctl(daemon, ["set", "a", "1"])
+        try obsctl(daemon, ["set", "b", "1"])
+        let watch = try Obsctl(daemon, ["watch", "a", "b", "--reconnect"])
+        XCTAssertEqual(watch.readLines(3).last, #"{"event":"synced","rev":2}"#)
+        daemon.waitForWatches(1)
+        kill(watch.process.processIdentifier, SIGSTOP)
+        let pid = daemon.process?.processIdentifier
+        daemon.stop()
+        try daemon.start()
+        XCTAssertNotEqual(daemon.process?.processIdentifier, pid)
+        try obsctl(daemon, ["set", "a", "2"])
+        kill(watch.process.processIdentifier, SIGCONT)
+        // Whether the daemon replays the change or (its history starting afresh) answers
+        // `compacted` and a snapshot, no reset comes before the change.
+        var seen: [String] = []
+        while seen.count < 6, let line = watch.readLine() {
+            seen.append(line)
+            if json(line)["key"] as? String == "a", json(line)["event"] as? String == "change" { break }
+        }
+        XCTAssertEqual(seen.last.map { json($0)["new"] as? Int }, 2, "\(seen)")
+        XCTAssertFalse(seen.contains { json($0)["event"] as? String == "reset" }, "\(seen)")
+        try obsctl(daemon, ["set", "b", "2"])
+        var line = watch.readLine()
+        while let current = line, json(current)["key"] as? String != "b" { line = watch.readLine() }
+        XCTAssertEqual(json(line)["new"] as? Int, 2)
+        kill(watch.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(watch.finish().stdout, "")
+    }
+
+    /// `-n` over a reset: the reset counts nothing, the new state's snapshot counts each key whose
+    /// value differs from the one printed (`a`, the same, does not; `c`, new, does), and each
+    /// delete the stream makes counts once (`b`): two of three, so obsctl ends at the next change.
+    func test_reconnect_n_countsAResetsSnapshotAndDeletesOnce() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        try obsctl(daemon, ["set", "b", "1"])
+        let watch = try Obsctl(daemon, ["watch", "a", "b", "c", "--reconnect", "--values", "-n", "3", "--timeout", "60s"])
+        XCTAssertEqual(watch.readLines(2), ["1", "1"])
+        daemon.waitForWatches(1)
+        kill(watch.process.processIdentifier, SIGSTOP)
+        daemon.stop()
+        try daemon.start()
+        try obsctl(daemon, ["set", "a", "1"])
+        try obsctl(daemon, ["set", "c", "1"])
+        kill(watch.process.processIdentifier, SIGCONT)
+        XCTAssertEqual(watch.readLines(3), ["1", "1", ""], "the snapshot (a, c) and b's delete")
+        try obsctl(daemon, ["set", "a", "2"])
+        XCTAssertEqual(watch.finish(), Result(status: 0, stdout: "2\n", stderr: ""))
+    }
+
     /// A daemon at `max_connections` answers `limit`: with `--reconnect`, a status bar waits for a
     /// free connection as it waits for a daemon not running yet, rather than exiting for good;
     /// without it, the refusal ends obsctl at once.

@@ -1,0 +1,54 @@
+import ObsCore
+
+/// What a client that follows the daemon's state learns when it (re)connects: the daemon's
+/// `hello`, and whether the daemon still holds the state the client followed before (it resumes
+/// with `since`) or another one (a reset: nothing to resume, the client starts afresh with a
+/// snapshot). The one rule for `WatchStream` (so `obsctl watch --reconnect` and the library's
+/// watches) and obsctl web's live feed.
+///
+/// Once the client has seen a revision, the daemon holds another state when:
+/// - its revision is below the last one seen: a daemon with `--memory` restarted, or one whose
+///   state was restored from an older backup. Its revisions number other changes; and
+/// - it is another process than the one last connected to (hello's `pid`) and its `stats` say
+///   `durability` `memory`: it started empty, whatever revision it has reached since (its
+///   definitions file, or other clients, may have written as much before this one was back).
+/// A durable daemon restarted (SQLite, or a cluster's host) holds the state it left, at or past
+/// the revision seen: the client resumes.
+public struct Reconnection: Sendable {
+    /// The daemon's answer to `hello`.
+    public let hello: Response
+    /// The daemon's revision and pid, from `hello`.
+    public let rev: UInt64
+    public let pid: Int64?
+    /// Why the state followed is gone, in words for a person; nil when the client can resume.
+    public let reset: String?
+
+    /// Sends `hello` (and `stats`, when the rule needs the daemon's durability) on `connection`.
+    /// `lastRevision` is the last revision the client saw (nil: it followed nothing yet, so there
+    /// is nothing to reset); `lastPid` the pid of the daemon it last connected to.
+    public static func greet(_ connection: ObsConnection, client: String?, lastRevision: UInt64?, lastPid: Int64?,
+                             deadline: Double?) throws(ClientError) -> Reconnection {
+        var fields: [String: JSONValue] = [:]
+        if let client { fields["client"] = .string(client) }
+        let hello = try connection.request("hello", fields, deadline: deadline)
+        let rev = UInt64(max(0, hello["rev"]?.intValue ?? 0))
+        let pid = hello["pid"]?.intValue
+        let reset = resetReason(rev: rev, pid: pid, lastRevision: lastRevision, lastPid: lastPid) {
+            // A daemon that cannot say is taken to keep its state: the client resumes, as before.
+            (try? connection.request("stats", [:], deadline: deadline))?["durability"]?.stringValue
+        }
+        return Reconnection(hello: hello, rev: rev, pid: pid, reset: reset)
+    }
+
+    /// The rule itself: why a daemon at `rev` with `pid` holds another state than the one followed
+    /// (see the type), or nil. `durability` (the daemon's `stats` field) is asked only when needed.
+    public static func resetReason(rev: UInt64, pid: Int64?, lastRevision: UInt64?, lastPid: Int64?,
+                                   durability: () -> String?) -> String? {
+        guard let lastRevision else { return nil }
+        if rev < lastRevision { return "obsd's revision went back from \(lastRevision) to \(rev)" }
+        if let pid, let lastPid, pid != lastPid, durability() == "memory" {
+            return "obsd restarted with its state in memory"
+        }
+        return nil
+    }
+}
