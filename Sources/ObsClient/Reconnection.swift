@@ -12,8 +12,10 @@ import ObsCore
 /// - it is another process than the one last connected to (hello's `pid`) and its `stats` say
 ///   `durability` `memory`: it started empty, whatever revision it has reached since (its
 ///   definitions file, or other clients, may have written as much before this one was back).
-/// A durable daemon restarted (SQLite, or a cluster's host) holds the state it left, at or past
-/// the revision seen: the client resumes.
+/// A durable daemon restarted (SQLite) holds the state it left, at or past the revision seen: the
+/// client resumes. So does a host of a cluster (its `stats` have `cluster`), even one behind the
+/// revision seen: it holds the cluster's state, and starts a watch `since` a revision it has not
+/// applied yet there, once it has.
 public struct Reconnection: Sendable {
     /// The daemon's answer to `hello`.
     public let hello: Response
@@ -34,21 +36,38 @@ public struct Reconnection: Sendable {
         let rev = UInt64(max(0, hello["rev"]?.intValue ?? 0))
         let pid = hello["pid"]?.intValue
         let reset = resetReason(rev: rev, pid: pid, lastRevision: lastRevision, lastPid: lastPid) {
-            // A daemon that cannot say is taken to keep its state: the client resumes, as before.
-            (try? connection.request("stats", [:], deadline: deadline))?["durability"]?.stringValue
+            (try? connection.request("stats", [:], deadline: deadline)).map {
+                Kept(durability: $0["durability"]?.stringValue, cluster: $0["cluster"] != nil)
+            }
         }
         return Reconnection(hello: hello, rev: rev, pid: pid, reset: reset)
     }
 
-    /// The rule itself: why a daemon at `rev` with `pid` holds another state than the one followed
-    /// (see the type), or nil. `durability` (the daemon's `stats` field) is asked only when needed.
-    public static func resetReason(rev: UInt64, pid: Int64?, lastRevision: UInt64?, lastPid: Int64?,
-                                   durability: () -> String?) -> String? {
-        guard let lastRevision else { return nil }
-        if rev < lastRevision { return "obsd's revision went back from \(lastRevision) to \(rev)" }
-        if let pid, let lastPid, pid != lastPid, durability() == "memory" {
-            return "obsd restarted with its state in memory"
+    /// How a daemon keeps its state, from its `stats`.
+    public struct Kept: Sendable {
+        public var durability: String?
+        /// Whether it is a host of a cluster.
+        public var cluster: Bool
+
+        public init(durability: String?, cluster: Bool) {
+            self.durability = durability
+            self.cluster = cluster
         }
-        return nil
+    }
+
+    /// The rule itself: why a daemon at `rev` with `pid` holds another state than the one followed
+    /// (see the type), or nil. `kept` (from the daemon's `stats`) is asked only when needed; nil
+    /// when the daemon did not say.
+    public static func resetReason(rev: UInt64, pid: Int64?, lastRevision: UInt64?, lastPid: Int64?,
+                                   kept: () -> Kept?) -> String? {
+        guard let lastRevision else { return nil }
+        let behind = rev < lastRevision
+        let anotherProcess = pid != nil && lastPid != nil && pid != lastPid
+        guard behind || anotherProcess else { return nil }
+        let kept = kept()
+        if kept?.cluster == true { return nil }
+        if behind { return "obsd's revision went back from \(lastRevision) to \(rev)" }
+        // A daemon that cannot say is taken to keep its state: the client resumes.
+        return kept?.durability == "memory" ? "obsd restarted with its state in memory" : nil
     }
 }

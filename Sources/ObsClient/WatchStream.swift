@@ -20,6 +20,11 @@ import ObsCore
 /// The caller's view is then the daemon's state. A connection cut before that `synced` repeats
 /// step 2 (and 1, if the daemon is yet another state); the deletes come once, after the snapshot
 /// that completes.
+///
+/// Likewise, with `reconnect`, after the snapshot that follows `compacted` (a resume the daemon
+/// could not replay: it restarted after a crash, or the history no longer reaches back), the
+/// stream makes `{"event":"delete","key":K,"rev":S,"reason":"compacted"}` for each key it had
+/// delivered as present that the snapshot did not list: deleted in the gap, which no replay told.
 public final class WatchStream: @unchecked Sendable {
     // @unchecked: one thread reads; `cancel` from another thread only shuts the socket down.
     public let path: String
@@ -52,6 +57,8 @@ public final class WatchStream: @unchecked Sendable {
     /// A reset under way, until the `synced` of its snapshot: the keys delivered as present before
     /// it (nil: none under way).
     private var voided: Set<String>?
+    /// Between `compacted` and the `synced` of its snapshot.
+    private var compactedSnapshot = false
     /// Events the stream made itself (`reset`, and the deletes after its snapshot), delivered
     /// before anything more is read.
     private var made: [WatchEvent] = []
@@ -137,6 +144,7 @@ public final class WatchStream: @unchecked Sendable {
                 connection = nil
                 // A snapshot cut short lists only part of the keys.
                 listing = nil
+                compactedSnapshot = false
                 endedCleanly = reason != nil
                 guard try reconnect(deadline: deadline) else { return nil }
                 resuming = lastRevision != nil
@@ -168,16 +176,25 @@ public final class WatchStream: @unchecked Sendable {
         case .overflow, .compacted:
             // A snapshot follows: the state as a whole.
             listing = []
+            compactedSnapshot = event.name == .compacted
         case .synced:
             guard let listed = listing else { return }
             listing = nil
+            let rev = event["rev"] ?? .int(0)
             if let before = voided {
                 voided = nil
-                let rev = event["rev"] ?? .int(0)
                 for gone in before.subtracting(listed).sorted() {
                     made.append(Self.made(["event": "delete", "key": .string(gone), "rev": rev, "reason": "reset"]))
                 }
+            } else if compactedSnapshot {
+                // The daemon could not replay what the stream missed (a resume after a restart,
+                // or older than its history): keys deleted in that gap are simply not listed.
+                // The caller gets their deletes here, as it gets the daemon's own.
+                for gone in present.subtracting(listed).sorted() {
+                    made.append(Self.made(["event": "delete", "key": .string(gone), "rev": rev, "reason": "compacted"]))
+                }
             }
+            compactedSnapshot = false
             present = listed
         default:
             break

@@ -13,8 +13,8 @@ import ObsCore
 /// counts as a delete.
 /// After `compacted` (a `--since` older than the history, or a `--reconnect` resumed after a
 /// restart) the lines count the same way, but missing keys do not: on a resume `WatchStream` leaves
-/// out the lines it had delivered already, so a key missing from what arrives is not known to be
-/// gone. A reconnection (`--reconnect`) ends a resync under way without deletes: the old
+/// out the lines it had delivered already, and itself makes a `delete` for each key it delivered
+/// that the snapshot did not list, which counts like any delete. A reconnection (`--reconnect`) ends a resync under way without deletes: the old
 /// connection may have dropped part way through its snapshot, so a key it did not list may still
 /// be there. The initial snapshot counts nothing.
 /// After `reset` (`--reconnect` found the daemon holding another state: `WatchStream`) the lines of

@@ -180,8 +180,10 @@ extension WatchResumeTests {
     /// The rule itself: nothing followed, nothing to reset; a revision gone back; another process
     /// of a daemon in memory; a durable daemon's new process (or a pid unknown) resumes.
     func test_reconnectionRule() {
-        func reason(rev: UInt64, pid: Int64?, last: UInt64?, lastPid: Int64?, durability: String) -> String? {
-            Reconnection.resetReason(rev: rev, pid: pid, lastRevision: last, lastPid: lastPid) { durability }
+        func reason(rev: UInt64, pid: Int64?, last: UInt64?, lastPid: Int64?, durability: String, cluster: Bool = false) -> String? {
+            Reconnection.resetReason(rev: rev, pid: pid, lastRevision: last, lastPid: lastPid) {
+                Reconnection.Kept(durability: durability, cluster: cluster)
+            }
         }
         XCTAssertNil(reason(rev: 0, pid: 2, last: nil, lastPid: 1, durability: "memory"))
         XCTAssertEqual(reason(rev: 3, pid: 1, last: 7, lastPid: 1, durability: "normal"), "obsd's revision went back from 7 to 3")
@@ -189,6 +191,13 @@ extension WatchResumeTests {
         XCTAssertNil(reason(rev: 7, pid: 2, last: 7, lastPid: 1, durability: "normal"))
         XCTAssertNil(reason(rev: 9, pid: 1, last: 7, lastPid: 1, durability: "memory"))
         XCTAssertNil(reason(rev: 9, pid: nil, last: 7, lastPid: 1, durability: "memory"))
+        // A host of a cluster behind the revision seen (restarted, catching up) holds the
+        // cluster's state: the watch resumes there.
+        XCTAssertNil(reason(rev: 3, pid: 2, last: 7, lastPid: 1, durability: "normal", cluster: true))
+        XCTAssertNil(reason(rev: 3, pid: 1, last: 7, lastPid: 1, durability: "normal", cluster: true))
+        // A daemon that does not answer `stats` is behind all the same.
+        XCTAssertEqual(Reconnection.resetReason(rev: 3, pid: 1, lastRevision: 7, lastPid: 1) { nil },
+                       "obsd's revision went back from 7 to 3")
     }
 }
 

@@ -22,8 +22,14 @@ final class PersistenceAndLimitTests: XCTestCase {
         session.receive(#"{"id":2,"op":"set","key":"a","value":1}"#)
         XCTAssertEqual(storage.transactions.count, 1, "nothing changed: nothing committed")
         XCTAssertFalse(output.lines[0].needsSync)
+        output.lines.removeAll()
         session.receive(#"{"id":3,"op":"set","key":"e","value":1,"ephemeral":true}"#)
-        XCTAssertEqual(storage.transactions.count, 1, "ephemeral keys are not persisted")
+        // Ephemeral keys are not persisted, but their revision is: revisions never go back at a
+        // restart.
+        XCTAssertEqual(storage.transactions.count, 2)
+        XCTAssertEqual(storage.transactions.last?.rev, 2)
+        XCTAssertEqual(storage.transactions.last?.isEmpty, true, "the ephemeral key itself is not in it")
+        XCTAssertTrue(output.lines[0].needsSync, "the answer waits for the revision to be written")
     }
 
     /// A storage that keeps nothing (obsd `--memory`) is handed nothing, and no answer waits.

@@ -90,8 +90,13 @@ final class SystemdTests: XCTestCase {
             "--listen=\(sandbox.socket)", "-E", "NOTIFY_SOCKET=\(notify.path)",
             try builtExecutable("obsd"), "--socket", sandbox.root + "/unused/obsd.sock", "--state-dir", sandbox.state,
         ], executable: activate, name: "activate")
-        XCTAssertTrue(waitFor("the activation socket") { FileManager.default.fileExists(atPath: sandbox.socket) })
-        let client = try Client(sandbox.socket)
+        // The socket file exists once bound, a moment before it listens: connect until it takes.
+        var connected: Client?
+        XCTAssertTrue(waitFor("the activation socket") {
+            connected = try? Client(sandbox.socket)
+            return connected != nil
+        })
+        let client = try XCTUnwrap(connected)
         client.send("{\"id\":1,\"op\":\"set\",\"key\":\"a\",\"value\":1}\n")
         XCTAssertEqual(json(client.readLine())["rev"] as? Int, 1, obsd.log)
         XCTAssertTrue(notify.nextState().contains("READY=1"))
