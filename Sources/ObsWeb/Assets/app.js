@@ -155,10 +155,12 @@
         if (done || stream !== controller) break;
         streamBackoffMs = 0;
         text += decoder.decode(value, { stream: true });
-        let end;
-        while ((end = text.indexOf('\n')) >= 0) {
-          const line = text.slice(0, end).replace(/\r$/, '');
-          text = text.slice(end + 1);
+        // Lines are taken by position and the rest kept once: a message of thousands of lines
+        // costs its length, not its length times its lines.
+        let start = 0, end;
+        while ((end = text.indexOf('\n', start)) >= 0) {
+          const line = text.slice(start, text[end - 1] === '\r' ? end - 1 : end);
+          start = end + 1;
           if (line === '') {
             if (data.length) streamMessage(data.join('\n'));
             data = [];
@@ -171,6 +173,7 @@
           }
           // Anything else is a comment (`: keep-alive`) or a field this page does not use.
         }
+        text = text.slice(start);
       }
     } catch {
       // The connection broke, or the page aborted it: see streamLost.
