@@ -65,7 +65,7 @@
   const TOKEN_KEY = 'obsctl-web-token';
   let token = takeToken(null);
 
-  // The token in the address bar, kept; else the one kept before; else `current`.
+  // The token in the address bar (kept for later); else the one kept before; else `current`.
   function takeToken(current) {
     const given = new URLSearchParams(location.hash.slice(1)).get('token') || new URLSearchParams(location.search).get('token');
     let kept = null;
@@ -76,7 +76,7 @@
       // Storage refused (a browser setting): the token lasts as long as the page.
     }
     if (given) history.replaceState(null, '', location.pathname);
-    return kept || given || current;
+    return given || kept || current;
   }
 
   // The URL with another token opened over this page (only its fragment differs, so the browser
