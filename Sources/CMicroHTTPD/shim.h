@@ -6,9 +6,10 @@
 #include <sys/types.h>
 #include <microhttpd.h>
 
-// MHD_start_daemon takes its options as C varargs, which Swift cannot pass: this fixes the few
-// that obsctl sets. `listen_fd` is bound and listening already (obsctl binds it, so that a port
-// in use is reported with its reason); the server closes it when it stops.
+// MHD_start_daemon and MHD_set_connection_option take their options as C varargs, which Swift
+// cannot pass: these fix the few that obsctl sets. `listen_fd` is bound and listening already
+// (obsctl binds it, so that a port in use is reported with its reason); the server closes it when
+// it stops. `timeout_seconds` is every connection's timeout until obs_mhd_set_timeout changes it.
 static inline struct MHD_Daemon *obs_mhd_start(unsigned int flags, int listen_fd,
                                                MHD_AccessHandlerCallback handler, void *context,
                                                MHD_RequestCompletedCallback completed,
@@ -19,4 +20,10 @@ static inline struct MHD_Daemon *obs_mhd_start(unsigned int flags, int listen_fd
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_END);
+}
+
+// A connection's own inactivity timeout, in seconds (0: none), from now on. Called from the
+// connection's own thread (the access handler), as libmicrohttpd allows.
+static inline enum MHD_Result obs_mhd_set_timeout(struct MHD_Connection *connection, unsigned int seconds) {
+    return MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }

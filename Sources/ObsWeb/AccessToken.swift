@@ -1,5 +1,5 @@
 /// The secret in the URL `obsctl web` prints: 32 random bytes from the system's generator, as
-/// hex. A request must carry it, in the query or in the cookie the page is given, or get 403:
+/// hex. A request for data must carry it (`Authorization: Bearer`, see `WebRoutes`) or get 403:
 /// the server listens on TCP, where any local user (or any page the browser runs, through DNS
 /// rebinding) could otherwise reach it.
 struct AccessToken: Sendable {

@@ -7,18 +7,15 @@ struct HTTPRequest: Sendable {
     var query: [String: String] = [:]
     /// Header fields by lowercased name.
     var headers: [String: String] = [:]
-    var cookies: [String: String] = [:]
     var body: [UInt8] = []
     /// The body was longer than the server accepts; `body` holds only its start.
     var bodyTooLarge = false
 
-    init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-         cookies: [String: String] = [:], body: [UInt8] = []) {
+    init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
-        self.cookies = cookies
         self.body = body
     }
 }

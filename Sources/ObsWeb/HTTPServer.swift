@@ -10,12 +10,19 @@ final class HTTPServer: @unchecked Sendable {
 
     private var daemon: OpaquePointer?
     fileprivate let handler: Handler
+    fileprivate let isAuthorized: @Sendable (HTTPRequest) -> Bool
     fileprivate let maxBodyBytes: Int
+    fileprivate let authorizedIdleTimeout: UInt32
     /// Serves on `listeningSocket` (bound and listening; the server owns it from now on). At most
-    /// `connectionLimit` connections (each a thread); one idle for `idleTimeout` seconds is closed.
-    init(listeningSocket fd: Int32, maxBodyBytes: Int, connectionLimit: Int, idleTimeout: Int, handler: @escaping Handler) throws(WebError) {
+    /// `connectionLimit` connections (each a thread). A connection idle for `idleTimeout` seconds
+    /// is closed; once it has sent a request that `isAuthorized` (asked when the request's head is
+    /// in, before its body and its answer), for `authorizedIdleTimeout` seconds.
+    init(listeningSocket fd: Int32, maxBodyBytes: Int, connectionLimit: Int, idleTimeout: Int, authorizedIdleTimeout: Int,
+         isAuthorized: @escaping @Sendable (HTTPRequest) -> Bool, handler: @escaping Handler) throws(WebError) {
         self.handler = handler
+        self.isAuthorized = isAuthorized
         self.maxBodyBytes = maxBodyBytes
+        self.authorizedIdleTimeout = UInt32(authorizedIdleTimeout)
         let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
         daemon = obs_mhd_start(flags, fd, accessHandler, Unmanaged.passUnretained(self).toOpaque(), requestCompleted,
                                UInt32(connectionLimit), UInt32(idleTimeout))
@@ -36,10 +43,10 @@ final class HTTPServer: @unchecked Sendable {
     deinit { stop() }
 }
 
-/// A request being received: its body so far.
+/// A request being received: its head, and its body so far.
 private final class PendingRequest {
-    var body: [UInt8] = []
-    var tooLarge = false
+    var request: HTTPRequest
+    init(_ request: HTTPRequest) { self.request = request }
 }
 
 /// libmicrohttpd calls this once with the headers, once per chunk of body, and once more at the
@@ -50,29 +57,30 @@ private func accessHandler(_ context: UnsafeMutableRawPointer?, _ connection: Op
     guard let context, let connection, let url, let method, let uploadSize, let state else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
     guard let stored = state.pointee else {
-        state.pointee = Unmanaged.passRetained(PendingRequest()).toOpaque()
+        var request = HTTPRequest(method: String(cString: method), path: String(cString: url))
+        collect(connection, .GET_ARGUMENT_KIND) { request.query[$0] = $1 }
+        collect(connection, .HEADER_KIND) { request.headers[$0.lowercased()] = $1 }
+        // The connection of someone who has the token keeps the longer timeout from now on: an
+        // event stream stays quiet between keep-alives, a page between its requests.
+        if server.isAuthorized(request) { _ = obs_mhd_set_timeout(connection, server.authorizedIdleTimeout) }
+        state.pointee = Unmanaged.passRetained(PendingRequest(request)).toOpaque()
         return .YES
     }
     let pending = Unmanaged<PendingRequest>.fromOpaque(stored).takeUnretainedValue()
     if uploadSize.pointee > 0 {
         // Past the limit the rest is read and dropped: memory stays bounded, the answer is 413.
-        if let upload, !pending.tooLarge {
-            if pending.body.count + uploadSize.pointee > server.maxBodyBytes {
-                pending.tooLarge = true
-                pending.body = []
+        if let upload, !pending.request.bodyTooLarge {
+            if pending.request.body.count + uploadSize.pointee > server.maxBodyBytes {
+                pending.request.bodyTooLarge = true
+                pending.request.body = []
             } else {
-                pending.body += UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee)
+                pending.request.body += UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee)
             }
         }
         uploadSize.pointee = 0
         return .YES
     }
-    var request = HTTPRequest(method: String(cString: method), path: String(cString: url), body: pending.body)
-    request.bodyTooLarge = pending.tooLarge
-    collect(connection, .GET_ARGUMENT_KIND) { request.query[$0] = $1 }
-    collect(connection, .HEADER_KIND) { request.headers[$0.lowercased()] = $1 }
-    collect(connection, .COOKIE_KIND) { request.cookies[$0] = $1 }
-    return queue(server.handler(request), on: connection)
+    return queue(server.handler(pending.request), on: connection)
 }
 
 private func requestCompleted(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
@@ -82,7 +90,7 @@ private func requestCompleted(_ context: UnsafeMutableRawPointer?, _ connection:
     state.pointee = nil
 }
 
-/// Calls `body` with each name and value of one kind (query arguments, headers, cookies).
+/// Calls `body` with each name and value of one kind (query arguments, headers).
 private func collect(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ body: (String, String) -> Void) {
     withoutActuallyEscaping(body) { body in
         var visitor = body

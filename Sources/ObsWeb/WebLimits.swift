@@ -5,8 +5,13 @@ struct WebLimits: Sendable {
     var maxBodyBytes = 2 << 20
     /// Connections served at once, each a thread; libmicrohttpd closes one past it at once, unanswered.
     var maxConnections = 64
-    /// Seconds a connection may stay idle before it is closed.
-    var idleTimeoutSeconds = 60
+    /// Seconds a connection may stay idle before it is closed, until it has made a request that
+    /// carries the token: any local user can open connections without it, and one that sends
+    /// nothing (or a page's files only) must not hold one of the `maxConnections` for long.
+    var idleTimeoutSeconds = 5
+    /// Seconds a connection that has made a request with the token may stay idle (an event stream
+    /// is idle while it waits for the daemon: above `keepAliveSeconds`).
+    var authorizedIdleTimeoutSeconds = 60
     /// Seconds between keep-alive comments on a quiet event stream (below the idle timeout, and
     /// how soon a page that went away is noticed).
     var keepAliveSeconds = 15.0

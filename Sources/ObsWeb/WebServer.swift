@@ -3,7 +3,8 @@ import ObsClient
 /// `obsctl web`: serves the live view of the daemon at `socketPath` to a browser, as the user who
 /// runs it (the daemon sees obsctl's uid, so its `allow` rules apply to the page as to obsctl).
 public final class WebServer: Sendable {
-    /// The URL to open: it carries the access token.
+    /// The URL to open: it carries the access token, in the fragment (`/#token=…`), which the
+    /// browser keeps to itself; the page reads it (see `WebRoutes`).
     public let url: String
     /// Where it listens, `HOST:PORT` with the port the system picked for port 0.
     public let address: String
@@ -20,14 +21,15 @@ public final class WebServer: Sendable {
         let port = ListenAddress.port(of: bound)
         let token = AccessToken.random()
         let link = SocketDaemonLink(path: socketPath, limits: limits, feeds: feeds)
-        let routes = WebRoutes(token: token, port: port, api: WebAPI(link: link, readOnly: readOnly), link: link,
+        let routes = WebRoutes(token: token, api: WebAPI(link: link, readOnly: readOnly), link: link,
                                socketPath: socketPath, version: version)
         http = try HTTPServer(listeningSocket: fd, maxBodyBytes: limits.maxBodyBytes, connectionLimit: limits.maxConnections,
-                              idleTimeout: limits.idleTimeoutSeconds, handler: routes.handle)
+                              idleTimeout: limits.idleTimeoutSeconds, authorizedIdleTimeout: limits.authorizedIdleTimeoutSeconds,
+                              isAuthorized: routes.isAuthorized, handler: routes.handle)
         isLoopback = ListenAddress.isLoopback(bound)
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
         self.address = "\(host):\(port)"
-        url = "http://\(host):\(port)/?token=\(token.text)"
+        url = "http://\(host):\(port)/#token=\(token.text)"
     }
 
     /// Ends every event stream, then stops the server (its threads are joined).

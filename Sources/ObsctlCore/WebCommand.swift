@@ -6,7 +6,7 @@ import ObsWeb
 let webSpec = CommandSpec(
     "web", summary: "Serve a live view of keys and the graph to a browser.",
     overview: """
-        Prints a URL with a random token; requests without it get 403. The page acts with your \
+        Prints a URL with a random token; requests for data without it get 403. The page acts with your \
         access to obsd, and so does anyone who has the URL: it reads every key and, unless \
         --read-only, sets value keys. Everything it needs is built into obsctl. Runs until interrupted.
         """,

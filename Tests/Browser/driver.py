@@ -10,6 +10,7 @@ Swift, hold the scenario and the assertions and this stays a thin remote control
   {"do": "click", "css": C}                   click the first element matching C
   {"do": "type", "css": C, "text": S}         clear the element and type S into it
   {"do": "clear_cookies"}
+  {"do": "all_cookies"}                       every cookie the browser holds, for any site
   {"do": "screenshot", "path": P}             write a PNG of the window
 
 Answers: {"ok": true, "value": ...} or {"ok": false, "error": "..."}. At the end of its input it
@@ -64,6 +65,8 @@ def run(driver, command):
     if what == "clear_cookies":
         driver.delete_all_cookies()
         return None
+    if what == "all_cookies":
+        return driver.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]
     if what == "screenshot":
         return driver.save_screenshot(command["path"])
     raise ValueError("unknown command %r" % what)

@@ -10,52 +10,89 @@ final class WebRoutesTests: XCTestCase {
     let token = AccessToken(text: String(repeating: "ab", count: 32))
 
     func routes(readOnly: Bool = false, link: FakeLink = FakeLink()) -> WebRoutes {
-        WebRoutes(token: token, port: 8047, api: WebAPI(link: link, readOnly: readOnly), link: link,
+        WebRoutes(token: token, api: WebAPI(link: link, readOnly: readOnly), link: link,
                   socketPath: "/run/test.sock", version: "0.1.0")
     }
 
     func api(_ body: String, readOnly: Bool = false, link: FakeLink = FakeLink()) -> HTTPResponse {
-        routes(readOnly: readOnly, link: link).handle(HTTPRequest(method: "POST", path: "/api", headers: ["content-type": "application/json"],
-                                                                  cookies: ["obsctl_web_8047": token.text], body: Array(body.utf8)))
+        routes(readOnly: readOnly, link: link).handle(HTTPRequest(method: "POST", path: "/api", headers: ["content-type": "application/json",
+                                                                  "authorization": "Bearer \(token.text)"], body: Array(body.utf8)))
     }
 
     func text(_ response: HTTPResponse) -> String { String(decoding: response.bodyBytes, as: UTF8.self) }
 
-    func test_withoutTheToken_everyRouteIs403() {
+    var authorized: [String: String] { ["authorization": "Bearer \(token.text)"] }
+
+    func test_withoutTheToken_everyDataRouteIs403() {
         let routes = routes()
         let wrong = String(repeating: "ab", count: 31) + "ac"
-        for request in [HTTPRequest(method: "GET", path: "/"), HTTPRequest(method: "GET", path: "/app.js"),
-                        HTTPRequest(method: "GET", path: "/events"), HTTPRequest(method: "POST", path: "/api"),
-                        HTTPRequest(method: "GET", path: "/", query: ["token": wrong]),
-                        HTTPRequest(method: "GET", path: "/", query: ["token": String(token.text.dropLast())]),
-                        HTTPRequest(method: "GET", path: "/", cookies: ["obsctl_web_8047": wrong]),
-                        HTTPRequest(method: "GET", path: "/", cookies: ["obsctl_web_8048": token.text])] {
-            XCTAssertEqual(routes.handle(request).status, 403, "\(request)")
+        for path in ["/info", "/events", "/api"] {
+            for method in ["GET", "POST"] {
+                let tokenElsewhere = [HTTPRequest(method: method, path: path),
+                                      HTTPRequest(method: method, path: path, query: ["token": token.text]),
+                                      HTTPRequest(method: method, path: path, headers: ["cookie": "obsctl_web_8047=\(token.text)"]),
+                                      HTTPRequest(method: method, path: path, headers: ["authorization": "Bearer \(wrong)"]),
+                                      HTTPRequest(method: method, path: path, headers: ["authorization": "Bearer \(token.text.dropLast())"]),
+                                      HTTPRequest(method: method, path: path, headers: ["authorization": "Bearer \(token.text)x"]),
+                                      HTTPRequest(method: method, path: path, headers: ["authorization": "Basic \(token.text)"]),
+                                      HTTPRequest(method: method, path: path, headers: ["authorization": token.text]),
+                                      HTTPRequest(method: method, path: path, headers: ["x-obsctl-token": token.text])]
+                for request in tokenElsewhere {
+                    let response = routes.handle(request)
+                    XCTAssertEqual(response.status, 403, "\(request)")
+                    XCTAssertEqual(text(response), #"{"error":{"code":"unauthorized","message":"no valid access token: open the URL that obsctl web printed"},"ok":false}"#)
+                    XCTAssertFalse(routes.isAuthorized(request), "\(request)")
+                }
+            }
         }
+        XCTAssertTrue(routes.isAuthorized(HTTPRequest(method: "GET", path: "/info", headers: authorized)))
+        XCTAssertTrue(routes.isAuthorized(HTTPRequest(method: "GET", path: "/info", headers: ["authorization": "bearer \(token.text)"])))
     }
 
-    func test_theTokenInTheQuery_redirectsAndSetsTheCookie_whichThenOpensThePage() {
+    /// The page's files are public (the same for everyone): served without the token, and no
+    /// answer sets a cookie, with the token in the URL or not.
+    func test_thePagesFiles_needNoToken_andNoAnswerSetsACookie() {
         let routes = routes()
-        let opened = routes.handle(HTTPRequest(method: "GET", path: "/", query: ["token": token.text]))
-        XCTAssertEqual(opened.status, 303)
-        XCTAssertEqual(opened.header("location"), "/")
-        XCTAssertEqual(opened.header("set-cookie"), "obsctl_web_8047=\(token.text); Path=/; HttpOnly; SameSite=Strict")
-        let page = routes.handle(HTTPRequest(method: "GET", path: "/", cookies: ["obsctl_web_8047": token.text]))
-        XCTAssertEqual(page.status, 200)
-        XCTAssertEqual(page.header("content-type"), "text/html; charset=utf-8")
-        XCTAssertTrue(text(page).contains("<script src=\"/app.js\""))
-        XCTAssertEqual(page.header("content-security-policy")?.hasPrefix("default-src 'self'"), true)
-        for path in ["/app.js", "/graph.js", "/app.css"] {
-            XCTAssertEqual(routes.handle(HTTPRequest(method: "GET", path: path, cookies: ["obsctl_web_8047": token.text])).status, 200, path)
+        for query in [[:], ["token": token.text]] {
+            let page = routes.handle(HTTPRequest(method: "GET", path: "/", query: query))
+            XCTAssertEqual(page.status, 200)
+            XCTAssertEqual(page.header("content-type"), "text/html; charset=utf-8")
+            XCTAssertTrue(text(page).contains("<script src=\"/app.js\""))
+            XCTAssertEqual(page.header("content-security-policy")?.hasPrefix("default-src 'self'"), true)
+            XCTAssertNil(page.header("set-cookie"))
         }
-        let info = routes.handle(HTTPRequest(method: "GET", path: "/info", cookies: ["obsctl_web_8047": token.text]))
+        for path in ["/index.html", "/app.js", "/graph.js", "/app.css"] {
+            let file = routes.handle(HTTPRequest(method: "GET", path: path))
+            XCTAssertEqual(file.status, 200, path)
+            XCTAssertNil(file.header("set-cookie"), path)
+        }
+        let info = routes.handle(HTTPRequest(method: "GET", path: "/info", headers: authorized))
+        XCTAssertEqual(info.status, 200)
+        XCTAssertNil(info.header("set-cookie"))
         XCTAssertEqual(text(info), #"{"obsctl":"0.1.0","read_only":false,"socket":"/run/test.sock"}"#)
     }
 
+    /// No CORS preflight is ever granted: OPTIONS is refused on every path, token or not, and no
+    /// answer carries an Access-Control header.
+    func test_options_isRefusedEverywhere() {
+        let routes = routes()
+        for path in ["/", "/app.js", "/info", "/events", "/api", "/nothing"] {
+            for headers in [[:], authorized, authorized.merging(["access-control-request-method": "POST",
+                                                                "access-control-request-headers": "authorization"]) { $1 }] {
+                let response = routes.handle(HTTPRequest(method: "OPTIONS", path: path, headers: headers))
+                XCTAssertEqual(response.status, 405, path)
+                XCTAssertFalse(response.headers.contains { $0.name.lowercased().hasPrefix("access-control-") }, path)
+            }
+            let preflight = routes.handle(HTTPRequest(method: "OPTIONS", path: path, headers: ["origin": "http://127.0.0.1:9999", "host": "127.0.0.1:8047",
+                                                                                             "access-control-request-method": "POST"]))
+            XCTAssertEqual(preflight.status, 403, path)
+        }
+    }
+
     func test_aRequestFromAnotherOrigin_isRefused() {
-        let request = HTTPRequest(method: "POST", path: "/api", headers: ["origin": "http://evil.example", "host": "127.0.0.1:8047",
-                                                                         "content-type": "application/json"],
-                                  cookies: ["obsctl_web_8047": token.text], body: Array(#"{"op":"stats"}"#.utf8))
+        let request = HTTPRequest(method: "POST", path: "/api", headers: ["origin": "http://127.0.0.1:9999", "host": "127.0.0.1:8047",
+                                                                         "content-type": "application/json", "authorization": "Bearer \(token.text)"],
+                                  body: Array(#"{"op":"stats"}"#.utf8))
         XCTAssertEqual(routes().handle(request).status, 403)
         var same = request
         same.headers["origin"] = "http://127.0.0.1:8047"
@@ -89,7 +126,7 @@ final class WebRoutesTests: XCTestCase {
         XCTAssertEqual(api("{\"op\":1}").status, 400)
         XCTAssertEqual(api("{").status, 400)
         XCTAssertEqual(api(#"{"op":"history"}"#).status, 400)
-        var large = HTTPRequest(method: "POST", path: "/api", headers: ["content-type": "application/json"], cookies: ["obsctl_web_8047": token.text])
+        var large = HTTPRequest(method: "POST", path: "/api", headers: ["content-type": "application/json", "authorization": "Bearer \(token.text)"])
         large.bodyTooLarge = true
         XCTAssertEqual(routes().handle(large).status, 413)
         var plain = large
@@ -115,10 +152,10 @@ final class WebRoutesTests: XCTestCase {
     }
 
     func test_unknownPathsAndMethods() {
-        let cookie = ["obsctl_web_8047": token.text]
-        XCTAssertEqual(routes().handle(HTTPRequest(method: "GET", path: "/etc/passwd", cookies: cookie)).status, 404)
-        XCTAssertEqual(routes().handle(HTTPRequest(method: "GET", path: "/api", cookies: cookie)).status, 405)
-        XCTAssertEqual(routes().handle(HTTPRequest(method: "DELETE", path: "/", cookies: cookie)).status, 405)
+        XCTAssertEqual(routes().handle(HTTPRequest(method: "GET", path: "/etc/passwd")).status, 404)
+        XCTAssertEqual(routes().handle(HTTPRequest(method: "GET", path: "/api", headers: authorized)).status, 405)
+        XCTAssertEqual(routes().handle(HTTPRequest(method: "DELETE", path: "/")).status, 405)
+        XCTAssertEqual(routes().handle(HTTPRequest(method: "POST", path: "/info", headers: authorized)).status, 405)
     }
 
     func test_listenAddresses() {

@@ -52,12 +52,74 @@
       if (stale.delete(key)) { dirty.add(key); requestFrame(); }
     }
   }, { root: document.getElementById('keys'), rootMargin: '300px 0px' });
-  let source = null;
+
+  // ---- access ----
+  //
+  // The token comes with the URL obsctl web printed, in the fragment (`#token=…`, which the
+  // browser sends to no server) or, in URLs printed by older versions, the query. The page keeps
+  // it in sessionStorage, which belongs to this origin only (scheme, host and port: another
+  // server on 127.0.0.1 cannot read it) and to this tab (it survives a reload, not the tab, and
+  // is not written to disk), takes it out of the address bar and the history, and sends it in a
+  // header with every request for data. No cookie: browsers send a cookie to every port of the
+  // host, so another local user's server on 127.0.0.1 would receive it.
+  const TOKEN_KEY = 'obsctl-web-token';
+  let token = takeToken(null);
+
+  // The token in the address bar (kept for later); else the one kept before; else `current`.
+  function takeToken(current) {
+    const given = new URLSearchParams(location.hash.slice(1)).get('token') || new URLSearchParams(location.search).get('token');
+    let kept = null;
+    try {
+      if (given) sessionStorage.setItem(TOKEN_KEY, given);
+      kept = sessionStorage.getItem(TOKEN_KEY);
+    } catch {
+      // Storage refused (a browser setting): the token lasts as long as the page.
+    }
+    if (given) history.replaceState(null, '', location.pathname);
+    return given || kept || current;
+  }
+
+  // The URL with another token opened over this page (only its fragment differs, so the browser
+  // does not load the page again): start afresh with it.
+  window.addEventListener('hashchange', () => {
+    const before = token;
+    token = takeToken(token);
+    if (token !== before) location.reload();
+  });
+
+  function authorized(headers = {}) {
+    return token ? { ...headers, Authorization: `Bearer ${token}` } : headers;
+  }
+
+  // obsctl web refused the token (or there is none): the page can do nothing until it is opened
+  // with the URL obsctl web printed.
+  function forbidden() {
+    closeStream();
+    setConnection('forbidden');
+  }
 
   // ---- the event stream ----
+  //
+  // Server-Sent Events read by fetch, since EventSource cannot send the token in a header: the
+  // body is read as it comes, split into lines, and a blank line ends a message (`data:` lines,
+  // joined by newlines; `retry:` sets the first reconnection delay; `:` starts a comment, the
+  // server's keep-alive). When the connection to obsctl web ends, the page says so and connects
+  // again with backoff (the `retry:` delay, doubling up to STREAM_MAX_RETRY_MS); the stream it
+  // gets then starts with a snapshot, as a new page's would.
+  const STREAM_MAX_RETRY_MS = 16000;
+  let stream = null;              // the AbortController of the stream being read
+  let streamRetryMs = 2000;       // from the server's `retry:`
+  let streamBackoffMs = 0;
+  let streamTimer = null;
+
+  function closeStream() {
+    if (stream) stream.abort();
+    stream = null;
+    clearTimeout(streamTimer);
+  }
 
   function openStream() {
-    if (source) source.close();
+    closeStream();
     model.keys.clear();
     model.order = [];
     rowWatcher.disconnect();
@@ -66,18 +128,76 @@
     model.snapshot = null;
     $('rows').replaceChildren();
     setConnection('connecting');
-    source = new EventSource('/events?pattern=' + encodeURIComponent(view.pattern));
-    source.onmessage = message => {
-      for (const line of message.data.split('\n')) {
-        let event;
-        try { event = JSON.parse(line); } catch { continue; }
-        apply(event);
+    streamBackoffMs = 0;
+    connectStream();
+  }
+
+  async function connectStream() {
+    const controller = new AbortController();
+    stream = controller;
+    let response;
+    try {
+      response = await fetch('/events?pattern=' + encodeURIComponent(view.pattern),
+                             { headers: authorized(), signal: controller.signal, cache: 'no-store' });
+    } catch {
+      return streamLost(controller);
+    }
+    if (stream !== controller) return;
+    if (response.status === 403) return forbidden();
+    if (!response.ok || !response.body) return streamLost(controller);
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    let data = [];
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || stream !== controller) break;
+        streamBackoffMs = 0;
+        text += decoder.decode(value, { stream: true });
+        // Lines are taken by position and the rest kept once: a message of thousands of lines
+        // costs its length, not its length times its lines.
+        let start = 0, end;
+        while ((end = text.indexOf('\n', start)) >= 0) {
+          const line = text.slice(start, text[end - 1] === '\r' ? end - 1 : end);
+          start = end + 1;
+          if (line === '') {
+            if (data.length) streamMessage(data.join('\n'));
+            data = [];
+            if (stream !== controller) break;
+          } else if (line.startsWith('data:')) {
+            data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+          } else if (line.startsWith('retry:')) {
+            const ms = Number(line.slice(6).trim());
+            if (Number.isInteger(ms) && ms > 0) streamRetryMs = ms;
+          }
+          // Anything else is a comment (`: keep-alive`) or a field this page does not use.
+        }
+        text = text.slice(start);
       }
-      requestFrame();
-    };
-    source.onerror = () => {
-      if (source.readyState !== EventSource.OPEN) setConnection('web-down');
-    };
+    } catch {
+      // The connection broke, or the page aborted it: see streamLost.
+    }
+    streamLost(controller);
+  }
+
+  function streamMessage(data) {
+    for (const line of data.split('\n')) {
+      let event;
+      try { event = JSON.parse(line); } catch { continue; }
+      apply(event);
+    }
+    requestFrame();
+  }
+
+  // The stream ended without the page ending it (obsctl web stopped, say): say so, and try again.
+  function streamLost(controller) {
+    if (stream !== controller) return;   // replaced (a new pattern) or ended on purpose
+    controller.abort();
+    setConnection('web-down');
+    streamBackoffMs = streamBackoffMs ? Math.min(streamBackoffMs * 2, STREAM_MAX_RETRY_MS) : streamRetryMs;
+    clearTimeout(streamTimer);
+    streamTimer = setTimeout(() => { if (stream === controller) connectStream(); }, streamBackoffMs);
   }
 
   function apply(event) {
@@ -103,7 +223,7 @@
         setConnection('daemon-down', event.reason);
         break;
       case 'refused':
-        source.close();
+        closeStream();
         setConnection('refused', `${event.error.code}: ${event.error.message}`);
         break;
       case 'initial':
@@ -342,13 +462,15 @@
     view.connection = state;
     view.reason = reason;
     document.body.dataset.connection = state;
-    const labels = { connecting: 'connecting', live: 'live', 'daemon-down': 'disconnected', 'web-down': 'no obsctl web', refused: 'refused' };
+    const labels = { connecting: 'connecting', live: 'live', 'daemon-down': 'disconnected', 'web-down': 'no obsctl web', refused: 'refused',
+                     forbidden: 'no access' };
     $('state').textContent = labels[state];
     const banner = $('banner');
     const messages = {
       'daemon-down': `Lost the connection to obsd (${reason}). Reconnecting… the page resumes from revision ${model.rev} when the daemon is back; until then what it shows may be out of date.`,
       'web-down': 'Cannot reach obsctl web: is it still running? The page retries by itself; a restarted obsctl web prints a new URL.',
       refused: `The daemon refused to watch "${view.pattern}": ${reason}`,
+      forbidden: 'This page has no valid access token. Open the URL that obsctl web printed: it carries the token (a restarted obsctl web prints a new one).',
     };
     banner.hidden = !messages[state];
     banner.textContent = messages[state] || '';
@@ -360,15 +482,18 @@
   async function api(request) {
     let response;
     try {
-      response = await fetch('/api', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(request) });
+      response = await fetch('/api', { method: 'POST', headers: authorized({ 'Content-Type': 'application/json' }), body: JSON.stringify(request) });
     } catch (error) {
       return { ok: false, error: { code: 'no_web', message: 'cannot reach obsctl web' } };
     }
+    let answer;
     try {
-      return await response.json();
+      answer = await response.json();
     } catch {
       return { ok: false, error: { code: 'http', message: `HTTP ${response.status}` } };
     }
+    if (response.status === 403 && answer.error && answer.error.code === 'unauthorized') forbidden();
+    return answer;
   }
 
   async function refreshStats() {
@@ -644,8 +769,11 @@
   // ---- start ----
 
   async function start() {
+    if (!token) return forbidden();
     try {
-      view.readOnly = !!(await (await fetch('/info')).json()).read_only;
+      const response = await fetch('/info', { headers: authorized() });
+      if (response.status === 403) return forbidden();
+      view.readOnly = !!(await response.json()).read_only;
     } catch {
       view.readOnly = true;
     }

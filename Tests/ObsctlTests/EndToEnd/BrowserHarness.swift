@@ -9,13 +9,13 @@ import Glibc
 import TestSupport
 import XCTest
 
-/// A running `obsctl web --listen 127.0.0.1:0` and the URL it printed.
+/// A running `obsctl web --listen 127.0.0.1:PORT` (by default a port the system picks) and the URL it printed.
 final class WebProcess {
     let process: Obsctl
     let url: String
 
-    init(_ daemon: Daemon, _ arguments: [String] = []) throws {
-        process = try Obsctl(daemon, ["web", "--listen", "127.0.0.1:0"] + arguments)
+    init(_ daemon: Daemon, _ arguments: [String] = [], port: String = "0") throws {
+        process = try Obsctl(daemon, ["web", "--listen", "127.0.0.1:\(port)"] + arguments)
         guard let line = process.readLine(), line.hasPrefix("http://127.0.0.1:") else {
             throw XCTSkip("obsctl web printed no URL; stderr: \(process.stderr)")
         }
@@ -23,10 +23,9 @@ final class WebProcess {
     }
 
     /// `http://127.0.0.1:PORT`
-    var base: String { String(url[..<url.range(of: "/?token=")!.lowerBound]) }
-    var token: String { String(url[url.range(of: "?token=")!.upperBound...]) }
+    var base: String { String(url[..<url.range(of: "/[#?]token=", options: .regularExpression)!.lowerBound]) }
+    var token: String { String(url[url.range(of: "[#?]token=", options: .regularExpression)!.upperBound...]) }
     var port: String { String(base.split(separator: ":").last!) }
-    var cookie: String { "obsctl_web_\(port)=\(token)" }
 
     /// Stops it as Ctrl-C would; returns how it ended.
     func stop() -> Result {
@@ -35,17 +34,20 @@ final class WebProcess {
     }
 }
 
-/// One HTTP exchange, redirects not followed, cookies only as given.
+/// One HTTP exchange, redirects not followed, no cookies.
 struct HTTPExchange {
     var status: Int
     var headers: [String: String]
     var body: String
 
-    static func send(_ method: String, _ url: String, cookie: String? = nil, contentType: String? = nil, body: String? = nil) -> HTTPExchange {
+    /// `token`, if given, goes in `Authorization: Bearer`, as the page sends it.
+    static func send(_ method: String, _ url: String, token: String? = nil, headers: [String: String] = [:],
+                     contentType: String? = nil, body: String? = nil) -> HTTPExchange {
         var request = URLRequest(url: URL(string: url)!)
         request.httpMethod = method
         request.httpShouldHandleCookies = false
-        if let cookie { request.setValue(cookie, forHTTPHeaderField: "Cookie") }
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
         request.httpBody = body.map { Data($0.utf8) }
         let configuration = URLSessionConfiguration.ephemeral
@@ -73,6 +75,151 @@ struct HTTPExchange {
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
             completionHandler(nil)
         }
+    }
+}
+
+/// A plain TCP connection to 127.0.0.1:`port`, for what no HTTP client does: send nothing, or
+/// read a response as it streams. Every read waits at most `timeout` seconds, so a test cannot hang.
+final class TCPConnection {
+    let fd: Int32
+    /// Everything read so far.
+    private(set) var received: [UInt8] = []
+
+    init(port: String, timeout: Int = 60) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port)!).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            let error = errno
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO)
+        }
+        var time = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    enum ReadResult: Equatable { case data, eof, timedOut, failed(Int32) }
+
+    /// Reads once (what is there, or waits for it, up to the timeout).
+    func read() -> ReadResult {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &chunk, chunk.count, 0)
+            if count > 0 {
+                received += chunk[..<count]
+                return .data
+            }
+            if count == 0 { return .eof }
+            if errno == EINTR { continue }
+            return errno == EAGAIN || errno == EWOULDBLOCK ? .timedOut : .failed(errno)
+        }
+    }
+
+    /// Reads until what was received contains `text`; false if the connection ended or a read
+    /// timed out first.
+    func read(until text: String) -> Bool {
+        while !String(decoding: received, as: UTF8.self).contains(text) {
+            guard read() == .data else { return false }
+        }
+        return true
+    }
+
+    /// Reads until the peer closes the connection: what the last read gave (`.eof` if it did).
+    func readToEnd() -> ReadResult {
+        while true {
+            let result = read()
+            if result != .data { return result }
+        }
+    }
+
+    var text: String { String(decoding: received, as: UTF8.self) }
+}
+
+/// Another server on 127.0.0.1, on a port the system picks: any local user could run one. It
+/// answers every request with a small page and records what it received, the request line and
+/// headers, byte for byte.
+final class OtherLocalServer: @unchecked Sendable {
+    // @unchecked: `requests` is guarded by `lock`; `listener` is closed once, by `stop`.
+    let port: String
+    private let listener: Int32
+    private let lock = NSLock()
+    private var requests: [String] = []
+    private let done = DispatchSemaphore(value: 0)
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            let error = errno
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO)
+        }
+        listener = fd
+        port = String(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in serve() }
+        thread.start()
+    }
+
+    /// The requests received so far, each its head (request line and headers).
+    var received: [String] { lock.withLock { requests } }
+
+    private func serve() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else {
+                if errno == EINTR { continue }
+                break
+            }
+            // A thread each: a browser may open a connection ahead of time and send nothing on it.
+            Thread { [self] in answer(client) }.start()
+        }
+        done.signal()
+    }
+
+    private func answer(_ client: Int32) {
+        defer { close(client) }
+        var time = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        var head: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: head, as: UTF8.self).contains("\r\n\r\n") {
+            let count = recv(client, &chunk, chunk.count, 0)
+            guard count > 0 else { break }
+            head += chunk[..<count]
+        }
+        guard !head.isEmpty else { return }
+        lock.withLock { requests.append(String(decoding: head, as: UTF8.self)) }
+        let page = "<!doctype html><title>another local server</title><p>hello</p>"
+        let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\n\r\n" + page
+        _ = Array(answer.utf8).withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Stops accepting and waits for the thread to end.
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        done.wait()
+        close(listener)
     }
 }
 
@@ -153,6 +300,9 @@ final class Browser {
     }
 
     func clearCookies() { run(["do": "clear_cookies"]) }
+
+    /// Every cookie the browser holds, for any site (Chrome DevTools' Network.getAllCookies).
+    func allCookies() -> [[String: Any]] { run(["do": "all_cookies"]) as? [[String: Any]] ?? [] }
 
     func screenshot(_ path: String) { run(["do": "screenshot", "path": path]) }
 }

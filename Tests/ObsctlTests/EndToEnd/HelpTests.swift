@@ -143,9 +143,9 @@ final class HelpTests: XCTestCase {
     static let webHelp = """
         OVERVIEW: Serve a live view of keys and the graph to a browser.
 
-        Prints a URL with a random token; requests without it get 403. The page acts with your access to
-        obsd, and so does anyone who has the URL: it reads every key and, unless --read-only, sets value
-        keys. Everything it needs is built into obsctl. Runs until interrupted.
+        Prints a URL with a random token; requests for data without it get 403. The page acts with your
+        access to obsd, and so does anyone who has the URL: it reads every key and, unless --read-only, sets
+        value keys. Everything it needs is built into obsctl. Runs until interrupted.
 
         USAGE: obsctl web [--listen HOST:PORT] [--read-only] [--open] [--timeout DURATION]
 
