@@ -5,14 +5,15 @@
  * thread with epoll, and runs the same rows as obsbench's own client, with the same requests, keys,
  * values, windows and pacing:
  *
- *   obsload requests --socket PATH --proto obsd|redis --op set|get --clients N --depth D
+ *   obsload requests --socket PATH --proto obsd|redis --op set|get|eset --clients N --depth D
  *                    --seconds S [--total N] [--keys K] [--prefix P] [--pid PID]
  *       N connections, each keeping D requests in flight; 0.2 s of warm-up, then S seconds
  *       measured (or, with --total, until that many requests are answered, however long that
  *       takes, no warm-up). Request n
  *       names key P(n mod K) (P: "k.", K: 10,000; K 0: a new key for every request).
  *       Prints `ops_per_s=X server_cpu=Y` (Y: the server's CPU seconds per second, from
- *       /proc/PID/stat, over the measured window).
+ *       /proc/PID/stat, over the measured window). `--op eset` (obsd): sets with
+ *       `"ephemeral": true`, owned by the connection that sent them.
  *   obsload fanout --socket PATH --proto obsd|redis [--socket2 PATH --proto2 obsd|redis]
  *                  --shape key|computed|chain|fan [--watchers W] --seconds S --runs R [--block B]
  *       One publisher, W watchers (key: W; computed: 100; chain and fan: 1). Sets the shape up,
@@ -259,7 +260,12 @@ static void set_command(struct buffer *b, enum proto proto, const char *key, con
 static void request(struct buffer *b, enum proto proto, int is_set, const char *prefix, long n, long keys) {
     char key[64], value[65];
     snprintf(key, sizeof key, "%s%ld", prefix, keys > 0 ? n % keys : n);
-    if (is_set) {
+    if (is_set == 2) {
+        /* --op eset: an ephemeral set (obsd only): a key the connection owns, gone when it closes. */
+        char line[256];
+        payload(value, n);
+        append(b, line, (size_t)snprintf(line, sizeof line, "{\"op\":\"set\",\"key\":\"%s\",\"value\":\"%s\",\"ephemeral\":true}\n", key, value));
+    } else if (is_set) {
         payload(value, n);
         set_command(b, proto, key, value, 1);
     } else if (proto == REDIS) {
@@ -663,7 +669,8 @@ int main(int argc, char **argv) {
     }
     if (!path) die("--socket is required");
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (!strcmp(mode, "requests")) run_requests(path, proto, !strcmp(op, "set"), clients, depth, seconds, total, keys, pid, prefix);
+    if (!strcmp(op, "eset") && proto != OBSD) die("--op eset is obsd's (an ephemeral set)");
+    if (!strcmp(mode, "requests")) run_requests(path, proto, !strcmp(op, "eset") ? 2 : !strcmp(op, "set"), clients, depth, seconds, total, keys, pid, prefix);
     else if (!strcmp(mode, "fanout")) {
         const char *paths[2] = {path, path2};
         enum proto protos[2] = {proto, proto2};
