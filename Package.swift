@@ -65,7 +65,10 @@ let package = Package(
         // definitions-file format obsd applies too.
         .target(name: "ObsClient", dependencies: ["ObsCore"], swiftSettings: strict),
         // obsctl's commands, output, help and completion, a library so that tests can import it.
-        .target(name: "ObsctlCore", dependencies: ["ObsClient", "ObsCore", "ObsWeb"], swiftSettings: strict),
+        .target(name: "ObsctlCore", dependencies: [
+            "ObsClient", "ObsCore", "ObsWeb",
+            .target(name: "CLinux", condition: .when(platforms: [.linux])),
+        ], swiftSettings: strict),
         // libmicrohttpd from Debian's libmicrohttpd-dev, for `obsctl web` (never linked by obsd).
         .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         // `obsctl web`: the HTTP server, the page's event streams and API, and the page itself,

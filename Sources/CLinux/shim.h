@@ -18,6 +18,10 @@ struct obsd_ucred {
 #include <sys/socket.h>
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 
+// pipe2(2) too: obsctl's pipes are made close-on-exec as they are created.
+#include <unistd.h>
+extern int pipe2(int pipefd[2], int flags);
+
 // pthread_getattr_np(3) is a GNU extension too: the engine reads its thread's stack bounds with it,
 // to refuse an evaluation nested too deep for the stack rather than overflow it.
 #include <pthread.h>

@@ -4,6 +4,10 @@ import ObsCore
 /// `obsctl` word, shell-like quoting, blank lines and # comments. `obsctl apply` and obsd's
 /// `definitions` setting both read it with this type and apply it with `apply`.
 public struct DefinitionsFile: Sendable {
+    /// The largest definitions file read, by obsctl apply and by obsd (a file of definitions, not
+    /// of data: `obsctl restore` takes that).
+    public static let maxBytes = 64 << 20
+
     /// One request, and the line it came from (1-based).
     public struct Entry: Sendable {
         public let line: Int

@@ -7,9 +7,8 @@ import ObsClient
 import ObsCore
 
 enum Definitions {
-    /// The largest definitions file read (a file of definitions, not of data: `obsctl restore`
-    /// takes that).
-    static let maxBytes = 64 << 20
+    /// The largest definitions file read: the bound obsctl apply reads files by too.
+    static let maxBytes = DefinitionsFile.maxBytes
 
     /// A file's batch that waits for etcd's decision after a reload: the loop goes on serving,
     /// and the outcome is logged when the answer comes (`finished` then).

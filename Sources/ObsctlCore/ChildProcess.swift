@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// Runs `-- COMMAND ARGS` for one event: `input` on its stdin, `environment` added to obsctl's,
@@ -27,8 +28,13 @@ enum ChildProcess {
     }
 
     static func run(_ arguments: [String], input: String, environment: [String: String]) -> Outcome {
+        // Close-on-exec, like every descriptor obsctl opens (the daemon's socket is SOCK_CLOEXEC,
+        // files O_CLOEXEC): a COMMAND gets what obsctl's own parent gave it, and the copy of the
+        // read end made its stdin by the dup2 below (which clears the flag on the copy), nothing
+        // else of obsctl's. The file actions close both ends as well; the flag keeps them out of
+        // a process another thread spawns meanwhile (`web --open` runs xdg-open on one).
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { return .cannotStart(String(cString: strerror(errno))) }
+        guard pipe2(&fds, O_CLOEXEC) == 0 else { return .cannotStart(String(cString: strerror(errno))) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

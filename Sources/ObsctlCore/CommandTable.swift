@@ -58,7 +58,9 @@ let commandTable: [Command] = [
                                   One transaction, so watchers see the whole state change at one revision. With --split, \
                                   a state larger than one transaction takes (in cluster mode, etcd's --max-txn-ops and \
                                   --max-request-bytes) is restored in as many as it needs: value keys first, then computed \
-                                  keys and bindings; it adds to the state and cannot --replace it.
+                                  keys and bindings; it adds to the state and cannot --replace it. At most the \
+                                  daemon's max_restore_bytes and max_line_bytes of JSON are read (too_large, exit 1, \
+                                  beyond them).
                                   """,
                               options: [OptionSpec(["--replace"], "Remove the keys the dump does not hold."),
                                         OptionSpec(["--split"], "Restore in several transactions when one is too large.")]),
@@ -67,7 +69,8 @@ let commandTable: [Command] = [
                               overview: """
                                   One command per line (set, define, bind, unbind, del) in obsctl's syntax without the \
                                   'obsctl' word, with shell-like quoting; blank lines and # comments are ignored. A line \
-                                  that fails aborts the file with its line number and applies nothing.
+                                  that fails aborts the file with its line number and applies nothing. A file over \
+                                  64 MiB is refused (too_large, exit 1).
                                   """,
                               arguments: [ArgumentSpec("FILE", "The definitions file (- for stdin).")]),
             run: WriteCommandsRunner.apply),

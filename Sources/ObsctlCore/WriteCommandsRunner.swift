@@ -40,18 +40,40 @@ enum WriteCommandsRunner {
         }
         // `sensor | obsctl set temp -`: each line as it arrives, on one connection.
         let connection = try context.connect()
-        var lines = StdinLines(command: "set")
+        var lines = StdinLines(command: "set", maxLineBytes: try daemonLimits(connection, context).line)
         while let line = try lines.next() {
             let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(line, mode: mode))
-            try connection.request("set", fields, deadline: context.deadline)
+            try lines.send { () throws(ClientError) in _ = try connection.request("set", fields, deadline: context.deadline) }
         }
         return 0
     }
 
     /// An ephemeral key lives as long as its connection: obsctl stays until stdin closes, and a
     /// signal's default action ends the process, which closes the connection just the same.
+    /// What stdin brings meanwhile is read and dropped a chunk at a time, never held: Swift's
+    /// readLine would hold a line without a newline (`cat /dev/zero`) until memory ran out.
     private static func holdUntilStdinCloses() {
-        while readLine() != nil {}
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count > 0 { continue }
+            if count == 0 || (errno != EINTR && errno != EAGAIN) { return }
+            if errno == EAGAIN {
+                var poller = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                _ = poll(&poller, 1, -1)
+            }
+        }
+    }
+
+    /// The daemon's bounds obsctl holds its input to, as its `hello` reports them: `line`, the
+    /// longest request line it takes (`max_line_bytes`), and `restore`, the most bytes of
+    /// `restore` parts it holds (`max_restore_bytes`). Asked, not assumed: both are settings of
+    /// the daemon's, with no maximum, so only the daemon knows them; a daemon that does not report
+    /// one has the default (1 MiB, 256 MiB).
+    static func daemonLimits(_ connection: ObsConnection, _ context: Context) throws(ClientError) -> (line: Int, restore: Int) {
+        let hello = try connection.request("hello", deadline: context.deadline)
+        return (line: hello["max_line_bytes"]?.intValue.map { Int(clamping: $0) } ?? 1 << 20,
+                restore: hello["max_restore_bytes"]?.intValue.map { Int(clamping: $0) } ?? 256 << 20)
     }
 
     static func incr(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
@@ -80,32 +102,42 @@ enum WriteCommandsRunner {
             try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
             return 0
         }
-        var lines = StdinLines(command: "publish")
+        var lines = StdinLines(command: "publish", maxLineBytes: try daemonLimits(connection, context).line)
         while let line = try lines.next() {
             let payload = try WriteCommands.value(line, mode: mode)
-            try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
+            try lines.send { () throws(ClientError) in
+                _ = try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
+            }
         }
         return 0
     }
 
     static func restore(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
-        let input = try readAll("-", for: "restore")
+        if parsed.has("--split"), parsed.has("--replace") {
+            throw UsageError("restore: --split adds to the state and cannot --replace it (restore into an empty state, or delete its keys first)")
+        }
+        // The daemon first: how much it takes bounds how much of stdin is read.
+        let connection = try context.connect()
+        let limits = try daemonLimits(connection, context)
+        let lineLimit = limits.line
+        // The most one restore can hold: the parts the daemon keeps (every connection's together,
+        // so this one's at most) and the last part, one request line. obsctl holds the dump whole
+        // to parse it, so --split, whose transactions are each within it, reads no more either.
+        let (sum, overflow) = limits.restore.addingReportingOverflow(limits.line)
+        let input = try readAll("-", for: "restore", maxBytes: overflow ? .max : sum, compactingJSON: true,
+                                tooLarge: "the dump on stdin",
+                                why: "the daemon's max_restore_bytes and max_line_bytes together, the most one restore holds")
         guard case .object(var fields)? = try? JSONValue.parse(input) else {
             throw UsageError("restore: stdin is not a JSON object (the output of obsctl dump)")
         }
         fields["op"] = nil
         fields["id"] = nil
         if parsed.has("--split") {
-            guard !parsed.has("--replace") else {
-                throw UsageError("restore: --split adds to the state and cannot --replace it (restore into an empty state, or delete its keys first)")
-            }
             guard fields["keys"]?.arrayValue != nil else {
                 throw UsageError("restore: stdin has no keys array (the output of obsctl dump)")
             }
         }
         if parsed.has("--replace") { fields["replace"] = .bool(true) }
-        let connection = try context.connect()
-        let lineLimit = try connection.request("hello", deadline: context.deadline)["max_line_bytes"]?.intValue ?? 1 << 20
         guard parsed.has("--split") else {
             try restoreOnce(fields, connection, partBytes: Int(lineLimit) / 2, deadline: context.deadline)
             return 0
@@ -172,14 +204,24 @@ enum WriteCommandsRunner {
         return parts
     }
 
-    /// Every byte of `path` (`-`: stdin) to its end: a regular file, and as well a pipe, a FIFO or
-    /// a process substitution (`obsctl apply <(envsubst < bar.obs)`), which have no size to read
-    /// up front. What cannot be read (a directory, a missing file, a closed stdin) is a usage
-    /// error that says why.
-    static func readAll(_ path: String, for command: String) throws(UsageError) -> [UInt8] {
+    /// Every byte of `path` (`-`: stdin) to its end, at most `maxBytes`: a regular file, and as
+    /// well a pipe, a FIFO or a process substitution (`obsctl apply <(envsubst < bar.obs)`), which
+    /// have no size to read up front. What cannot be read (a directory, a missing file, a closed
+    /// stdin) is a usage error that says why. Past `maxBytes` obsctl stops reading and answers
+    /// `too_large` (exit 1), naming `tooLarge` and `why`: a regular file whose size says so
+    /// before a byte is read, anything else once it has brought one byte more.
+    /// `compactingJSON`: whitespace between JSON tokens (a dump pretty-printed by jq) is neither
+    /// kept nor counted, so the bound is on the JSON itself, as the daemon counts it.
+    static func readAll(_ path: String, for command: String, maxBytes: Int, compactingJSON: Bool = false,
+                        tooLarge: String, why: String? = nil) throws -> [UInt8] {
         let name = path == "-" ? "stdin" : path
         func failure(_ code: Int32) -> UsageError {
             UsageError("\(command): cannot read \(name): \(String(cString: strerror(code)))")
+        }
+        func overBound(size: Int?) -> ClientError {
+            let amount = size.map { "is \($0) bytes, more than" } ?? "is more than"
+            return .server(ObsError(.tooLarge, "\(command): \(tooLarge) \(amount) the \(maxBytes) bytes read at most"
+                                    + (why.map { ": \($0)" } ?? "")))
         }
         let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw failure(errno) }
@@ -187,12 +229,21 @@ enum WriteCommandsRunner {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw failure(errno) }
         if info.st_mode & S_IFMT == S_IFDIR { throw failure(EISDIR) }
+        if !compactingJSON, info.st_mode & S_IFMT == S_IFREG, info.st_size > maxBytes { throw overBound(size: Int(info.st_size)) }
         var bytes: [UInt8] = []
+        var compactor = JSONWhitespace()
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
-                bytes += chunk[..<count]
+                // A file growing while it is read is held to the same bound.
+                if compactingJSON {
+                    compactor.append(chunk[..<count], to: &bytes)
+                    if bytes.count > maxBytes { throw overBound(size: nil) }
+                } else {
+                    if bytes.count + count > maxBytes { throw overBound(size: nil) }
+                    bytes += chunk[..<count]
+                }
             } else if count == 0 {
                 return bytes
             } else if errno == EAGAIN {
@@ -207,7 +258,9 @@ enum WriteCommandsRunner {
 
     static func apply(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let path = parsed.positionals[0]
-        let bytes = try readAll(path, for: "apply")
+        // The daemon's bound for its own definitions file, in the daemon's words.
+        let bytes = try readAll(path, for: "apply", maxBytes: DefinitionsFile.maxBytes,
+                                tooLarge: path == "-" ? "the definitions file on stdin" : "definitions file \(path)")
         guard let text = String(validating: bytes, as: UTF8.self) else {
             // Not replaced with U+FFFD: a value would be stored other than the file says.
             let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
@@ -246,8 +299,19 @@ enum WriteCommandsRunner {
 /// The lines of stdin as they arrive (`set KEY -`, `publish CHANNEL -`), without their `\n` or
 /// `\r\n`. A line that is not valid UTF-8 stops obsctl (exit 64, naming the line) rather than
 /// reaching the daemon with its bytes replaced by U+FFFD, as Swift's readLine would.
+///
+/// A line longer than `maxLineBytes`, the daemon's longest request line, could never be sent: its
+/// request holds it whole, and more. obsctl holds no more of it than that (`cat /dev/zero | obsctl
+/// set k -` would otherwise grow until memory ran out) and stops there, as the daemon would at the
+/// request: `too_large` (exit 1), naming the line. Every line before it was sent and answered;
+/// nothing after it is read. Stopping rather than skipping to the next newline is what the
+/// daemon's own answer to a request line too long does (it closes the connection), and an
+/// endless line ends that way too, instead of being read and dropped forever. (A line of JSON
+/// padded with more whitespace than the daemon's whole request line, which compacted would have
+/// fitted, is the only line refused that could have been sent.)
 struct StdinLines {
     let command: String
+    let maxLineBytes: Int
     /// What was read and not yet returned starts at `start` (taken off the front only when more
     /// is read, so a chunk of many short lines is not moved once per line).
     private var buffer: [UInt8] = []
@@ -255,9 +319,12 @@ struct StdinLines {
     private var number = 0
     private var ended = false
 
-    init(command: String) { self.command = command }
+    init(command: String, maxLineBytes: Int) {
+        self.command = command
+        self.maxLineBytes = maxLineBytes
+    }
 
-    mutating func next() throws(UsageError) -> String? {
+    mutating func next() throws -> String? {
         while true {
             if let newline = buffer[start...].firstIndex(of: 0x0A) {
                 let line = buffer[start..<newline]
@@ -269,6 +336,8 @@ struct StdinLines {
                 defer { buffer = []; start = 0 }
                 return try decode(buffer[start...])
             }
+            // No newline yet in more than a line may hold (and its `\r`): it cannot end in time.
+            if buffer.count - start - 1 > maxLineBytes { throw tooLong(number + 1) }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if count > 0 {
@@ -284,11 +353,68 @@ struct StdinLines {
         }
     }
 
-    private mutating func decode(_ bytes: ArraySlice<UInt8>) throws(UsageError) -> String {
+    /// Sends the request of the line `next` returned last: a `too_large` answer (its request
+    /// line over the daemon's limit, though the line itself is not) names the line too.
+    func send(_ request: () throws(ClientError) -> Void) throws(ClientError) {
+        do throws(ClientError) {
+            try request()
+        } catch {
+            guard case .server(let failure) = error, failure.code == .tooLarge else { throw error }
+            throw .server(ObsError(.tooLarge, "\(command): line \(number) of stdin: \(failure.message)", details: failure.details))
+        }
+    }
+
+    private func tooLong(_ line: Int) -> ClientError {
+        .server(ObsError(.tooLarge, "\(command): line \(line) of stdin is more than \(maxLineBytes) bytes, the daemon's longest request line (max_line_bytes); stopped there, every line before it was sent"))
+    }
+
+    private mutating func decode(_ bytes: ArraySlice<UInt8>) throws -> String {
         number += 1
+        guard bytes.count <= maxLineBytes else { throw tooLong(number) }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw UsageError("\(command): line \(number) of stdin is not valid UTF-8")
         }
         return text
+    }
+}
+
+/// Takes out the whitespace between JSON tokens as bytes come (a pretty-printed dump becomes the
+/// compact one), keeping one space only where two tokens would otherwise run together (`1 2`), so
+/// that text which is not JSON stays not JSON. Inside strings every byte is kept.
+struct JSONWhitespace {
+    private var inString = false
+    private var escaped = false
+    private var skipped = false
+    private var lastIsWord = false
+
+    mutating func append(_ chunk: ArraySlice<UInt8>, to bytes: inout [UInt8]) {
+        for byte in chunk {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                bytes.append(byte)
+                continue
+            }
+            switch byte {
+            case 0x20, 0x09, 0x0A, 0x0D:
+                skipped = true
+                continue
+            case UInt8(ascii: "\""):
+                inString = true
+                lastIsWord = false
+            case UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: ":"), UInt8(ascii: ","):
+                lastIsWord = false
+            default:
+                if skipped, lastIsWord { bytes.append(0x20) }
+                lastIsWord = true
+            }
+            skipped = false
+            bytes.append(byte)
+        }
     }
 }

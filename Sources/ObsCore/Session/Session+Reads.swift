@@ -8,7 +8,8 @@ extension Session {
         }
         return Reply(fields: [("server", "obsd"), ("version", .string(store.configuration.serverVersion)), ("protocol", 1),
                               ("rev", .int(Int64(store.rev))), ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
-                              ("max_line_bytes", .int(Int64(store.configuration.maxLineBytes)))])
+                              ("max_line_bytes", .int(Int64(store.configuration.maxLineBytes))),
+                              ("max_restore_bytes", .int(Int64(store.configuration.maxRestoreBytes)))])
     }
 
     func ping(_ request: Request) -> Reply {

@@ -12,6 +12,9 @@ final class SessionOperationTests: XCTestCase {
         XCTAssertEqual(response["rev"], 0)
         XCTAssertNotNil(response["pid"]?.intValue)
         XCTAssertNotNil(response["version"]?.stringValue)
+        // The bounds a client holds its input to (obsctl set -, restore).
+        XCTAssertEqual(response["max_line_bytes"]?.intValue, 1 << 20)
+        XCTAssertEqual(response["max_restore_bytes"]?.intValue, 256 << 20)
     }
 
     func test_ping_answersRevision() {

@@ -74,9 +74,14 @@ final class CommandTests: XCTestCase {
     /// connection: that answer is the error (exit 1), not a lost connection, and the daemon lives on.
     func test_setDash_lineOverTheLimit_isTooLarge_notALostConnection() throws {
         let daemon = try Daemon()
+        // Longer than a request line: obsctl stops reading it (InputBoundsTests has the rest).
         let line = String(repeating: "x", count: 2 << 20)
         XCTAssertEqual(try obsctl(daemon, ["set", "--string", "big", "-"], stdin: line + "\n"),
-                       Result(status: 1, stdout: "", stderr: "obsctl: too_large: request line longer than 1048576 bytes\n"))
+                       Result(status: 1, stdout: "", stderr: "obsctl: too_large: set: line 1 of stdin is more than 1048576 bytes, the daemon's longest request line (max_line_bytes); stopped there, every line before it was sent\n"))
+        // Within it, but not its request: the daemon's answer, not a lost connection.
+        let almost = String(repeating: "x", count: (1 << 20) - 4)
+        XCTAssertEqual(try obsctl(daemon, ["set", "--string", "big", "-"], stdin: almost + "\n"),
+                       Result(status: 1, stdout: "", stderr: "obsctl: too_large: set: line 1 of stdin: request line longer than 1048576 bytes\n"))
         XCTAssertEqual(try obsctl(daemon, ["set", "small", "1"]).status, 0)
     }
 

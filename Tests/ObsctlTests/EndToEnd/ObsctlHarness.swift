@@ -120,7 +120,31 @@ final class Obsctl {
 
     var stderr: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
 
-    func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+    /// Writes `text` to obsctl's stdin, as much of it as obsctl reads: one that stops reading
+    /// first (a line over its bound) makes the write fail with EPIPE. The SIGPIPE that comes with
+    /// it, which would end the test process, is blocked on this thread meanwhile and taken off.
+    func send(_ text: String) {
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+        defer {
+            var pending = sigset_t()
+            var now = timespec(tv_sec: 0, tv_nsec: 0)
+            if sigpending(&pending) == 0, sigismember(&pending, SIGPIPE) == 1 { _ = sigtimedwait(&pipeSignal, nil, &now) }
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+        }
+        let bytes = Array(text.utf8)
+        let fd = input.fileHandleForWriting.fileDescriptor
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
+    }
     func closeInput() { try? input.fileHandleForWriting.close() }
 
     /// The next stdout line, waiting at most `timeout` seconds; nil at EOF or timeout.

@@ -75,14 +75,19 @@ final class RestoreInPartsTests: XCTestCase {
         XCTAssertEqual(Set(events.compactMap { try? JSONValue.parse(Array($0.utf8)).objectValue?["rev"]?.intValue }), [2])
     }
 
-    func test_partsOverTheirBound_areDropped_andNothingIsRestored() throws {
+    /// A dump within what obsctl reads (the daemon's max_restore_bytes and a request line) whose
+    /// parts still pass max_restore_bytes: the daemon refuses them, and --split restores it in
+    /// two transactions.
+    func test_partsOverTheirBound_areDropped_andNothingIsRestored_andSplitRestoresThem() throws {
         let source = try daemon()
         try fill(source)
         let dump = try obsctl(source, ["dump"]).stdout
-        let target = try daemon("max_restore_bytes = 32K\n")
+        // Every part but the last (8 KiB at most) is held: more than the bound, 12 KiB under the dump.
+        let bound = dump.utf8.count - (12 << 10)
+        let target = try daemon("max_restore_bytes = \(bound)\n")
         let restored = try obsctl(target, ["restore"], stdin: dump)
         XCTAssertEqual(restored.status, 1)
-        XCTAssertTrue(restored.stderr.hasPrefix("obsctl: too_large: restore: the parts sent add up to more than 32768 bytes (max_restore_bytes, every connection's together)"),
+        XCTAssertTrue(restored.stderr.hasPrefix("obsctl: too_large: restore: the parts sent add up to more than \(bound) bytes (max_restore_bytes, every connection's together)"),
                       restored.stderr)
         XCTAssertEqual(try rev(target), 0)
         XCTAssertEqual(try obsctl(target, ["get", "k.0.0"]).status, 1)
@@ -90,6 +95,30 @@ final class RestoreInPartsTests: XCTestCase {
         let small = #"{"keys":[{"key":"a","kind":"value","value":1}],"bindings":[]}"#
         XCTAssertEqual(try obsctl(target, ["restore"], stdin: small).status, 0)
         XCTAssertEqual(try obsctl(target, ["get", "a"]).stdout, "1\n")
+        try obsctl(target, ["del", "a"])
+        let split = try obsctl(target, ["restore", "--split"], stdin: dump)
+        XCTAssertEqual(split.status, 0, split.stderr)
+        XCTAssertTrue(split.stderr.hasSuffix(" in 2 transactions\n"), split.stderr)
+        XCTAssertEqual(try content(obsctl(target, ["dump"]).stdout), try content(dump))
+    }
+
+    /// What obsctl reads of a dump is bounded by the JSON, not by the whitespace around its
+    /// tokens: a pretty-printed dump larger than the bound whose JSON is within it is restored.
+    func test_aPrettyPrintedDump_isBoundedByItsJSON_notItsWhitespace() throws {
+        let source = try daemon()
+        try fill(source)
+        let dump = try obsctl(source, ["dump"]).stdout
+        let object = try JSONSerialization.jsonObject(with: Data(dump.utf8))
+        let pretty = try XCTUnwrap(String(data: JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted]), encoding: .utf8))
+        let target = try daemon("max_restore_bytes = \(dump.utf8.count)\n")
+        XCTAssertGreaterThan(pretty.utf8.count, dump.utf8.count + (16 << 10), "more than obsctl reads, whitespace counted")
+        let restored = try obsctl(target, ["restore", "--replace"], stdin: pretty)
+        XCTAssertEqual(restored.status, 0, restored.stderr)
+        XCTAssertEqual(try rev(target), 1, "one transaction")
+        XCTAssertEqual(try content(obsctl(target, ["dump"]).stdout), try content(dump))
+        // Whitespace that separates tokens still does: `1 2` is no number 12.
+        let separated = try obsctl(target, ["restore"], stdin: #"{"keys":[{"key":"a","kind":"value","value":1 2}]}"#)
+        XCTAssertEqual(separated.status, 64, separated.stderr)
     }
 
     /// The bound is for every connection's parts together, so that many connections cannot
