@@ -27,7 +27,10 @@ enum ChildProcess {
         return "command not found in PATH"
     }
 
-    static func run(_ arguments: [String], input: String, environment: [String: String]) -> Outcome {
+    /// `discardOutput`: the child's stdout is /dev/null, not obsctl's (`web --open`: a browser that
+    /// xdg-open starts may outlive obsctl, and would hold a pipe on obsctl's stdout open, so that
+    /// whatever reads it never saw its end; nor does anything of the browser's belong there).
+    static func run(_ arguments: [String], input: String, environment: [String: String], discardOutput: Bool = false) -> Outcome {
         // Close-on-exec, like every descriptor obsctl opens (the daemon's socket is SOCK_CLOEXEC,
         // files O_CLOEXEC): a COMMAND gets what obsctl's own parent gave it, and the copy of the
         // read end made its stdin by the dup2 below (which clears the flag on the copy), nothing
@@ -41,6 +44,7 @@ enum ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
         posix_spawn_file_actions_addclose(&actions, fds[0])
         posix_spawn_file_actions_addclose(&actions, fds[1])
+        if discardOutput { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -53,7 +53,7 @@ enum WebCommand {
         if parsed.has("--open") {
             let url = server.url, output = context.output
             Thread.detachNewThread {
-                if case .cannotStart(let reason) = ChildProcess.run(["xdg-open", url], input: "", environment: [:]) {
+                if case .cannotStart(let reason) = ChildProcess.run(["xdg-open", url], input: "", environment: [:], discardOutput: true) {
                     output.error("cannot run xdg-open: \(reason)")
                 }
             }

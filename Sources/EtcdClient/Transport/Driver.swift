@@ -335,7 +335,9 @@ final class Driver {
         while requestsSent < configuration.maxConcurrentRequests, waitingHead < waiting.count {
             let operation = waiting[waitingHead]
             waitingHead += 1
-            if operation.deadline <= now { failWaiting(operation) } else { attempt(operation) }
+            // One whose turn comes too close to its deadline for any answer is not sent: sent, a
+            // write would time out with its outcome unknown; refused, it is known not to be done.
+            if operation.deadline <= now + Self.leastTimeToSend { failWaiting(operation) } else { attempt(operation) }
         }
         if waitingHead == waiting.count {
             earliestWaiting = nil
@@ -353,8 +355,11 @@ final class Driver {
         }
     }
 
+    /// The least time before its deadline a waiting request is sent with.
+    static let leastTimeToSend = Duration.milliseconds(20)
+
     private func failWaiting(_ operation: Operation) {
-        let reason = "not sent: the \(configuration.maxConcurrentRequests) requests under way (maxConcurrentRequests) did not finish before its deadline"
+        let reason = "not sent: the \(configuration.maxConcurrentRequests) requests under way (maxConcurrentRequests) did not finish in time before its deadline"
         fail(operation, .unavailable((operation.failures + [reason]).joined(separator: "; ")))
     }
 

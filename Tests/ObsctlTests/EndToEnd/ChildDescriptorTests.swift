@@ -52,4 +52,25 @@ final class ChildDescriptorTests: XCTestCase {
         XCTAssertTrue(expected.contains("7"), "\(expected)")
         XCTAssertEqual(descriptors(try String(contentsOfFile: opened, encoding: .utf8)), expected)
     }
+
+    /// xdg-open, and a browser it starts (which may outlive obsctl), write nowhere near obsctl's
+    /// stdout: it is /dev/null for them, so a pipe reading obsctl's output ends when obsctl does.
+    func test_webOpen_xdgOpensStdoutIsNotObsctls() throws {
+        let daemon = try Daemon()
+        let bin = daemon.root + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let opened = daemon.root + "/stdout.txt"
+        daemon.write("#!/bin/sh\necho from xdg-open\nstdout=$(readlink /proc/$$/fd/1)\necho \"$stdout\" > '\(opened).part' && mv '\(opened).part' '\(opened)'\n",
+                     to: "bin/xdg-open")
+        XCTAssertEqual(chmod(bin + "/xdg-open", 0o755), 0)
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let web = try Obsctl(daemon, ["web", "--open", "--listen", "127.0.0.1:0"], environment: ["PATH": bin + ":" + path])
+        XCTAssertTrue(waitFor("xdg-open to have run", timeout: 120) { FileManager.default.fileExists(atPath: opened) })
+        XCTAssertEqual(try String(contentsOfFile: opened, encoding: .utf8), "/dev/null\n")
+        kill(web.process.processIdentifier, SIGINT)
+        let result = web.finish(timeout: 120)
+        XCTAssertEqual(result.status, 0)
+        XCTAssertFalse(result.stdout.contains("from xdg-open"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("http://127.0.0.1:"), result.stdout)
+    }
 }
