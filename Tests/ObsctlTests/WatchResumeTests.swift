@@ -9,12 +9,17 @@ import XCTest
 /// for that revision again and drops what it already delivered. The daemon here is a scripted
 /// one, so the cut falls exactly between two events of one transaction.
 final class WatchResumeTests: XCTestCase {
-    func test_reconnect_afterACutInsideATransaction_losesAndRepeatsNothing() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-resume-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+    /// A scripted daemon on a socket in a new directory of its own (the caller removes it).
+    private func scriptedDaemon(_ name: String) throws -> (directory: URL, path: String, server: ScriptedServer) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("s.sock").path
-        let server = try ScriptedServer(path: path)
+        return (directory, path, try ScriptedServer(path: path))
+    }
+
+    func test_reconnect_afterACutInsideATransaction_losesAndRepeatsNothing() throws {
+        let (directory, path, server) = try scriptedDaemon("resume")
+        defer { try? FileManager.default.removeItem(at: directory) }
         let requests = Log<String>()
         let serving = Thread {
             // First connection: a snapshot, then revision 5 cut after its first event, no goodbye.
@@ -57,11 +62,8 @@ final class WatchResumeTests: XCTestCase {
     /// the cut snapshot did not reach are not deletes. Here `b` is still there (the second
     /// connection replays nothing for it), so only `a`'s change counts.
     func test_reconnect_duringAResync_countsNoKeyItDidNotListAsDeleted() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-resync-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, path, server) = try scriptedDaemon("resync")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("s.sock").path
-        let server = try ScriptedServer(path: path)
         let serving = Thread {
             // First connection: a snapshot, a change, an overflow and a resync cut after `a`.
             server.serve { _ in
@@ -108,11 +110,8 @@ extension WatchResumeTests {
     /// the new key of the snapshot and each delete once. The watch asked for no snapshot; after a
     /// reset the stream asks for one all the same, and never for `since`.
     func test_reset_whoseSnapshotIsCut_startsItAgain_andDeletesTheKeysGoneOnce() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-reset-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, path, server) = try scriptedDaemon("reset")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("s.sock").path
-        let server = try ScriptedServer(path: path)
         let requests = Log<String>()
         let serving = Thread {
             // The first daemon: a, b and a change of c, then a crash.
