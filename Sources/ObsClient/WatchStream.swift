@@ -25,6 +25,8 @@ import ObsCore
 /// could not replay: it restarted after a crash, or the history no longer reaches back), the
 /// stream makes `{"event":"delete","key":K,"rev":S,"reason":"compacted"}` for each key it had
 /// delivered as present that the snapshot did not list: deleted in the gap, which no replay told.
+/// So it does after the snapshot that replaces a first snapshot cut short (no revision seen yet,
+/// so nothing to resume from): a key of the cut one that the new one does not list is gone.
 public final class WatchStream: @unchecked Sendable {
     // @unchecked: one thread reads; `cancel` from another thread only shuts the socket down.
     public let path: String
@@ -57,7 +59,8 @@ public final class WatchStream: @unchecked Sendable {
     /// A reset under way, until the `synced` of its snapshot: the keys delivered as present before
     /// it (nil: none under way).
     private var voided: Set<String>?
-    /// Between `compacted` and the `synced` of its snapshot.
+    /// Between `compacted` (or a reconnection that takes a cut first snapshot again) and the
+    /// `synced` of its snapshot.
     private var compactedSnapshot = false
     /// Events the stream made itself (`reset`, and the deletes after its snapshot), delivered
     /// before anything more is read.
@@ -118,6 +121,10 @@ public final class WatchStream: @unchecked Sendable {
             deliveredAtLast = []
         }
         listing = afresh || (options.initial && (resumeAfter ?? options.since) == nil) ? [] : nil
+        // A first snapshot cut short (keys delivered, no revision seen yet) is taken again, whole:
+        // keys it delivered that this one does not list went meanwhile (a daemon killed took its
+        // ephemeral keys with it), and get their deletes as after `compacted`.
+        compactedSnapshot = !afresh && listing != nil && lastRevision == nil && !present.isEmpty
     }
 
     /// Stops the stream from another thread: `next` then throws `connectionLost`.

@@ -405,9 +405,11 @@ final class Server {
     /// then gets `goodbye` and is closed once that is written (`readable`). A connection whose
     /// output is over its limit does so once it drains, or is dropped at the flush deadline.
     ///
-    /// The ephemeral keys of the connections that are done go before any of them gets its
-    /// `goodbye` (each connection's as one transaction, as when it closes): their owners are
-    /// leaving, and a watcher told `goodbye` first would never see those keys go.
+    /// Every connection's ephemeral keys go before any connection gets its `goodbye` (each
+    /// connection's as one transaction, as when it closes): their owners are leaving, and a
+    /// watcher told `goodbye` first would never see those keys go. Also the keys of a connection
+    /// whose `goodbye` comes later (its output over the limit, or an answer pending): no request
+    /// sets a key any more (each answers `shutting_down`), and the others' `goodbye` goes now.
     func beginShutdown() {
         stopping = true
         store.isShuttingDown = true
@@ -420,7 +422,7 @@ final class Server {
         }
         let ready = readyForGoodbye ?? []
         readyForGoodbye = nil
-        for connection in ready { connection.session?.removeEphemeralKeys() }
+        for connection in connections.values.sorted(by: { $0.fd < $1.fd }) { connection.session?.removeEphemeralKeys() }
         for connection in ready where connection.isOpen { sayGoodbye(connection) }
     }
 

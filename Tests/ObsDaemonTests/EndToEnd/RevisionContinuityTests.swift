@@ -88,6 +88,36 @@ final class RevisionContinuityTests: XCTestCase {
         _ = owners
     }
 
+    /// An owner whose output is over its limit when the daemon stops gets its `goodbye` later than
+    /// the others (once it drains, or at the flush deadline): its ephemeral keys must go before
+    /// the others' `goodbye` all the same.
+    func test_aStoppingDaemon_removesTheEphemeralKeysOfAConnectionOverItsOutputLimitBeforeAnyGoodbye() throws {
+        let sandbox = try Sandbox()
+        try sandbox.write("output_buffer_bytes = 64K\n", to: sandbox.config)
+        let obsd = try ObsdProcess.started(sandbox, ["--config", sandbox.config])
+        let writer = try Client(sandbox.socket)
+        let big = String(repeating: "v", count: 900_000)
+        XCTAssertEqual(writer.request(#"{"op":"set","key":"big","value":"\#(big)"}"#)?["ok"] as? Bool, true)
+        let owner = try Client(sandbox.socket)
+        XCTAssertEqual(owner.request(#"{"op":"set","key":"presence","value":"on","ephemeral":true}"#)?["ok"] as? Bool, true)
+        let (_, watcher) = try watch(sandbox)
+        // The owner asks for the big value twice and reads nothing: the first answer puts its
+        // output over the limit (more than the socket takes), the second waits behind it.
+        XCTAssertTrue(owner.send(#"{"op":"get","key":"big"}"# + "\n" + #"{"op":"get","key":"big"}"# + "\n"))
+        XCTAssertTrue(waitFor("the owner's first get to be answered") {
+            (writer.request(#"{"op":"stats"}"#)?["requests"] as? [String: Any])?["get"] as? Int == 1
+        })
+        obsd.signal(SIGTERM)
+        var lines: [String] = []
+        while let line = watcher.readLine() { lines.append(line) }
+        let events = lines.map { json($0) }
+        XCTAssertEqual(events.last?["event"] as? String, "goodbye", "\(lines)")
+        XCTAssertEqual(events.filter { $0["event"] as? String == "delete" }.compactMap { $0["key"] as? String }, ["presence"],
+                       "the watcher saw the owner's key go before its goodbye: \(lines)")
+        XCTAssertEqual(obsd.waitForExit(), 0, obsd.log)
+        withExtendedLifetime(owner) {}
+    }
+
     func test_killedWithAnEphemeralKey_aWatchResumedFromBeforeGetsASnapshotWithoutIt() throws {
         var (sandbox, obsd, owner) = try aKeyAndAnEphemeralKey()
         obsd.kill9()

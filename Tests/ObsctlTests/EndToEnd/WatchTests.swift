@@ -293,6 +293,44 @@ final class WatchTests: XCTestCase {
         for process in [watch, values, owner] { kill(process.process.processIdentifier, SIGTERM) }
     }
 
+    /// A daemon killed while obsctl prints the first snapshot, with an ephemeral key obsctl printed
+    /// from it: no revision was seen, so nothing resumes; the snapshot taken again does not list
+    /// the key (the crash took it), and obsctl prints its delete, as after `compacted`.
+    func test_reconnect_afterAFirstSnapshotCutByACrash_deletesTheEphemeralKeyItPrinted() throws {
+        let daemon = try Daemon(persistent: true)
+        let owner = try Obsctl(daemon, ["set", "--ephemeral", "a.here", "-"])
+        owner.send("on\n")
+        XCTAssertTrue(waitFor("the ephemeral key") { (try? obsctl(daemon, ["get", "a.here"]).stdout) == "on\n" })
+        // 40,000 keys of 100 bytes: a snapshot of about 6 MB, many times what the socket, the
+        // pipe to the test and obsctl's reads hold while the test reads nothing.
+        let writer = try Client(daemon.socket)
+        let value = String(repeating: "v", count: 100)
+        for batch in 0..<40 {
+            XCTAssertTrue(writer.send((0..<1000).map { #"{"op":"set","key":"k.\#(batch).\#($0)","value":"\#(value)"}"# + "\n" }.joined()))
+            for _ in 0..<1000 { XCTAssertEqual(json(writer.readLine())["ok"] as? Bool, true) }
+        }
+        let watch = try Obsctl(daemon, ["watch", "**", "--reconnect"])
+        XCTAssertEqual(watch.readLine(), #"{"event":"initial","key":"a.here","kind":"value","value":"on","rev":1}"#)
+        daemon.waitForWatches(1)
+        daemon.stop(signal: SIGKILL)
+        try daemon.start()
+        // What was left of the first snapshot, then the second one, whole: its `synced` is the
+        // first one obsctl prints.
+        var snapshot: [[String: Any]] = []
+        while let line = watch.readLine() {
+            snapshot.append(json(line))
+            if snapshot.last?["event"] as? String == "synced" { break }
+        }
+        XCTAssertEqual(snapshot.last?["rev"] as? Int, 40002, "the restart's revision")
+        XCTAssertEqual(snapshot.filter { $0["event"] as? String != "initial" }.count, 1)
+        // Then the delete obsctl makes, before the change made after it.
+        try obsctl(daemon, ["set", "z", "1"])
+        XCTAssertEqual(watch.readLines(2), [#"{"event":"delete","key":"a.here","rev":40002,"reason":"compacted"}"#,
+                                            #"{"event":"change","key":"z","new":1,"rev":40003,"created":true}"#])
+        for process in [watch, owner] { kill(process.process.processIdentifier, SIGTERM) }
+        withExtendedLifetime(writer) {}
+    }
+
     /// `-n` over a reset: the reset counts nothing, the new state's snapshot counts each key whose
     /// value differs from the one printed (`a`, the same, does not; `c`, new, does), and each
     /// delete the stream makes counts once (`b`): two of three, so obsctl ends at the next change.
