@@ -114,7 +114,10 @@ final class LogFileStorage: StateStorage {
             // no event: the history starts after it, so a watch resumed `since` any revision of the
             // last run gets `compacted` and a snapshot without those keys, not a silent resume.
             loaded.rev += 1
+            // Synced at once, whatever the durability: it is written once per unclean start, and
+            // a power loss right after must not give that revision out again.
             try commit(StoredTransaction(rev: loaded.rev))
+            try sync()
             report("the last run did not stop cleanly (its commit log was left in \(directory)): its changes are restored; revision \(loaded.rev) is taken for its ephemeral keys, which are gone, so watches resumed from before it get a fresh snapshot")
         }
         return loaded
