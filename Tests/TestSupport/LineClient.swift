@@ -14,23 +14,10 @@ public final class Client: @unchecked Sendable {
     public var pauseAfterReadMicroseconds: UInt32 = 0
 
     public init(_ path: String, timeout: Int = 20) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
-            let error = errno
-            close(fd)
-            throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO)
-        }
-        var time = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        fd = try connectedSocket(AF_UNIX, to: address, timeout: timeout)
     }
 
     deinit { close(fd) }
@@ -75,4 +62,23 @@ public final class Client: @unchecked Sendable {
     }
 
     public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+}
+
+/// A stream socket of `family` connected to `address` (a `sockaddr_un` or `sockaddr_in`), each of
+/// its reads and writes waiting at most `timeout` seconds, so that a test cannot hang on it.
+public func connectedSocket<Address>(_ family: Int32, to address: Address, timeout: Int) throws -> Int32 {
+    let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    var address = address
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
+    }
+    guard result == 0 else {
+        let error = errno
+        close(fd)
+        throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO)
+    }
+    var time = timeval(tv_sec: timeout, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    return fd
 }
