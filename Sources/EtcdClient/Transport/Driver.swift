@@ -337,7 +337,7 @@ final class Driver {
             waitingHead += 1
             // One whose turn comes too close to its deadline for any answer is not sent: sent, a
             // write would time out with its outcome unknown; refused, it is known not to be done.
-            if operation.deadline <= now + Self.leastTimeToSend { failWaiting(operation) } else { attempt(operation) }
+            if operation.deadline <= now + leastTimeToSend { failWaiting(operation) } else { attempt(operation) }
         }
         if waitingHead == waiting.count {
             earliestWaiting = nil
@@ -355,8 +355,9 @@ final class Driver {
         }
     }
 
-    /// The least time before its deadline a waiting request is sent with.
-    static let leastTimeToSend = Duration.milliseconds(20)
+    /// The least time before its deadline a waiting request is sent with: 20 ms, or a tenth of
+    /// the request timeout when that is shorter (a timeout of a few ms still sends its requests).
+    private var leastTimeToSend: Duration { min(.milliseconds(20), configuration.requestTimeout / 10) }
 
     private func failWaiting(_ operation: Operation) {
         let reason = "not sent: the \(configuration.maxConcurrentRequests) requests under way (maxConcurrentRequests) did not finish in time before its deadline"
