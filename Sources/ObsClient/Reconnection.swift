@@ -22,6 +22,11 @@ public struct Reconnection: Sendable {
     /// The daemon's revision and pid, from `hello`.
     public let rev: UInt64
     public let pid: Int64?
+    /// The daemon's run (hello's `run`; absent from a cluster's host and an older obsd): a watch
+    /// resumed `since` a revision names the run it saw it in, so that a daemon whose state does not
+    /// continue that run's answers `compacted` and a snapshot rather than a replay (a state
+    /// restored from a backup, or left by a crash behind a revision it sent).
+    public let run: String?
     /// Why the state followed is gone, in words for a person; nil when the client can resume.
     public let reset: String?
 
@@ -40,7 +45,7 @@ public struct Reconnection: Sendable {
                 Kept(durability: $0["durability"]?.stringValue, cluster: $0["cluster"] != nil)
             }
         }
-        return Reconnection(hello: hello, rev: rev, pid: pid, reset: reset)
+        return Reconnection(hello: hello, rev: rev, pid: pid, run: hello["run"]?.stringValue, reset: reset)
     }
 
     /// How a daemon keeps its state, from its `stats`.

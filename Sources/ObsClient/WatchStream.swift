@@ -38,6 +38,11 @@ public final class WatchStream: @unchecked Sendable {
     /// already delivered: every change once, none lost, none repeated (docs/cli.md, `watch --reconnect`).
     private var lastRevision: UInt64?
     private var deliveredAtLast = Set<String>()
+    /// The daemon's run (hello's `run`) on this connection, and the run `lastRevision` was seen
+    /// in: a resume names it, so that a daemon whose state does not continue that run sends a
+    /// snapshot (after `compacted`) rather than a replay that would leave the caller's view wrong.
+    private var currentRun: String?
+    private var lastRun: String?
     /// Between a reconnection and its `synced`: replayed events are checked against the above.
     private var resuming = false
     /// Whether the last connection ended with the daemon's `goodbye`: it flushes every event before
@@ -107,12 +112,13 @@ public final class WatchStream: @unchecked Sendable {
         // A reset, or one whose snapshot was cut short: the snapshot, whatever was asked.
         let afresh = reset != nil || voided != nil
         let resumeAfter = afresh ? nil : lastRevision.map { $0 > 0 && !endedCleanly && !deliveredAtLast.isEmpty ? $0 - 1 : $0 }
-        try connection.request("watch", options.fields(resumeAfter: resumeAfter, afresh: afresh), deadline: deadline)
+        try connection.request("watch", options.fields(resumeAfter: resumeAfter, seenIn: lastRun, afresh: afresh), deadline: deadline)
         // Nothing above changed the stream's state: a connection lost before here is retried as if
         // this one had never been made.
         self.connection = connection
         guard let greeting else { return }
         lastPid = greeting.pid
+        currentRun = greeting.run
         if afresh {
             if let reset { made.append(Self.made(["event": "reset", "rev": .int(Int64(greeting.rev)), "reason": .string(reset)])) }
             voided = (voided ?? []).union(present)
@@ -219,6 +225,8 @@ public final class WatchStream: @unchecked Sendable {
     private func record(_ event: WatchEvent) {
         guard let rev = event.resumeRevision else { return }
         let key = event["key"]?.stringValue
+        // Seen on this connection: this run has it (a resumed one vouched for what it continued).
+        lastRun = currentRun
         if rev > lastRevision ?? 0 || lastRevision == nil {
             lastRevision = rev
             deliveredAtLast = key.map { [$0] } ?? []

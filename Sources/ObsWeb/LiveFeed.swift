@@ -46,6 +46,9 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
     private var lastRevision: UInt64?
     /// The pid of the daemon last connected to.
     private var lastPid: Int64?
+    /// The daemon's run on this connection, and the run the last revision was seen in.
+    private var currentRun: String?
+    private var lastRun: String?
     private var endedCleanly = true
     private var saidDisconnected = false
     private var finished = false
@@ -109,8 +112,14 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
             var fields: [String: JSONValue] = ["keys": [.string(pattern)], "channels": false,
                                                "progress_ms": .int(max(1, Int64(progress * 1000)))]
             let since = resumeRevision
-            if let since { fields["since"] = .int(Int64(since)) }
+            if let since {
+                fields["since"] = .int(Int64(since))
+                // The run it was seen in: a daemon whose state does not continue it sends a
+                // snapshot rather than a replay (ObsClient's `Reconnection.run`).
+                if let lastRun { fields["run"] = .string(lastRun) }
+            }
             try connection.request("watch", fields, deadline: deadline)
+            currentRun = greeting.run
             self.connection = connection
             lastHeard = monotonicNow()
             lastPid = greeting.pid
@@ -194,6 +203,7 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
     private func note(_ event: WatchEvent) {
         guard event.kind != "initial", let rev = event["rev"]?.intValue, rev >= 0 else { return }
         lastRevision = max(lastRevision ?? 0, UInt64(rev))
+        lastRun = currentRun
     }
 
     /// One message: a `data:` field per line. A line is one JSON object without a newline in it,

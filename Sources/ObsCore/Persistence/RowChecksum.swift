@@ -96,6 +96,14 @@ extension RowChecksum {
         return sum.value
     }
 
+    /// The row in `meta` naming the run that wrote the state (`StateStorage.beginRun`).
+    static func runRow(_ run: UInt64) -> Int64 {
+        var sum = RowChecksum()
+        sum.add("run")
+        sum.add(run)
+        return sum.value
+    }
+
     /// The revision counter's row in `meta`.
     static func revisionRow(_ rev: UInt64) -> Int64 {
         var sum = RowChecksum()

@@ -17,11 +17,22 @@ extension SQLiteStorage {
         read("meta", "SELECT name, value\(checksum) FROM meta", failures: &unreadable) { row in
             let name = Self.text(row, 0)
             let value = UInt64(bitPattern: sqlite3_column_int64(row, 1))
-            guard name == "rev" else { return }
-            if checksummed, sqlite3_column_int64(row, 2) != RowChecksum.revisionRow(value) {
-                problems.append("the revision counter: damaged (its checksum does not match)")
+            switch name {
+            case "rev":
+                if checksummed, sqlite3_column_int64(row, 2) != RowChecksum.revisionRow(value) {
+                    problems.append("the revision counter: damaged (its checksum does not match)")
+                }
+                state.rev = value
+            case "run":
+                // Written with checksums only (schema 2 and later).
+                guard checksummed else { return }
+                guard sqlite3_column_int64(row, 2) == RowChecksum.runRow(value) else {
+                    return problems.append("the run that wrote the state: damaged (its checksum does not match)")
+                }
+                state.run = value
+            default:
+                break
             }
-            state.rev = value
         }
         read("keys", "SELECT key, value, rev, created_rev, version, expires_at\(checksum) FROM keys ORDER BY key", failures: &unreadable) { row in
             let key = Self.text(row, 0)

@@ -162,7 +162,12 @@ extension SQLiteStorage {
         } catch {
             failures.append("table log: \(error.message)")
         }
-        if let replay { state = replay.state }
+        if let replay {
+            // Folded or not, the log rows are the same run's commits.
+            let run = state.run
+            state = replay.state
+            state.run = run
+        }
     }
 
     /// The log's rows and bytes, as the file holds them (0 and 0 for a file without a log).

@@ -143,6 +143,26 @@ public final class SQLiteStorage: StateStorage {
         try verifyFilesAfterCommit()
     }
 
+    /// Stores the identity of the run that starts, and syncs it: a later `load` answers it as
+    /// `StoredState.run`. An older obsd ignores the row.
+    public func beginRun(_ run: UInt64) throws(ObsError) {
+        if let refusal { throw refusal }
+        try refuseIfTheDatabaseMoved()
+        try execute("BEGIN IMMEDIATE")
+        do throws(ObsError) {
+            try self.run("INSERT OR REPLACE INTO meta (name, value, checksum) VALUES ('run', ?1, ?2)") {
+                sqlite3_bind_int64($0, 1, Int64(bitPattern: run))
+                sqlite3_bind_int64($0, 2, RowChecksum.runRow(run))
+            }
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        try verifyFilesAfterCommit()
+        try sync()
+    }
+
     /// The rows of one transaction, inside a transaction the caller opened.
     func writeRows(_ transaction: StoredTransaction) throws(ObsError) {
         for key in transaction.deletedKeys {

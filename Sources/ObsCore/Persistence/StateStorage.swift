@@ -60,6 +60,11 @@ public struct StoredState: Sendable, Equatable {
     public var keys: [StoredKey]
     public var definitions: [StoredDefinition]
     public var bindings: [StoredBinding]
+    /// The run of the store that wrote this state (`StateStorage.beginRun`): every revision up to
+    /// `rev` is one that run's clients saw, or its predecessors'. nil when unknown: a new storage,
+    /// one that keeps no runs, or a state the last run did not stop cleanly with (revisions it gave
+    /// out may be missing).
+    public var run: UInt64?
 
     public init(rev: UInt64 = 0, keys: [StoredKey] = [], definitions: [StoredDefinition] = [], bindings: [StoredBinding] = []) {
         self.rev = rev
@@ -148,6 +153,11 @@ public protocol StateStorage: AnyObject {
     func checkpoint() throws(ObsError)
     /// The bytes `commitLog` wrote that no checkpoint has folded yet.
     var logBytes: Int { get }
+    /// Called once after `load`, before any commit: stores `run`, the identity of the store's run
+    /// that starts now, durably, so that a later `load` answers it as `StoredState.run`. That is
+    /// how a watch resumed `since` a revision of one run can be told whether the next run's state
+    /// continues it (WatchHub: `RunLineage`). A storage that keeps nothing ignores it.
+    func beginRun(_ run: UInt64) throws(ObsError)
 }
 
 extension StateStorage {
@@ -155,6 +165,7 @@ extension StateStorage {
     public func checkFiles() {}
     public var logBytes: Int { 0 }
     public func checkpoint() throws(ObsError) {}
+    public func beginRun(_ run: UInt64) throws(ObsError) {}
 
     public func commitKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
                           version: UInt64) throws(ObsError) {

@@ -57,7 +57,7 @@ enum Operations {
                   summary: "sends a message to the watches of a channel", body: .answer { s, r throws(ObsError) in try s.publish(r) }),
         Operation(name: "watch", fields: [.required("keys", .array), .optional("initial", .bool), .optional("since", .integer),
                                           .optional("mode", .string), .optional("throttle_ms", .integer), .optional("debounce_ms", .integer),
-                                          .optional("progress_ms", .integer), .optional("channels", .bool)],
+                                          .optional("progress_ms", .integer), .optional("channels", .bool), .optional("run", .string)],
                   access: .read, summary: "streams changes of keys and patterns", body: .answer { s, r throws(ObsError) in .now(try s.watch(r)) }),
         Operation(name: "unwatch", fields: [.required("watch", .integer)], access: .read,
                   summary: "stops a watch", body: .answer { s, r throws(ObsError) in .now(try s.unwatch(r)) }),

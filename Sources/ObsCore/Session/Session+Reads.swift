@@ -9,7 +9,10 @@ extension Session {
         return Reply(fields: [("server", "obsd"), ("version", .string(store.configuration.serverVersion)), ("protocol", 1),
                               ("rev", .int(Int64(store.rev))), ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
                               ("max_line_bytes", .int(Int64(store.configuration.maxLineBytes))),
-                              ("max_restore_bytes", .int(Int64(store.configuration.maxRestoreBytes)))])
+                              ("max_restore_bytes", .int(Int64(store.configuration.maxRestoreBytes)))]
+                     // The run a watch names with `since` when it resumes (RunLineage); a cluster's
+                     // history is etcd's, the same whatever host or run.
+                     + (store.sharedLog == nil ? [("run", .string(RunLineage.text(store.watches.lineage.run)))] : []))
     }
 
     func ping(_ request: Request) -> Reply {

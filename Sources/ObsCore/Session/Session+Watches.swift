@@ -27,6 +27,9 @@ extension Session {
         options.channels = request.bool("channels") ?? true
         if let since = request.uint("since") {
             options.start = .since(since)
+            // The run the client saw `since` in (RunLineage): one this daemon never gave out is no
+            // error, only a run it cannot resume from.
+            if let run = request.string("run") { options.run = .named(RunLineage.parse(run)) }
         } else if !(request.bool("initial") ?? true) {
             options.start = .nothing
         }

@@ -15,6 +15,8 @@ final class Watch {
         var progress: Double?
         var channels = true
         var start = Start.snapshot
+        /// With `since`: the run the client saw that revision in (RunLineage).
+        var run = RunClaim.unnamed
 
         /// What the watch sends before live events.
         enum Start {
@@ -25,6 +27,13 @@ final class Watch {
             case since(UInt64)
             /// Only `synced`.
             case nothing
+        }
+
+        enum RunClaim {
+            /// No run named: `since` is taken on trust.
+            case unnamed
+            /// The run named, nil when the text names none this store could have given out.
+            case named(UInt64?)
         }
     }
 

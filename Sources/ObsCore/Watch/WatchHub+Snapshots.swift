@@ -25,7 +25,14 @@ extension WatchHub {
     /// (a daemon with its state in memory started again, a database put back from a backup). Its
     /// client's view holds changes this state never had, and no replay can mend that: it gets
     /// `compacted` and a snapshot.
-    func sendReplay(_ watch: Watch, since: UInt64) {
+    func sendReplay(_ watch: Watch, since: UInt64, run: Watch.Options.RunClaim = .unnamed) {
+        if !sinceAheadStartsThere, case .named(let seen) = run, !lineage.resumes(since: since, seen: seen) {
+            // A revision of another run, whose state this one does not continue: what it numbers
+            // may be another change here (RunLineage).
+            sendControl(watch, .compacted, [("compact_rev", .int(Int64(history.start)))])
+            sendSnapshot(watch)
+            return
+        }
         if since > rev {
             if sinceAheadStartsThere {
                 watch.startsAfter = since

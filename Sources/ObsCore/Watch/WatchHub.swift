@@ -16,6 +16,9 @@ final class WatchHub {
     /// are this one's too: the watch sends nothing up to it. (On one host it replays nothing and
     /// goes on from `rev`, as documented.)
     @exclusivity(unchecked) var sinceAheadStartsThere = false
+    /// This run's identity and the run it continues (set by the store at start): which `since` of
+    /// another run may resume (`run` in `watch`). Ignored in cluster mode (`sinceAheadStartsThere`).
+    @exclusivity(unchecked) var lineage: RunLineage
     /// (Read for every event delivered, by the one thread: no dynamic exclusivity checks.)
     @exclusivity(unchecked) var patterns = PatternIndex<WatchedPattern>()
     @exclusivity(unchecked) var history: History
@@ -49,10 +52,11 @@ final class WatchHub {
     /// each transaction's records and one per publish, so that no two bodies get the same number.
     @exclusivity(unchecked) var bodySerial: UInt64 = 0
 
-    init(configuration: StoreConfiguration, clock: any StoreClock, rev: UInt64) {
+    init(configuration: StoreConfiguration, clock: any StoreClock, rev: UInt64, lineage: RunLineage? = nil) {
         self.configuration = configuration
         self.clock = clock
         self.rev = rev
+        self.lineage = lineage ?? RunLineage(run: .random(in: 1...UInt64.max), previous: nil, loadedRev: rev)
         history = History(capacity: configuration.historyRevisions, maxBytes: configuration.historyBytes, start: rev)
     }
 
@@ -94,7 +98,7 @@ final class WatchHub {
         stats.watches += 1
         switch options.start {
         case .snapshot: sendSnapshot(watch)
-        case .since(let since): sendReplay(watch, since: since)
+        case .since(let since): sendReplay(watch, since: since, run: options.run)
         case .nothing: sendControl(watch, .synced, [("rev", .int(Int64(rev)))])
         }
         scheduleProgress(watch)

@@ -56,6 +56,14 @@ final class Checkpointer: Sendable {
         }
     }
 
+    /// Stores the run's identity in the database (SQLiteStorage.beginRun), between two folds.
+    func beginRun(_ run: UInt64) throws(ObsError) {
+        try database.withLock { database throws(ObsError) in
+            guard let database else { throw ObsError(.internal, "the database is closed") }
+            try database.beginRun(run)
+        }
+    }
+
     func start() throws(SystemError) -> pthread_t {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()

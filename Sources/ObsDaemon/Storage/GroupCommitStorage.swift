@@ -98,6 +98,10 @@ final class GroupCommitStorage: StateStorage {
         return state
     }
 
+    func beginRun(_ run: UInt64) throws(ObsError) {
+        try writer?.beginRun(run)
+    }
+
     func commit(_ transaction: StoredTransaction) throws(ObsError) {
         guard writer != nil else { return }
         let batch = openBatch()

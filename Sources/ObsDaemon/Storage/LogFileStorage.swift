@@ -114,6 +114,9 @@ final class LogFileStorage: StateStorage {
             // no event: the history starts after it, so a watch resumed `since` any revision of the
             // last run gets `compacted` and a snapshot without those keys, not a silent resume.
             loaded.rev += 1
+            // Nor may a watch resume across it by naming the run it saw (StoredState.run): that
+            // run may have sent revisions no file holds.
+            loaded.run = nil
             // Synced at once, whatever the durability: it is written once per unclean start, and
             // a power loss right after must not give that revision out again.
             try commit(StoredTransaction(rev: loaded.rev))
@@ -121,6 +124,12 @@ final class LogFileStorage: StateStorage {
             report("the last run did not stop cleanly (its commit log was left in \(directory)): its changes are restored; revision \(loaded.rev) is taken for its ephemeral keys, which are gone, so watches resumed from before it get a fresh snapshot")
         }
         return loaded
+    }
+
+    /// Stores the run's identity in the database's rows, synced (the checkpoint thread's folds
+    /// leave it be).
+    func beginRun(_ run: UInt64) throws(ObsError) {
+        try checkpointer.beginRun(run)
     }
 
     /// Cuts a torn last frame off the newest file found at start-up (its write never returned,

@@ -43,6 +43,11 @@ final class StorageWriter {
         return try storage.load()
     }
 
+    func beginRun(_ run: UInt64) throws(ObsError) {
+        guard let storage else { throw ObsError(.internal, "the database is closed") }
+        try storage.beginRun(run)
+    }
+
     /// At shutdown: checkpoints the log (so that a stopped daemon's database holds everything in
     /// its tables) and closes the storage.
     func stop() {

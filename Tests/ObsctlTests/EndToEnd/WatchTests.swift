@@ -266,6 +266,41 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(watch.finish().stdout, "")
     }
 
+    /// A durable daemon whose state was restored from a backup, and written past the revision the
+    /// watch saw before the watch is back: not behind it, so no reset, but its revisions up to there
+    /// are other changes. The resume names the run the watch saw its revision in, which this state
+    /// does not continue: `compacted` and a snapshot, and obsctl's delete for the key the backup
+    /// lacks. (A replay of revision 5 alone would leave `gone` printed, and nothing would say so.)
+    func test_reconnect_toAStateRestoredFromABackup_andWrittenPastTheRevisionSeen_getsASnapshot() throws {
+        let daemon = try Daemon(persistent: true)
+        try obsctl(daemon, ["set", "kept", "0"])
+        daemon.stop()
+        let database = daemon.root + "/state/obsd.db", backup = daemon.root + "/backup.db"
+        try FileManager.default.copyItem(atPath: database, toPath: backup)
+        try daemon.start()
+        try obsctl(daemon, ["set", "gone", "1"])
+        for value in ["1", "2"] { try obsctl(daemon, ["set", "kept", value]) }
+        let watch = try Obsctl(daemon, ["watch", "gone", "kept", "--reconnect"])
+        XCTAssertEqual(watch.readLines(3).last, #"{"event":"synced","rev":4}"#)
+        daemon.waitForWatches(1)
+        kill(watch.process.processIdentifier, SIGSTOP)
+        daemon.stop()
+        try FileManager.default.removeItem(atPath: database)
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+        try FileManager.default.copyItem(atPath: backup, toPath: database)
+        try daemon.start()
+        for value in ["\"a\"", "\"b\"", "\"c\"", "\"d\""] { try obsctl(daemon, ["set", "kept", value]) }
+        kill(watch.process.processIdentifier, SIGCONT)
+        XCTAssertEqual(watch.readLines(4), [#"{"event":"compacted","compact_rev":1}"#,
+                                            #"{"event":"initial","key":"kept","kind":"value","value":"d","rev":5}"#,
+                                            #"{"event":"synced","rev":5}"#,
+                                            #"{"event":"delete","key":"gone","rev":5,"reason":"compacted"}"#])
+        try obsctl(daemon, ["set", "kept", "\"e\""])
+        XCTAssertEqual(watch.readLine(), #"{"event":"change","key":"kept","old":"d","new":"e","rev":6,"created":false}"#)
+        kill(watch.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(watch.finish().stdout, "")
+    }
+
     /// A daemon killed with an ephemeral key: the restart takes a revision for the keys it lost, so
     /// the resumed watch gets `compacted` and a snapshot without the key, and obsctl prints a
     /// delete of its own for it (the daemon has no event to replay); `--values` its empty line.
