@@ -96,7 +96,7 @@ extension RowChecksum {
         return sum.value
     }
 
-    /// The row in `meta` naming the run that wrote the state (`StateStorage.beginRun`).
+    /// The row in `meta` naming the run that left the state at a clean stop (`StateStorage.beginRun`).
     static func runRow(_ run: UInt64) -> Int64 {
         var sum = RowChecksum()
         sum.add("run")

@@ -27,7 +27,7 @@ extension SQLiteStorage {
                 // Written with checksums only (schema 2 and later).
                 guard checksummed else { return }
                 guard sqlite3_column_int64(row, 2) == RowChecksum.runRow(value) else {
-                    return problems.append("the run that wrote the state: damaged (its checksum does not match)")
+                    return problems.append("the run that left the state: damaged (its checksum does not match)")
                 }
                 state.run = value
             default:

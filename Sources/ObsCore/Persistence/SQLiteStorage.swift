@@ -66,6 +66,8 @@ public final class SQLiteStorage: StateStorage {
     /// Set once a watched file was found deleted or replaced (or the fsync of a checkpoint of an
     /// outside log failed): every later commit throws it.
     public internal(set) var refusal: ObsError?
+    /// The run to store at `close` (`beginRun`).
+    private var run: UInt64?
     /// Where a problem found between requests goes (the daemon's log).
     let report: @Sendable (String) -> Void
 
@@ -120,8 +122,13 @@ public final class SQLiteStorage: StateStorage {
 
     deinit { close() }
 
-    /// Closes the database; SQLite checkpoints the WAL into the main file. Idempotent.
+    /// Closes the database; SQLite checkpoints the WAL into the main file. Idempotent. A run given
+    /// to `beginRun` is stored first, unless a write was refused (the state may lack a commit).
     public func close() {
+        if let run, db != nil, refusal == nil {
+            self.run = nil
+            try? storeRun(run)
+        }
         for statement in statements.values { sqlite3_finalize(statement) }
         statements.removeAll()
         if let db { sqlite3_close_v2(db) }
@@ -143,9 +150,15 @@ public final class SQLiteStorage: StateStorage {
         try verifyFilesAfterCommit()
     }
 
-    /// Stores the identity of the run that starts, and syncs it: a later `load` answers it as
-    /// `StoredState.run`. An older obsd ignores the row.
-    public func beginRun(_ run: UInt64) throws(ObsError) {
+    /// Remembers the run that starts, to be stored when the database is closed (`close`): a store
+    /// that commits straight here leaves the state whole at every commit.
+    public func beginRun(_ run: UInt64) {
+        self.run = run
+    }
+
+    /// Stores the identity of the run that left the state, and syncs it: a later `load` answers it
+    /// as `StoredState.run`. An older obsd ignores the row.
+    public func storeRun(_ run: UInt64) throws(ObsError) {
         if let refusal { throw refusal }
         try refuseIfTheDatabaseMoved()
         try execute("BEGIN IMMEDIATE")

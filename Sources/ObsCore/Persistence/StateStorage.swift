@@ -60,10 +60,10 @@ public struct StoredState: Sendable, Equatable {
     public var keys: [StoredKey]
     public var definitions: [StoredDefinition]
     public var bindings: [StoredBinding]
-    /// The run of the store that wrote this state (`StateStorage.beginRun`): every revision up to
-    /// `rev` is one that run's clients saw, or its predecessors'. nil when unknown: a new storage,
-    /// one that keeps no runs, or a state the last run did not stop cleanly with (revisions it gave
-    /// out may be missing).
+    /// The run of the store that left this state when it stopped cleanly (`StateStorage.beginRun`):
+    /// the state its clients saw last, whole (every revision it gave out written, no ephemeral key
+    /// left). nil when unknown: a new storage, one that keeps no runs, or one whose last run did not
+    /// stop cleanly (then this may name an earlier run, whose revision the state has moved past).
     public var run: UInt64?
 
     public init(rev: UInt64 = 0, keys: [StoredKey] = [], definitions: [StoredDefinition] = [], bindings: [StoredBinding] = []) {
@@ -153,11 +153,15 @@ public protocol StateStorage: AnyObject {
     func checkpoint() throws(ObsError)
     /// The bytes `commitLog` wrote that no checkpoint has folded yet.
     var logBytes: Int { get }
-    /// Called once after `load`, before any commit: stores `run`, the identity of the store's run
-    /// that starts now, durably, so that a later `load` answers it as `StoredState.run`. That is
-    /// how a watch resumed `since` a revision of one run can be told whether the next run's state
-    /// continues it (WatchHub: `RunLineage`). A storage that keeps nothing ignores it.
-    func beginRun(_ run: UInt64) throws(ObsError)
+    /// Called once after `load`, before any commit, with the identity of the store's run that
+    /// starts now. A storage that keeps runs stores it when it is closed cleanly, with everything
+    /// the run committed written (and only then), so that a later `load` answers it as
+    /// `StoredState.run`: that is how a watch resumed `since` a revision of one run is told whether
+    /// the next run's state continues it (WatchHub: `RunLineage`). Written at the start instead,
+    /// the identity would name states the run never showed whole: a copy of the database taken
+    /// while it runs lacks its ephemeral keys, and a crash can leave it behind a revision it sent.
+    /// A storage that keeps nothing ignores it.
+    func beginRun(_ run: UInt64)
 }
 
 extension StateStorage {
@@ -165,7 +169,7 @@ extension StateStorage {
     public func checkFiles() {}
     public var logBytes: Int { 0 }
     public func checkpoint() throws(ObsError) {}
-    public func beginRun(_ run: UInt64) throws(ObsError) {}
+    public func beginRun(_ run: UInt64) {}
 
     public func commitKey(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
                           version: UInt64) throws(ObsError) {

@@ -88,9 +88,9 @@ public final class Store {
         self.clock = clock
         let state = try storage.load()
         rev = state.rev
-        // This run's identity, stored before anything is committed (RunLineage).
+        // This run's identity (RunLineage), which the storage stores when the run stops cleanly.
         let lineage = RunLineage(run: .random(in: 1...UInt64.max), previous: state.run, loadedRev: state.rev)
-        try storage.beginRun(lineage.run)
+        storage.beginRun(lineage.run)
         watches = WatchHub(configuration: configuration, clock: clock, rev: state.rev, lineage: lineage)
         startedAt = clock.monotonic
         watches.state = self

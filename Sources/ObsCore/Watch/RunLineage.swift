@@ -5,10 +5,10 @@
 /// revisions the client saw for others, and once writes take it past the client's `since`, a
 /// resume would replay only what came after and leave the client's view of the rest wrong with no
 /// word. So every run of the store (each start) has an identity of its own, random, that `hello`
-/// reports; the storage keeps the identity of the run that wrote the state (`StoredState.run`,
+/// reports; the storage keeps the identity of the run that left the state at a clean stop (`StoredState.run`,
 /// `StateStorage.beginRun`). A client that resumes names the run it saw `since` in, and:
 /// - this run: the history decides, as always;
-/// - the run that wrote the state loaded at start, with `since` that state's revision: the state
+/// - the run that left the state loaded at start, with `since` that state's revision: the state
 ///   is the one the client saw, so it resumes (a clean restart);
 /// - anything else (an older run, a `since` of that run past the state loaded, a run that did not
 ///   stop cleanly, a `--memory` run, an identity never given out): `compacted` and a snapshot.
@@ -18,7 +18,7 @@
 struct RunLineage: Sendable, Equatable {
     /// This run's identity.
     var run: UInt64
-    /// The run that wrote the state loaded at start (nil: unknown), and that state's revision.
+    /// The run that left the state loaded at start (nil: unknown), and that state's revision.
     var previous: UInt64?
     var loadedRev: UInt64
 

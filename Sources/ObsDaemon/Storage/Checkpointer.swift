@@ -56,11 +56,12 @@ final class Checkpointer: Sendable {
         }
     }
 
-    /// Stores the run's identity in the database (SQLiteStorage.beginRun), between two folds.
-    func beginRun(_ run: UInt64) throws(ObsError) {
+    /// After `stop`, when every queued file was folded: stores the identity of the run that left
+    /// the state (SQLiteStorage.storeRun).
+    func storeRun(_ run: UInt64) throws(ObsError) {
         try database.withLock { database throws(ObsError) in
             guard let database else { throw ObsError(.internal, "the database is closed") }
-            try database.beginRun(run)
+            try database.storeRun(run)
         }
     }
 

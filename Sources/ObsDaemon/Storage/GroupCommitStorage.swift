@@ -52,6 +52,8 @@ final class GroupCommitStorage: StateStorage {
     /// For `stats`: the newest revision committed, the newest written, and since when (monotonic
     /// seconds) the oldest unwritten commit waits.
     private var committedRev: UInt64 = 0
+    /// The store's run (`beginRun`).
+    private var run: UInt64?
     private var writtenRev: UInt64 = 0
     private var openSince: Double?
     /// The number the open batch gets.
@@ -98,8 +100,9 @@ final class GroupCommitStorage: StateStorage {
         return state
     }
 
-    func beginRun(_ run: UInt64) throws(ObsError) {
-        try writer?.beginRun(run)
+    /// Kept until `close`: given to the writer's storage only if every commit was written.
+    func beginRun(_ run: UInt64) {
+        self.run = run
     }
 
     func commit(_ transaction: StoredTransaction) throws(ObsError) {
@@ -202,11 +205,15 @@ final class GroupCommitStorage: StateStorage {
     /// Shutdown: writes what is left, and closes the database. Stops at the first failure.
     func close() throws(GroupCommitFailure) {
         guard let writer else { return }
-        defer { writer.stop() }
+        // The run is stored as the one that left the state only if that state is whole: every
+        // revision it committed (and so may have sent) written.
+        var whole = false
+        defer { writer.stop(run: whole ? run : nil) }
         while !broken, open != nil {
             retryAt = nil
             try endTurn(now: 0)
         }
+        whole = !broken && writtenRev == committedRev
     }
 }
 

@@ -56,6 +56,8 @@ final class LogFileStorage: StateStorage {
     private var size = 0
     /// Set once the newest file was found deleted or replaced: every later append throws it.
     private var refusal: ObsError?
+    /// The run to store at `close` (`beginRun`).
+    private var run: UInt64?
 
     /// `database` is the state directory's; `report` takes problems found between requests.
     init(directory: String, database: sending SQLiteStorage, rotateBytes: Int = LogFileStorage.defaultRotateBytes,
@@ -114,8 +116,8 @@ final class LogFileStorage: StateStorage {
             // no event: the history starts after it, so a watch resumed `since` any revision of the
             // last run gets `compacted` and a snapshot without those keys, not a silent resume.
             loaded.rev += 1
-            // Nor may a watch resume across it by naming the run it saw (StoredState.run): that
-            // run may have sent revisions no file holds.
+            // Nor may a watch resume across it by naming the run the rows name (StoredState.run,
+            // an earlier run's, stored at its clean stop): the state has moved past it.
             loaded.run = nil
             // Synced at once, whatever the durability: it is written once per unclean start, and
             // a power loss right after must not give that revision out again.
@@ -126,10 +128,10 @@ final class LogFileStorage: StateStorage {
         return loaded
     }
 
-    /// Stores the run's identity in the database's rows, synced (the checkpoint thread's folds
-    /// leave it be).
-    func beginRun(_ run: UInt64) throws(ObsError) {
-        try checkpointer.beginRun(run)
+    /// The run whose state every commit so far makes whole: stored at `close` once every file is
+    /// folded. (GroupCommitStorage gives it only at a stop whose commits were all written.)
+    func beginRun(_ run: UInt64) {
+        self.run = run
     }
 
     /// Cuts a torn last frame off the newest file found at start-up (its write never returned,
@@ -281,6 +283,16 @@ final class LogFileStorage: StateStorage {
         fd = -1
         if let checkpointThread { checkpointer.stop(checkpointThread) }
         checkpointThread = nil
+        // Every file folded: the rows hold the whole state the run left, which the run's row now
+        // names (RunLineage). Anything less, and the row keeps naming an earlier run, whose
+        // revision the state has moved past: a resume from it gets a snapshot.
+        if let run, empty, refusal == nil, checkpointer.isIdle, checkpointer.failure == nil, checkpointer.refusal == nil {
+            do throws(ObsError) {
+                try checkpointer.storeRun(run)
+            } catch {
+                report("cannot store this run's identity in the database (\(error.message)): watches of it get a snapshot after the next start, not a replay")
+            }
+        }
         checkpointer.close()
         // A clean stop leaves no log: the newest file holds nothing once it was handed over.
         if empty { unlink(path) }

@@ -43,14 +43,12 @@ final class StorageWriter {
         return try storage.load()
     }
 
-    func beginRun(_ run: UInt64) throws(ObsError) {
-        guard let storage else { throw ObsError(.internal, "the database is closed") }
-        try storage.beginRun(run)
-    }
-
     /// At shutdown: checkpoints the log (so that a stopped daemon's database holds everything in
     /// its tables) and closes the storage.
-    func stop() {
+    /// `run`: the run whose every commit was written (GroupCommitStorage.close), which the storage
+    /// stores once it has folded them; nil when some were not.
+    func stop(run: UInt64?) {
+        if let run { storage?.beginRun(run) }
         // A failed checkpoint is reported by the storage; the log is replayed at the next start.
         try? storage?.checkpoint()
         storage = nil

@@ -95,25 +95,31 @@ final class SQLiteDamageTests: XCTestCase {
         XCTAssertEqual(loadProblems(storage), [#"computed key "total": revision 2 is above the revision counter 1"#])
     }
 
-    /// The run that wrote the state (`beginRun`) is loaded back, survives commits, and is replaced
-    /// by the next run's; a damaged row is reported like any other, never taken for a run.
-    func test_theRunThatWroteTheState_isLoadedBack_andADamagedOneIsReported() throws {
+    /// The run given to `beginRun` is stored when the database is closed, not before (until then
+    /// the state is not the one the run leaves), is loaded back, and is replaced by the next run's;
+    /// a damaged row is reported like any other, never taken for a run.
+    func test_theRunThatLeftTheState_isStoredAtClose_loadedBack_andADamagedOneIsReported() throws {
         try makeDatabase()
-        XCTAssertNil(try SQLiteStorage(path: databasePath).load().run, "no run has begun on this database")
+        XCTAssertNil(try SQLiteStorage(path: databasePath).load().run, "no run has stopped on this database")
         do {
             let storage = try SQLiteStorage(path: databasePath)
             _ = try storage.load()
-            try storage.beginRun(0xfeed_beef_0000_0001)
+            storage.beginRun(0xfeed_beef_0000_0001)
             try storage.commit(StoredTransaction(rev: 3))
+            XCTAssertNil(try SQLiteStorage(path: databasePath).load().run, "not while the run goes on")
             storage.close()
         }
         XCTAssertEqual(try SQLiteStorage(path: databasePath).load().run, 0xfeed_beef_0000_0001)
         XCTAssertEqual(try SQLiteStorage(path: databasePath, mode: .check).load().run, 0xfeed_beef_0000_0001)
-        let next = try SQLiteStorage(path: databasePath)
-        try next.beginRun(7)
-        XCTAssertEqual(try next.load().run, 7)
-        try next.execute("UPDATE meta SET value = 8 WHERE name = 'run'")
-        XCTAssertEqual(loadProblems(next), ["the run that wrote the state: damaged (its checksum does not match)"])
+        do {
+            let next = try SQLiteStorage(path: databasePath)
+            next.beginRun(7)
+            next.close()
+        }
+        let damaged = try SQLiteStorage(path: databasePath)
+        XCTAssertEqual(try damaged.load().run, 7)
+        try damaged.execute("UPDATE meta SET value = 8 WHERE name = 'run'")
+        XCTAssertEqual(loadProblems(damaged), ["the run that left the state: damaged (its checksum does not match)"])
     }
 
     func test_version1Database_isMigrated_withEveryRowKept() throws {

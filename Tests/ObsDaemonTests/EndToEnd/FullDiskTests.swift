@@ -25,6 +25,90 @@ final class FullDiskTests: XCTestCase {
                      environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "1048576"])
     }
 
+    /// A start on a disk with little room: obsd starts and serves reads as soon as there is room
+    /// for the commit log's first file, as it did before it stored runs (a run is stored at its
+    /// clean stop, never at its start), and once there is room again a watch of this run resumes
+    /// across a clean restart. Every room from none to 64 KiB is tried on a copy of the same
+    /// database: each start that is refused must be refused for what a start needs (the database
+    /// or the commit log's file cannot be opened), never for the run.
+    func test_aStartWithLittleRoom_servesReads_andItsRunResumesAfterACleanStopWithRoom() throws {
+        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
+        let sandbox = try Sandbox()
+        let disk = sandbox.root + "/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        guard mount("tmpfs", disk, "tmpfs", 0, "size=2m") == 0 else {
+            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
+        }
+        defer { umount2(disk, Int32(MNT_DETACH)) }
+        let state = disk + "/state", database = disk + "/state/obsd.db", pristine = sandbox.root + "/pristine.db"
+        let arguments = ["--socket", sandbox.socket, "--state-dir", state]
+        let first = try ObsdProcess(sandbox, arguments: arguments)
+        XCTAssertTrue(first.waitUntilListening(), first.log)
+        for (key, rev) in [("a", 1), ("b", 2)] {
+            XCTAssertEqual(try Client(sandbox.socket).request(#"{"op":"set","key":"\#(key)","value":1}"#)?["rev"] as? Int, rev)
+        }
+        let loadedRun = try XCTUnwrap(try Client(sandbox.socket).request(#"{"op":"hello"}"#)?["run"] as? String)
+        first.signal(SIGTERM)
+        XCTAssertEqual(first.waitForExit(), 0, first.log)
+        try FileManager.default.copyItem(atPath: database, toPath: pristine)
+
+        var started: ObsdProcess?
+        for free in stride(from: 0, through: 64 << 10, by: 4 << 10) {
+            // The database as the clean stop left it, and a filler that leaves `free` bytes.
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: state)) ?? [] where name != "obsd.lock" {
+                try FileManager.default.removeItem(atPath: state + "/" + name)
+            }
+            unlink(disk + "/filler")
+            try FileManager.default.copyItem(atPath: pristine, toPath: database)
+            let fd = open(disk + "/filler", O_WRONLY | O_CREAT, 0o600)
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            let chunk = [UInt8](repeating: 0, count: 4096)
+            var size = 0
+            while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == chunk.count { size += chunk.count }
+            XCTAssertEqual(ftruncate(fd, off_t(max(0, size - free))), 0)
+            close(fd)
+
+            let obsd = try ObsdProcess(sandbox, arguments: arguments)
+            if obsd.waitUntilListening() {
+                started = obsd
+                break
+            }
+            _ = obsd.waitForExit()
+            XCTAssertTrue(obsd.log.contains("cannot read database") || obsd.log.contains("cannot start the commit log"),
+                          "with \(free) bytes free, refused for something a start did not need before it stored runs: \(obsd.log)")
+        }
+        let obsd = try XCTUnwrap(started, "obsd started with no room up to 64 KiB")
+        defer { obsd.signal(SIGKILL); _ = obsd.waitForExit() }
+        let client = try Client(sandbox.socket)
+        XCTAssertEqual(client.request(#"{"op":"get","key":"b"}"#)?["value"] as? Int, 1, "reads are served")
+        let run = try XCTUnwrap(client.request(#"{"op":"hello"}"#)?["run"] as? String)
+
+        // Room again: the first change stores the run with its rows; a clean stop, and a watch of
+        // this run resumes from the revision it saw, while one of the run before gets a snapshot.
+        XCTAssertEqual(mount("tmpfs", disk, "tmpfs", UInt(MS_REMOUNT), "size=64m"), 0)
+        XCTAssertTrue(waitFor("writes accepted") {
+            client.request(#"{"op":"set","key":"c","value":1}"#)?["rev"] as? Int == 3
+        }, obsd.log)
+        obsd.signal(SIGTERM)
+        XCTAssertEqual(obsd.waitForExit(), 0, obsd.log)
+        let restarted = try ObsdProcess(sandbox, arguments: arguments)
+        defer { restarted.signal(SIGKILL); _ = restarted.waitForExit() }
+        XCTAssertTrue(restarted.waitUntilListening(), restarted.log)
+        func resume(since: Int, run: String) -> [String?] {
+            guard let watcher = try? Client(sandbox.socket),
+                  watcher.request(#"{"op":"watch","keys":["**"],"since":\#(since),"run":"\#(run)"}"#)?["ok"] as? Bool == true
+            else { return ["no watch"] }
+            var events: [String?] = []
+            while let line = watcher.readLine() {
+                events.append(json(line)["event"] as? String)
+                if events.last == "synced" { break }
+            }
+            return events
+        }
+        XCTAssertEqual(resume(since: 3, run: run), ["synced"], "the run that started with little room stored its identity at its clean stop")
+        XCTAssertEqual(resume(since: 2, run: loadedRun).first, "compacted", "the run before does not name this state")
+    }
+
     private func fullDisk(durability: String, size: String = "400k", logMentions: String? = nil,
                           environment: [String: String] = [:]) throws {
         try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")

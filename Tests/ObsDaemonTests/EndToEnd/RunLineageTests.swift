@@ -5,8 +5,10 @@
 // to the client's `since`, a replay would leave the client's view wrong with no word. Here through
 // the real obsd, its real database and kill -9: the daemon that does not continue the named run
 // answers `compacted` and a snapshot; a clean restart still resumes.
+import CSQLite
 import Foundation
 import Glibc
+import ObsCore
 import TestSupport
 import XCTest
 
@@ -101,6 +103,60 @@ final class RunLineageTests: XCTestCase {
         // A client that names no run is taken on trust, as before.
         XCTAssertEqual(try resume(sandbox, since: 4, run: nil).map { $0["event"] as? String }, ["change", "synced"])
         stop(obsd)
+    }
+
+    /// A copy of the database taken while obsd runs, with SQLite's online backup (as operations.md
+    /// suggests), holds the state as of the last checkpoint, but not the run's ephemeral keys. A
+    /// run is stored as the one that left a state only at its clean stop, so such a copy names the
+    /// run before, whose revision it has moved past: a watcher of the copied run that saw exactly
+    /// the copy's revision (with the ephemeral key) gets a snapshot without the key.
+    func test_aCopyTakenWhileRunning_putBack_doesNotResumeTheRunItWasCopiedFrom() throws {
+        let sandbox = try Sandbox()
+        var obsd = try ObsdProcess.started(sandbox)
+        XCTAssertEqual(set(sandbox, "a", 1), 1)
+        let before = try run(sandbox)
+        stop(obsd)
+
+        obsd = try ObsdProcess.started(sandbox)
+        let copied = try run(sandbox)
+        let owner = try Client(sandbox.socket)
+        XCTAssertEqual(owner.request(#"{"op":"set","key":"presence","value":"on","ephemeral":true}"#)?["rev"] as? Int, 2)
+        // The watcher's view at revision 2 holds the ephemeral key.
+        XCTAssertEqual(names(try resume(sandbox, since: 1, run: copied), "change"), ["presence"])
+        // The copy, once the checkpoint has folded revision 2 into the database.
+        let database = sandbox.state + "/obsd.db", copy = sandbox.root + "/copy.db"
+        XCTAssertTrue(waitFor("revision 2 in the database's rows") {
+            (try? SQLiteStorage(path: database, mode: .check).load().rev) == 2
+        })
+        try onlineBackup(database, to: copy)
+        XCTAssertEqual(try SQLiteStorage(path: copy, mode: .check).load().rev, 2)
+        obsd.kill9()
+        withExtendedLifetime(owner) {}
+
+        // The copy put back in place of everything in the state directory.
+        for name in try FileManager.default.contentsOfDirectory(atPath: sandbox.state) where name.hasPrefix("obsd.") && name != "obsd.lock" {
+            try FileManager.default.removeItem(atPath: sandbox.state + "/" + name)
+        }
+        try FileManager.default.copyItem(atPath: copy, toPath: database)
+        obsd = try ObsdProcess.started(sandbox)
+        XCTAssertEqual(try Client(sandbox.socket).request(#"{"op":"ping"}"#)?["rev"] as? Int, 2)
+        let events = try resume(sandbox, since: 2, run: copied)
+        XCTAssertEqual(events.map { $0["event"] as? String }, ["compacted", "initial", "synced"],
+                       "revision 2 here has no ephemeral key: a replay of nothing would leave it in the watcher's view: \(events)")
+        XCTAssertEqual(names(events, "initial"), ["a"])
+        XCTAssertEqual(try resume(sandbox, since: 1, run: before).first?["event"] as? String, "compacted", "the state moved past the run before")
+        stop(obsd)
+    }
+
+    /// `sqlite3 DATABASE ".backup COPY"`, through SQLite's own online backup.
+    private func onlineBackup(_ database: String, to copy: String) throws {
+        var source: OpaquePointer?, destination: OpaquePointer?
+        defer { sqlite3_close(source); sqlite3_close(destination) }
+        XCTAssertEqual(sqlite3_open_v2(database, &source, SQLITE_OPEN_READONLY, nil), SQLITE_OK)
+        XCTAssertEqual(sqlite3_open_v2(copy, &destination, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil), SQLITE_OK)
+        let backup = try XCTUnwrap(sqlite3_backup_init(destination, "main", source, "main"))
+        XCTAssertEqual(sqlite3_backup_step(backup, -1), SQLITE_DONE)
+        XCTAssertEqual(sqlite3_backup_finish(backup), SQLITE_OK)
     }
 
     func test_aRunKilledAfterARevision_thatRevisionIsNotResumedIntoTheRestartsOwn() throws {
