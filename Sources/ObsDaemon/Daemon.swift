@@ -169,18 +169,21 @@ public final class Daemon {
             #if DEBUG
             let delay = environment["OBSD_TEST_WRITE_DELAY"].flatMap(Double.init) ?? 0
             let rotateBytes = environment["OBSD_TEST_LOG_ROTATE_BYTES"].flatMap(Int.init) ?? LogFileStorage.defaultRotateBytes
+            let rotateSeconds = environment["OBSD_TEST_LOG_ROTATE_SECONDS"].flatMap(Double.init)
+                ?? LogFileStorage.defaultRotateSeconds
             let fileBound = environment["OBSD_TEST_LOG_FILE_BOUND"].flatMap(Int.init) ?? LogFileStorage.defaultFileBound
             let compactionBytes = environment["OBSD_TEST_BATCH_COMPACTION_BYTES"].flatMap(Int.init)
                 ?? GroupCommitStorage.defaultCompactionBytes
             #else
             let delay = 0.0
             let rotateBytes = LogFileStorage.defaultRotateBytes
+            let rotateSeconds = LogFileStorage.defaultRotateSeconds
             let fileBound = LogFileStorage.defaultFileBound
             let compactionBytes = GroupCommitStorage.defaultCompactionBytes
             #endif
             do throws(SystemError) {
                 let logged = try LogFileStorage(directory: directory, database: database, rotateBytes: rotateBytes,
-                                                fileBound: fileBound) { [log] in log.error($0) }
+                                                rotateSeconds: rotateSeconds, fileBound: fileBound) { [log] in log.error($0) }
                 // The loop appends each turn's frame itself, and in strict mode fdatasyncs it,
                 // before the turn's answers go out, as Redis does (GroupCommitStorage says why).
                 // The checkpoints have a thread of their own.

@@ -1,8 +1,9 @@
 // The daemon's checkpoint thread: it owns the database and folds closed commit log files into its
 // rows (LogFileStorage.swift), off the path of every acknowledgement.
 //
-// 1. The log's owner closes a full (or idle) log file, starts the next one and queues the closed
-//    one here (`submit`: a queue under a Mutex, and an eventfd this thread blocks on).
+// 1. The log's owner closes a full, old or idle log file (LogFileStorage says when), starts the
+//    next one and queues the closed one here (`submit`: a queue under a Mutex, and an eventfd
+//    this thread blocks on).
 // 2. This thread reads the file, checks every frame (CommitLogFile.read), and folds its records into
 //    the rows in one database transaction, which it syncs (SQLiteStorage.checkpoint); only then
 //    does it delete the file. A crash in between leaves the file, whose records the next start

@@ -12,9 +12,10 @@
 // `normal` (docs/performance.md, tuning log step 10). A write of the frame costs what the kernel's
 // copy of it costs.
 //
-// The files: the newest is appended to; once it has `rotateBytes` (or the writer is idle a second
-// with something in it) and the checkpoint thread has nothing queued, it is closed, the next one
-// made (its directory entry fsynced), and the closed one queued for the checkpoint thread, which
+// The files: the newest is appended to; once it has `rotateBytes`, or its first record is
+// `rotateSeconds` old (`defaultRotateSeconds` says why), or the writer is idle a second with
+// something in it, and the checkpoint thread has nothing queued, it is closed, the next one made
+// (its directory entry fsynced), and the closed one queued for the checkpoint thread, which
 // deletes it once its records are in the rows and synced. So there are at most two files while
 // running: one being folded, one appended to. Bounded: while the checkpoint thread is behind (a
 // checkpoint failing on a full disk), appends go on until the newest file has `fileBound` bytes;
@@ -42,11 +43,27 @@ final class LogFileStorage: StateStorage {
     static let defaultRotateBytes = 32 << 20
     /// The newest file's bound: appends fail beyond it until the checkpoint thread catches up.
     static let defaultFileBound = 128 << 20
+    /// The age of its first record at which the newest file is handed to the checkpoint thread
+    /// (at the first append after it, when that thread has nothing queued).
+    ///
+    /// Why: without it a daemon that writes at least once a second (a binding fed by a computed
+    /// over `now()`, a sensor pushed every second) is never idle for a second, so its file went to
+    /// the checkpoint thread only at `rotateBytes`: at a few hundred bytes a second, days later.
+    /// Meanwhile `obsd.db` (and a copy of it taken as a backup) lagged by those days, and a
+    /// restart after a crash replayed them all. Why a minute: it bounds that lag, and the replay, to
+    /// a minute of writes, while what a rotation costs (a new file, its fdatasync and the
+    /// directory's fsync, then a fold: one SQLite transaction, synced, and the WAL's copy into the
+    /// database, synced) is paid at most once a minute: a handful of fsyncs and a few pages per
+    /// minute, nothing next to the log's own appends. A second, as when idle, would pay all that
+    /// every second for as long as the daemon writes. A daemon that writes faster reaches
+    /// `rotateBytes` first, as before.
+    static let defaultRotateSeconds = 60.0
 
     let directory: String
     private let checkpointer: Checkpointer
     private var checkpointThread: pthread_t?
     private let rotateBytes: Int
+    private let rotateSeconds: Double
     private let fileBound: Int
     private let report: @Sendable (String) -> Void
     /// The newest file (-1 before `load` and after `close`), its number, path and size.
@@ -54,6 +71,9 @@ final class LogFileStorage: StateStorage {
     private var number: UInt64 = 0
     private var path = ""
     private var size = 0
+    /// When the newest file is due to the checkpoint thread by age (monotonic seconds: its first
+    /// record's append plus `rotateSeconds`); nil while it holds no record.
+    private var rotateAt: Double?
     /// Set once the newest file was found deleted or replaced: every later append throws it.
     private var refusal: ObsError?
     /// The run to store at `close` (`beginRun`).
@@ -61,9 +81,11 @@ final class LogFileStorage: StateStorage {
 
     /// `database` is the state directory's; `report` takes problems found between requests.
     init(directory: String, database: sending SQLiteStorage, rotateBytes: Int = LogFileStorage.defaultRotateBytes,
-         fileBound: Int = LogFileStorage.defaultFileBound, report: @escaping @Sendable (String) -> Void) throws(SystemError) {
+         rotateSeconds: Double = LogFileStorage.defaultRotateSeconds, fileBound: Int = LogFileStorage.defaultFileBound,
+         report: @escaping @Sendable (String) -> Void) throws(SystemError) {
         self.directory = directory
         self.rotateBytes = rotateBytes
+        self.rotateSeconds = rotateSeconds
         self.fileBound = max(fileBound, rotateBytes)
         self.report = report
         checkpointer = try Checkpointer(database)
@@ -181,7 +203,22 @@ final class LogFileStorage: StateStorage {
         }
         size += total
         try refuseIfTheFileMoved()
-        if size >= rotateBytes { rotate() }
+        if size >= rotateBytes {
+            rotate()
+        } else {
+            // One read of the clock per frame (vDSO, tens of ns), none of the checkpoint thread's
+            // lock until the file is due.
+            let now = monotonicSeconds()
+            if let rotateAt {
+                if now >= rotateAt, !rotate() {
+                    // A file that could not be started (a full disk) is tried again a second
+                    // later, not at every append; a busy checkpoint thread at the next append.
+                    if checkpointer.isIdle { self.rotateAt = now + Checkpointer.interval }
+                }
+            } else {
+                rotateAt = now + rotateSeconds
+            }
+        }
     }
 
     /// Calls `write` with `vector` past its first `offset` bytes (after a short write).
@@ -214,10 +251,11 @@ final class LogFileStorage: StateStorage {
     }
 
     /// Hands the newest file to the checkpoint thread (when it holds something and the thread has
-    /// nothing queued) and starts the next. A failure to start the next file leaves the newest as
-    /// it is, to be tried again at the next append or idle second.
-    private func rotate() {
-        guard size > CommitLogFile.magic.count, checkpointer.isIdle else { return }
+    /// nothing queued) and starts the next; whether it did. A failure to start the next file leaves
+    /// the newest as it is, to be tried again at a later append or idle second.
+    @discardableResult
+    private func rotate() -> Bool {
+        guard size > CommitLogFile.magic.count, checkpointer.isIdle else { return false }
         let closed = (fd: fd, path: path)
         number += 1
         do throws(SystemError) {
@@ -226,11 +264,12 @@ final class LogFileStorage: StateStorage {
             number -= 1
             fd = closed.fd
             path = closed.path
-            return
+            return false
         }
         // The closed file's frames were synced (strict) by the appends that wrote them.
         Glibc.close(closed.fd)
         checkpointer.submit(closed.path)
+        return true
     }
 
     /// Creates file `number` with its magic, its directory entry synced, and makes it the newest.
@@ -251,6 +290,7 @@ final class LogFileStorage: StateStorage {
         self.fd = fd
         self.path = path
         size = CommitLogFile.magic.count
+        rotateAt = nil
     }
 
     // MARK: - The writer's idle duties and shutdown

@@ -3,7 +3,8 @@
 // and everything acknowledged is served; a flipped byte in a log file refuses the start and is
 // listed by `obsd --check`; a log file that is a symlink, or belongs to another user, or log files
 // whose database is missing, are refused;
-// a schema-3 database (with log rows) opens, migrated, its log rows folded into its tables.
+// a schema-3 database (with log rows) opens, migrated, its log rows folded into its tables;
+// a daemon that writes every second, never idle, still folds its log once its first record is old.
 import CSQLite
 import Foundation
 import Glibc
@@ -168,6 +169,66 @@ final class CommitLogFilesTests: XCTestCase {
         let reader = try Client(sandbox.socket)
         let lost = (1...300).filter { reader.request(#"{"op":"get","key":"k.\#($0)"}"#)?["value"] as? String != "value \($0)" }
         XCTAssertEqual(lost, [], "acknowledged writes lost")
+    }
+
+    /// A daemon that writes every second (a binding fed by a computed over `now()`) is never idle
+    /// for a second, so before, its log file went to the checkpoint thread only at 32 MiB: days
+    /// later, with `obsd.db` (and a backup copied from it) that far behind. Now the newest file goes
+    /// once its first record is old (a minute; a debug build's OBSD_TEST_LOG_ROTATE_SECONDS, 2 s
+    /// here): the database's revision catches up with what was served, again and again, and the
+    /// first files are folded and deleted. Once the writes stop, the newest file is folded when
+    /// idle and no empty file is rotated after it.
+    func test_aDaemonWritingEverySecond_foldsItsLog_onceItsFirstRecordIsOld() throws {
+        let sandbox = try Sandbox()
+        let obsd = try ObsdProcess.started(sandbox, environment: ["OBSD_TEST_LOG_ROTATE_SECONDS": "2"])
+        defer { obsd.kill9() }
+        let client = try Client(sandbox.socket)
+        for line in [#"{"op":"define","key":"clock","expr":"now()"}"#, #"{"op":"bind","from":"clock","to":"stamp"}"#] {
+            XCTAssertEqual(client.request(line)?["ok"] as? Bool, true, line)
+        }
+        /// The revision in the database's rows, read with a connection of our own (polled a few
+        /// times a second, not to stand in the way of the checkpoint's copy of the WAL).
+        func databaseRev() -> Int {
+            usleep(200_000)
+            var db: OpaquePointer?
+            defer { sqlite3_close_v2(db) }
+            guard sqlite3_open_v2(sandbox.state + "/obsd.db", &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return -1 }
+            sqlite3_busy_timeout(db, 5000)
+            var statement: OpaquePointer?
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE name = 'rev'", -1, &statement, nil) == SQLITE_OK else { return -1 }
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: return Int(sqlite3_column_int64(statement, 0))
+            case SQLITE_DONE: return 0 // nothing folded yet
+            default: return -1
+            }
+        }
+        for round in 1...3 {
+            // Two more writes of stamp, a second apart: the daemon has not been idle for a second.
+            let from = client.request(#"{"op":"get","key":"stamp"}"#)?["version"] as? Int ?? 0
+            XCTAssertTrue(waitFor("two writes of stamp", timeout: 60) {
+                usleep(100_000)
+                return client.request(#"{"op":"get","key":"stamp"}"#)?["version"] as? Int ?? 0 >= from + 2
+            })
+            let served = try XCTUnwrap(client.request(#"{"op":"get","key":"stamp"}"#)?["rev"] as? Int)
+            guard waitFor("round \(round): obsd.db at revision \(served)", timeout: 60, { databaseRev() >= served }) else {
+                return XCTFail("obsd.db at revision \(databaseRev()), files \(logFiles(sandbox))\n\(obsd.log)")
+            }
+        }
+        let files = logFiles(sandbox)
+        XCTAssertFalse(files.contains(sandbox.state + "/obsd.commitlog.1"), "the first file was folded and deleted: \(files)")
+        XCTAssertLessThanOrEqual(files.count, 2, "one file appended to, at most one being folded: \(files)")
+
+        // The writes stop: the newest file is folded once idle, and no empty file follows it.
+        for line in [#"{"op":"unbind","to":"stamp"}"#, #"{"op":"delete","key":"clock"}"#] {
+            XCTAssertEqual(client.request(line)?["ok"] as? Bool, true, line)
+        }
+        let last = try XCTUnwrap(client.request(#"{"op":"stats"}"#)?["rev"] as? Int)
+        XCTAssertTrue(waitFor("obsd.db at revision \(last)", timeout: 60) { databaseRev() >= last })
+        XCTAssertTrue(waitFor("one log file left") { logFiles(sandbox).count == 1 }, "\(logFiles(sandbox))")
+        let idle = logFiles(sandbox)
+        sleep(5)
+        XCTAssertEqual(logFiles(sandbox), idle, "an idle daemon starts no new log file")
     }
 
     /// Log files without their database (deleted or moved): the files hold only the changes since
