@@ -31,6 +31,11 @@ public struct WatchEvent: Sendable {
     /// came before it on the old connection may have been cut short, a snapshot among it.
     public var followsReconnection = false
 
+    /// The run of obsd on the connection the event came on (`hello`'s `run`): what a program that
+    /// keeps the revision itself passes as `WatchOptions.run` beside `since`, to resume later. nil
+    /// when the daemon has none (a cluster's host, an older obsd).
+    public var run: String?
+
     /// The value the event carries: `new` for a change, `value` for a snapshot item.
     public var value: JSONValue? { fields["new"] ?? fields["value"] }
 

@@ -38,9 +38,10 @@ public final class WatchStream: @unchecked Sendable {
     /// already delivered: every change once, none lost, none repeated (docs/cli.md, `watch --reconnect`).
     private var lastRevision: UInt64?
     private var deliveredAtLast = Set<String>()
-    /// The daemon's run (hello's `run`) on this connection, and the run `lastRevision` was seen
-    /// in: a resume names it, so that a daemon whose state does not continue that run sends a
-    /// snapshot (after `compacted`) rather than a replay that would leave the caller's view wrong.
+    /// The daemon's run (hello's `run`) on this connection, given to every event delivered, and
+    /// the run `lastRevision` was seen in: a resume names it, so that a daemon whose state does not
+    /// continue that run sends a snapshot (after `compacted`) rather than a replay that would leave
+    /// the caller's view wrong.
     private var currentRun: String?
     private var lastRun: String?
     /// Between a reconnection and its `synced`: replayed events are checked against the above.
@@ -100,14 +101,12 @@ public final class WatchStream: @unchecked Sendable {
 
     private func start(deadline: Double?) throws(ClientError) {
         let connection = try ObsConnection(path: path)
-        var greeting: Reconnection?
-        if options.reconnect {
-            // What the caller follows: a revision seen, or (a first snapshot cut short) keys
-            // delivered before any revision was; a daemon cannot have gone back from before 0.
-            let followed = lastRevision ?? (present.isEmpty && voided == nil ? nil : 0)
-            greeting = try Reconnection.greet(connection, client: nil, lastRevision: followed, lastPid: lastPid,
-                                              deadline: deadline)
-        }
+        // `hello` first, also without `reconnect`: its `run` goes with every event delivered.
+        // What the caller follows: a revision seen, or (a first snapshot cut short) keys delivered
+        // before any revision was; a daemon cannot have gone back from before 0.
+        let followed = options.reconnect ? lastRevision ?? (present.isEmpty && voided == nil ? nil : 0) : nil
+        let greeted = try Reconnection.greet(connection, client: nil, lastRevision: followed, lastPid: lastPid, deadline: deadline)
+        let greeting = options.reconnect ? greeted : nil
         let reset = greeting?.reset
         // A reset, or one whose snapshot was cut short: the snapshot, whatever was asked.
         let afresh = reset != nil || voided != nil
@@ -116,9 +115,9 @@ public final class WatchStream: @unchecked Sendable {
         // Nothing above changed the stream's state: a connection lost before here is retried as if
         // this one had never been made.
         self.connection = connection
+        currentRun = greeted.run
         guard let greeting else { return }
         lastPid = greeting.pid
-        currentRun = greeting.run
         if afresh {
             if let reset { made.append(Self.made(["event": "reset", "rev": .int(Int64(greeting.rev)), "reason": .string(reset)])) }
             voided = (voided ?? []).union(present)
@@ -168,6 +167,7 @@ public final class WatchStream: @unchecked Sendable {
 
     private func delivering(_ event: WatchEvent) -> WatchEvent {
         var event = event
+        event.run = currentRun
         event.followsReconnection = reconnected
         reconnected = false
         return event

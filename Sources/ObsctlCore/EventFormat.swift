@@ -24,7 +24,8 @@ public enum EventFormat {
         }
     }
 
-    /// `--format FMT`: `{key}` `{new}` `{old}` `{rev}` `{event}` `{channel}` `{payload}` `{time}`,
+    /// `--format FMT`: `{key}` `{new}` `{old}` `{rev}` `{event}` `{channel}` `{payload}` `{time}`
+    /// `{run}` (the daemon's run the event came from: with `{rev}`, what `--since` and `--run` take),
     /// `{{` and `}}` for braces; values render as in --values, a field the event lacks as nothing.
     /// `{NAME:json}` is the field as JSON (strings quoted and escaped, a missing field `null`), for
     /// output that must stay valid JSON. `{new}` of a snapshot item is its value, so a status bar
@@ -61,6 +62,7 @@ public enum EventFormat {
         case "new": value = event.value
         case "event": value = .string(event.kind)
         case "time": value = .string(iso8601(now))
+        case "run": value = event.run.map { .string($0) }
         default: return nil
         }
         if json { return (value ?? .null).encoded }
@@ -74,7 +76,7 @@ public enum EventFormat {
     }
 
     /// The environment of a `-- COMMAND` run: OBS_EVENT (the event's JSON), OBS_KEY, OBS_VALUE,
-    /// OBS_OLD, OBS_REV, OBS_CHANNEL, each empty when the event lacks it. A variable longer than
+    /// OBS_OLD, OBS_REV, OBS_CHANNEL, OBS_RUN (as `{run}`), each empty when the event lacks it. A variable longer than
     /// the kernel passes to a program (`longestVariable`) is left empty and named in
     /// OBS_TOO_LARGE (the event is whole on the command's stdin): with it, the command could not
     /// be started at all.
@@ -86,6 +88,7 @@ public enum EventFormat {
             "OBS_OLD": event["old"].map(ValueArgument.render) ?? "",
             "OBS_REV": event["rev"].map(ValueArgument.render) ?? "",
             "OBS_CHANNEL": event["channel"].map(ValueArgument.render) ?? "",
+            "OBS_RUN": event.run ?? "",
         ]
         let tooLarge = variables.filter { $0.key.utf8.count + 1 + $0.value.utf8.count > longestVariable }.keys.sorted()
         for name in tooLarge { variables[name] = "" }

@@ -144,6 +144,7 @@ final class EventQueue: @unchecked Sendable {
         }
         // WatchCount must still learn of a reconnection the waiting event stood for.
         merged.followsReconnection = waiting.followsReconnection || newer.followsReconnection
+        merged.run = newer.run
         return merged
     }
 }

@@ -13,6 +13,7 @@ let watchSpec = CommandSpec(
     options: [
         OptionSpec(["--no-initial"], "Skip the current values; only what changes from now."),
         OptionSpec(["--since"], value: "REV", "Replay every change after revision REV first."),
+        OptionSpec(["--run"], value: "RUN", "With --since: the run of obsd REV was seen in ({run}); another state gives a snapshot, not a replay."),
         OptionSpec(["--latest"], "Per key, only the latest change when events come faster than they are taken."),
         OptionSpec(["--throttle"], value: "DURATION", "At most one event per key per DURATION."),
         OptionSpec(["--debounce"], value: "DURATION", "An event only after a key has been quiet for DURATION."),
@@ -22,7 +23,7 @@ let watchSpec = CommandSpec(
         OptionSpec(["--reconnect"], "Reconnect when the connection drops and resume where it stopped."),
         OptionSpec(["--json"], "Print events as JSON (the default)."),
         OptionSpec(["--values"], "Print only the new value per change (strings raw); deletes print an empty line."),
-        OptionSpec(["--format"], value: "FMT", "Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload} {time}; {NAME:json} for the field as JSON; {{ for a brace."),
+        OptionSpec(["--format"], value: "FMT", "Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload} {time} {run}; {NAME:json} for the field as JSON; {{ for a brace."),
     ],
     takesCommand: true)
 
@@ -42,6 +43,8 @@ enum WatchCommand {
         var options = WatchOptions(keys: parsed.positionals)
         options.initial = !parsed.has("--no-initial")
         options.since = try parsed.count("--since")
+        options.run = parsed.value("--run")
+        if options.run != nil, options.since == nil { throw UsageError("--run goes with --since") }
         options.latest = parsed.has("--latest")
         options.throttle = try interval("--throttle", parsed)
         options.debounce = try interval("--debounce", parsed)

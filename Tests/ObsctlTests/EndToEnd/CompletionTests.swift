@@ -10,7 +10,7 @@ final class CompletionTests: XCTestCase {
         let bash = try obsctl(nil, ["completion", "bash"])
         XCTAssertEqual(bash.status, 0)
         XCTAssertTrue(bash.stdout.contains("complete -F _obsctl obsctl"))
-        XCTAssertTrue(bash.stdout.contains("watch) opts=\"--no-initial --since --latest"))
+        XCTAssertTrue(bash.stdout.contains("watch) opts=\"--no-initial --since --run --latest"))
         XCTAssertTrue(try obsctl(nil, ["completion", "zsh"]).stdout.hasPrefix("#compdef obsctl\n"))
         XCTAssertTrue(try obsctl(nil, ["completion", "fish"]).stdout.contains("-a watch -d 'Stream events of keys and channels.'"))
         XCTAssertEqual(try obsctl(nil, ["completion", "tcsh"]).status, 64)
@@ -96,7 +96,7 @@ final class CompletionTests: XCTestCase {
 
     /// watch's long options and the global ones it takes too, sorted.
     static let watchLongOptions = ["--debounce", "--format", "--help", "--initial-only", "--json", "--latest", "--no-initial",
-                                   "--reconnect", "--since", "--socket", "--throttle", "--timeout", "--values"]
+                                   "--reconnect", "--run", "--since", "--socket", "--throttle", "--timeout", "--values"]
 
     static func daemonWithSensors() throws -> Daemon {
         let daemon = try Daemon()

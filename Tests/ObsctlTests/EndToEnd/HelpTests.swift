@@ -113,8 +113,8 @@ final class HelpTests: XCTestCase {
         every matching key (initial), then synced, then every change, delete, error and publish. PATTERN
         segments: * matches one segment, ** any number.
 
-        USAGE: obsctl watch PATTERN... [--no-initial] [--since REV] [--latest] [--throttle DURATION]
-                            [--debounce DURATION] [-n COUNT] [--timeout DURATION] [--initial-only]
+        USAGE: obsctl watch PATTERN... [--no-initial] [--since REV] [--run RUN] [--latest] [--throttle
+                            DURATION] [--debounce DURATION] [-n COUNT] [--timeout DURATION] [--initial-only]
                             [--reconnect] [--json] [--values] [--format FMT] [-- COMMAND [ARGS...]]
 
         ARGUMENTS:
@@ -123,6 +123,8 @@ final class HelpTests: XCTestCase {
         OPTIONS:
           --no-initial            Skip the current values; only what changes from now.
           --since REV             Replay every change after revision REV first.
+          --run RUN               With --since: the run of obsd REV was seen in ({run}); another state gives
+                                  a snapshot, not a replay.
           --latest                Per key, only the latest change when events come faster than they are
                                   taken.
           --throttle DURATION     At most one event per key per DURATION.
@@ -135,7 +137,7 @@ final class HelpTests: XCTestCase {
           --values                Print only the new value per change (strings raw); deletes print an empty
                                   line.
           --format FMT            Print FMT per event: {key} {new} {old} {rev} {event} {channel} {payload}
-                                  {time}; {NAME:json} for the field as JSON; {{ for a brace.
+                                  {time} {run}; {NAME:json} for the field as JSON; {{ for a brace.
           -h, --help              Print this help and exit.
 
         """

@@ -301,6 +301,39 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(watch.finish().stdout, "")
     }
 
+    /// A script that keeps the last revision itself keeps the run it came from too (`{run}`,
+    /// OBS_RUN), and resumes with `--since REV --run RUN`: a daemon that holds another state at
+    /// that very revision (here one with its state in memory, started again and written up to it)
+    /// gives the snapshot, where `--since` alone replays nothing and the key's value the script
+    /// printed stays wrong.
+    func test_sinceWithTheRunItCameFrom_givesASnapshotFromAnotherStateAtThatRevision() throws {
+        let daemon = try Daemon()
+        let hello = try ObsConnection(path: daemon.socket).request("hello", deadline: monotonicNow() + 10)
+        let run = try XCTUnwrap(hello["run"]?.stringValue)
+        let watch = try Obsctl(daemon, ["watch", "k", "--no-initial", "--format", "{rev} {run} {new}"])
+        daemon.waitForWatches(1)
+        try obsctl(daemon, ["set", "k", "\"old\""])
+        try obsctl(daemon, ["set", "k", "\"kept\""])
+        XCTAssertEqual(watch.readLines(2), ["1 \(run) old", "2 \(run) kept"])
+        let command = try obsctl(daemon, ["watch", "k", "--initial-only", "--", "sh", "-c", #"echo "$OBS_REV $OBS_RUN""#])
+        XCTAssertEqual(command.stdout, "2 \(run)\n", command.stderr)
+        kill(watch.process.processIdentifier, SIGTERM)
+        _ = watch.finish()
+
+        daemon.stop()
+        try daemon.start()
+        try obsctl(daemon, ["set", "other", "1"])
+        try obsctl(daemon, ["set", "k", "\"new\""])
+        // --initial-only: up to the first `synced`, that of the snapshot or of the replay.
+        let format = ["--format", "{event} {new}", "--initial-only"]
+        XCTAssertEqual(try obsctl(daemon, ["watch", "k", "--since", "2", "--run", run] + format),
+                       Result(status: 0, stdout: "initial new\n", stderr: ""), "another state at revision 2: the snapshot")
+        XCTAssertEqual(try obsctl(daemon, ["watch", "k", "--since", "2"] + format), Result(status: 0, stdout: "", stderr: ""),
+                       "taken on trust: nothing to replay after 2")
+        XCTAssertEqual(try obsctl(daemon, ["watch", "k", "--run", run]),
+                       Result(status: 64, stdout: "", stderr: "obsctl: --run goes with --since\nSee 'obsctl --help'.\n"))
+    }
+
     /// A daemon killed with an ephemeral key: the restart takes a revision for the keys it lost, so
     /// the resumed watch gets `compacted` and a snapshot without the key, and obsctl prints a
     /// delete of its own for it (the daemon has no event to replay); `--values` its empty line.
