@@ -13,23 +13,29 @@ final class HTTPServer: @unchecked Sendable {
     fileprivate let isAuthorized: @Sendable (HTTPRequest) -> Bool
     fileprivate let maxBodyBytes: Int
     fileprivate let authorizedIdleTimeout: UInt32
+    fileprivate let connections: ConnectionGuard
     /// Serves on `listeningSocket` (bound and listening; the server owns it from now on). At most
     /// `connectionLimit` connections (each a thread). A connection idle for `idleTimeout` seconds
     /// is closed; once it has sent a request that `isAuthorized` (asked when the request's head is
-    /// in, before its body and its answer), for `authorizedIdleTimeout` seconds.
+    /// in, before its body and its answer), for `authorizedIdleTimeout` seconds. Until then it
+    /// is also one of at most `connectionsWithoutToken`, and closed `secondsWithoutToken` after it
+    /// was accepted, busy or not (`ConnectionGuard`).
     init(listeningSocket fd: Int32, maxBodyBytes: Int, connectionLimit: Int, idleTimeout: Int, authorizedIdleTimeout: Int,
+         connectionsWithoutToken: Int, secondsWithoutToken: Double,
          isAuthorized: @escaping @Sendable (HTTPRequest) -> Bool, handler: @escaping Handler) throws(WebError) {
         self.handler = handler
         self.isAuthorized = isAuthorized
         self.maxBodyBytes = maxBodyBytes
         self.authorizedIdleTimeout = UInt32(authorizedIdleTimeout)
+        connections = ConnectionGuard(maxWithoutToken: connectionsWithoutToken, secondsWithoutToken: secondsWithoutToken)
         let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
         daemon = obs_mhd_start(flags, fd, accessHandler, Unmanaged.passUnretained(self).toOpaque(), requestCompleted,
-                               UInt32(connectionLimit), UInt32(idleTimeout))
+                               connectionNotified, UInt32(connectionLimit), UInt32(idleTimeout))
         guard daemon != nil else {
             close(fd)
             throw WebError("cannot start the HTTP server (libmicrohttpd)")
         }
+        connections.watch(every: 0.25)
     }
 
     /// Stops accepting, ends every connection and joins their threads. Streaming bodies must
@@ -37,6 +43,7 @@ final class HTTPServer: @unchecked Sendable {
     func stop() {
         guard let daemon else { return }
         self.daemon = nil
+        connections.stop()
         MHD_stop_daemon(daemon)
     }
 
@@ -62,7 +69,9 @@ private func accessHandler(_ context: UnsafeMutableRawPointer?, _ connection: Op
         collect(connection, .HEADER_KIND) { request.headers[$0.lowercased()] = $1 }
         // The connection of someone who has the token keeps the longer timeout from now on: an
         // event stream stays quiet between keep-alives, a page between its requests.
-        if server.isAuthorized(request) { _ = obs_mhd_set_timeout(connection, server.authorizedIdleTimeout) }
+        let authorized = server.isAuthorized(request)
+        if authorized { _ = obs_mhd_set_timeout(connection, server.authorizedIdleTimeout) }
+        server.connections.headReceived(UInt(bitPattern: connection), withToken: authorized)
         state.pointee = Unmanaged.passRetained(PendingRequest(request)).toOpaque()
         return .YES
     }
@@ -88,6 +97,19 @@ private func requestCompleted(_ context: UnsafeMutableRawPointer?, _ connection:
     guard let state, let stored = state.pointee else { return }
     Unmanaged<PendingRequest>.fromOpaque(stored).release()
     state.pointee = nil
+}
+
+/// libmicrohttpd accepted a connection, or is done with one (its socket still open): both on its
+/// own thread, the one that accepts.
+private func connectionNotified(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+                                _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode) {
+    guard let context, let connection else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED: server.connections.started(UInt(bitPattern: connection), socket: obs_mhd_connection_fd(connection))
+    case .CONNECTION_NOTIFY_CLOSED: server.connections.closed(UInt(bitPattern: connection))
+    @unknown default: break
+    }
 }
 
 /// Calls `body` with each name and value of one kind (query arguments, headers).

@@ -25,6 +25,7 @@ public final class WebServer: Sendable {
                                socketPath: socketPath, version: version)
         http = try HTTPServer(listeningSocket: fd, maxBodyBytes: limits.maxBodyBytes, connectionLimit: limits.maxConnections,
                               idleTimeout: limits.idleTimeoutSeconds, authorizedIdleTimeout: limits.authorizedIdleTimeoutSeconds,
+                              connectionsWithoutToken: limits.maxConnectionsWithoutToken, secondsWithoutToken: limits.secondsWithoutToken,
                               isAuthorized: routes.isAuthorized, handler: routes.handle)
         isLoopback = ListenAddress.isLoopback(bound)
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host

@@ -6,6 +6,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Glibc
+import ObsClient
 import TestSupport
 import XCTest
 
@@ -134,7 +135,104 @@ final class TCPConnection {
         }
     }
 
+    /// Whether the peer has closed (or reset) the connection, without waiting; what it sent is kept.
+    func peerClosed() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
+            if count > 0 {
+                received += chunk[..<count]
+                continue
+            }
+            if count == 0 { return true }
+            if errno == EINTR { continue }
+            return errno != EAGAIN && errno != EWOULDBLOCK
+        }
+    }
+
     var text: String { String(decoding: received, as: UTF8.self) }
+}
+
+/// Connections to 127.0.0.1:`port` that send a request's head a byte a second and never end it
+/// (a slowloris), as any local user could: never idle, they would hold their connections for as
+/// long as the server lets them. With `reopen`, each one the server closes is opened again at once.
+final class Tricklers: @unchecked Sendable {
+    // @unchecked: the counts and `stopping` are guarded by `lock`; the connections are only
+    // touched by the thread that trickles.
+    let port: String
+    let reopen: Bool
+    private let lock = NSLock()
+    private var connections: [(connection: TCPConnection, sent: Int)?]
+    private var counts = (open: 0, closedByServer: 0, reopened: 0, rounds: 0)
+    private var stopping = false
+    private let done = DispatchSemaphore(value: 0)
+    private let head: [UInt8]
+
+    init(count: Int, port: String, reopen: Bool) throws {
+        self.port = port
+        self.reopen = reopen
+        head = Array("GET /info HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Trickle: ".utf8)
+        connections = try (0..<count).map { _ in (try TCPConnection(port: port, timeout: 5), 0) }
+        counts.open = count
+        Thread { [self] in run() }.start()
+    }
+
+    /// How many are open, how many the server closed, how many were opened again, and how many
+    /// bytes each has been sent (rounds of one byte each).
+    var open: Int { lock.withLock { counts.open } }
+    var closedByServer: Int { lock.withLock { counts.closedByServer } }
+    var reopened: Int { lock.withLock { counts.reopened } }
+    var rounds: Int { lock.withLock { counts.rounds } }
+
+    /// Waits until `condition` holds, at most `timeout` seconds; whether it does.
+    func wait(timeout: Double, until condition: (Tricklers) -> Bool) -> Bool {
+        let end = monotonicNow() + timeout
+        while !condition(self) {
+            if monotonicNow() > end { return false }
+            usleep(50_000)
+        }
+        return true
+    }
+
+    /// Stops trickling and closes every connection.
+    func stop() {
+        let first = lock.withLock {
+            defer { stopping = true }
+            return !stopping
+        }
+        if first { done.wait() }
+    }
+
+    deinit { stop() }
+
+    private func run() {
+        var nextRound = monotonicNow()
+        while !lock.withLock({ stopping }) {
+            for index in connections.indices {
+                guard let entry = connections[index], entry.connection.peerClosed() else { continue }
+                connections[index] = nil
+                if reopen, let again = try? TCPConnection(port: port, timeout: 5) { connections[index] = (again, 0) }
+                let open = connections.count { $0 != nil }
+                lock.withLock {
+                    counts.closedByServer += 1
+                    if connections[index] != nil { counts.reopened += 1 }
+                    counts.open = open
+                }
+            }
+            if monotonicNow() >= nextRound {
+                for index in connections.indices {
+                    guard let (connection, sent) = connections[index].map({ ($0.connection, $0.sent) }) else { continue }
+                    connection.send(String(decoding: [sent < head.count ? head[sent] : UInt8(ascii: "a")], as: UTF8.self))
+                    connections[index] = (connection, sent + 1)
+                }
+                nextRound += 1
+                lock.withLock { counts.rounds += 1 }
+            }
+            usleep(10_000)
+        }
+        connections = []
+        done.signal()
+    }
 }
 
 /// Another server on 127.0.0.1, on a port the system picks: any local user could run one. It

@@ -462,6 +462,64 @@ final class WebTests: XCTestCase {
         XCTAssertTrue(stream.read(until: #""event":"change","key":"a","old":1,"new":2"#), stream.text)
     }
 
+    /// A client that sends a request's head a byte a second, and never ends it, is never idle: 64
+    /// of them (as many connections as obsctl web serves at once) held every connection for as
+    /// long as they liked, and the user with the token got none. Connections without the token are
+    /// at most 32, and each is closed 10 s after it was accepted: the token's holder is served
+    /// (at once), and every trickler is closed. (The deadlines are hang guards, far above those bounds.)
+    func test_connectionsThatTrickleARequestsHead_areClosed_andTheTokenStillGetsIn() throws {
+        let daemon = try Daemon()
+        let web = try WebProcess(daemon)
+        let tricklers = try Tricklers(count: 64, port: web.port, reopen: false)
+        defer { tricklers.stop() }
+        XCTAssertTrue(tricklers.wait(timeout: 30) { $0.rounds >= 3 })
+        let owner = try TCPConnection(port: web.port, timeout: 30)
+        owner.send("GET /info HTTP/1.1\r\nHost: 127.0.0.1:\(web.port)\r\nAuthorization: Bearer \(web.token)\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(owner.readToEnd(), .eof)
+        XCTAssertTrue(owner.text.hasPrefix("HTTP/1.1 200 OK\r\n"), owner.text)
+        XCTAssertTrue(tricklers.wait(timeout: 60) { $0.open == 0 }, "still open: \(tricklers.open) of 64")
+        XCTAssertEqual(tricklers.closedByServer, 64)
+        XCTAssertEqual(HTTPExchange.send("GET", web.base + "/info", token: web.token).status, 200)
+    }
+
+    /// The page in the browser under the same attack: it loads, goes live and follows the daemon.
+    func test_thePage_loadsAndFollowsTheDaemon_whileConnectionsTrickleARequestsHead() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "greeting", "hello"])
+        let web = try WebProcess(daemon)
+        let tricklers = try Tricklers(count: 64, port: web.port, reopen: false)
+        defer { tricklers.stop() }
+        XCTAssertTrue(tricklers.wait(timeout: 30) { $0.rounds >= 3 })
+        let browser = try openPage(web)
+        browser.wait(valueIs("greeting", "\"hello\""))
+        try obsctl(daemon, ["set", "greeting", "again"])
+        browser.wait(valueIs("greeting", "\"again\""))
+    }
+
+    /// A client that opens again at once every connection the server closes, and so keeps 64
+    /// trickling however many are closed, does not keep out a request with the token. (Under such
+    /// a churn a new connection is closed in turn if its head takes long to come in: the request
+    /// is tried again, as the page does, a bounded number of times.)
+    func test_aClientThatReopensTricklingConnectionsInALoop_doesNotKeepTheTokenOut() throws {
+        let daemon = try Daemon()
+        let web = try WebProcess(daemon)
+        let tricklers = try Tricklers(count: 64, port: web.port, reopen: true)
+        defer { tricklers.stop() }
+        XCTAssertTrue(tricklers.wait(timeout: 30) { $0.rounds >= 3 })
+        var answers: [String] = []
+        for _ in 0..<20 {
+            let owner = try TCPConnection(port: web.port, timeout: 10)
+            owner.send("GET /info HTTP/1.1\r\nHost: 127.0.0.1:\(web.port)\r\nAuthorization: Bearer \(web.token)\r\nConnection: close\r\n\r\n")
+            _ = owner.readToEnd()
+            answers.append(String(owner.text.prefix(20)))
+            if owner.text.hasPrefix("HTTP/1.1 200 OK\r\n") { break }
+            usleep(200_000)
+        }
+        XCTAssertTrue(answers.last?.hasPrefix("HTTP/1.1 200 OK\r\n") == true, "\(answers)")
+        // The attack was on all along: the server closed tricklers, and they were opened again.
+        XCTAssertGreaterThan(tricklers.reopened, 0)
+    }
+
     func test_usageErrors_andNoDaemon() throws {
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "nowhere"]).status, 64)
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "127.0.0.1:99999"]).status, 64)

@@ -1,0 +1,138 @@
+import Dispatch
+import Foundation
+import Glibc
+import ObsClient
+import Synchronization
+
+/// The bounds on connections that libmicrohttpd has no option for. Its idle timeout starts again
+/// with every byte received, and it has no bound on the time a request may take: a client that
+/// trickles a request's head (a byte a second, never the blank line that ends it) would hold its
+/// connection for ever, and `maxConnections` such clients every connection, so that the browser of
+/// the user who runs obsctl web got none. Any local user can connect, and on loopback every user
+/// has the same address, so there is no telling them apart by address; what tells them apart is
+/// the token. So a connection that has not sent a request head with the token (the page's files
+/// are fetched without it) is:
+/// - closed `secondsWithoutToken` after it was accepted, whatever it is doing (a browser sends a
+///   request's head as soon as it has connected, and the page's files are small);
+/// - one of at most `maxWithoutToken`: when one more is accepted, the one that has waited longest
+///   without sending a request's head (if every other has sent one: the oldest) is closed. So a new
+///   connection always gets its turn, and its head, which a browser sends with the connection, is
+///   read at once; a client that reopens connections in a loop only closes its own older ones,
+///   and the rest of the server's connections stay for those that have the token.
+/// A connection that sent the token is left to libmicrohttpd and its idle timeout.
+///
+/// Closing is `shutdown(2)` of the connection's socket, from another thread than the connection's
+/// own: that thread, waiting in poll (or in send), sees the end, and libmicrohttpd closes the
+/// connection as it closes any other. A socket is shut down only while its connection is
+/// registered here, under the lock; libmicrohttpd reports a connection closed (`closed`) before it
+/// closes the socket, so a descriptor number that another connection reuses is never touched.
+final class ConnectionGuard: Sendable {
+    private struct Entry {
+        let socket: Int32
+        let accepted: Double
+        /// The order of acceptance, which breaks ties between equal times.
+        let serial: UInt64
+        var sentHead = false
+        var closing = false
+    }
+
+    private struct State {
+        var entries: [UInt: Entry] = [:]
+        var serial: UInt64 = 0
+        var watching = false
+        var stopped = false
+    }
+
+    let maxWithoutToken: Int
+    let secondsWithoutToken: Double
+    private let state = Mutex(State())
+    private let watchEnded = DispatchSemaphore(value: 0)
+
+    init(maxWithoutToken: Int, secondsWithoutToken: Double) {
+        self.maxWithoutToken = max(1, maxWithoutToken)
+        self.secondsWithoutToken = secondsWithoutToken
+    }
+
+    /// A connection was accepted, on `socket`; `id` names it until `closed`. Closes the one that
+    /// has waited longest if this one is past `maxWithoutToken`.
+    func started(_ id: UInt, socket: Int32, now: Double = monotonicNow()) {
+        state.withLock { state in
+            state.serial += 1
+            state.entries[id] = Entry(socket: socket, accepted: now, serial: state.serial)
+            let open = state.entries.filter { !$0.value.closing }
+            // Never the new one: it has had no time to send anything.
+            guard open.count > maxWithoutToken,
+                  let victim = open.filter({ $0.key != id })
+                      .min(by: { ($0.value.sentHead ? 1 : 0, $0.value.serial) < ($1.value.sentHead ? 1 : 0, $1.value.serial) })
+            else { return }
+            Self.close(&state.entries[victim.key]!)
+        }
+    }
+
+    /// A request's head came in on connection `id`; with the token, the connection is no longer
+    /// bounded here.
+    func headReceived(_ id: UInt, withToken: Bool) {
+        state.withLock { state in
+            if withToken {
+                state.entries[id] = nil
+            } else {
+                state.entries[id]?.sentHead = true
+            }
+        }
+    }
+
+    /// libmicrohttpd is done with connection `id` (its socket is still open).
+    func closed(_ id: UInt) {
+        _ = state.withLock { $0.entries.removeValue(forKey: id) }
+    }
+
+    /// Closes every connection without the token that was accepted `secondsWithoutToken` or more
+    /// before `now`; returns how many.
+    @discardableResult
+    func closeOverdue(now: Double = monotonicNow()) -> Int {
+        state.withLock { state in
+            var count = 0
+            for (id, entry) in state.entries where !entry.closing && now - entry.accepted >= secondsWithoutToken {
+                Self.close(&state.entries[id]!)
+                count += 1
+            }
+            return count
+        }
+    }
+
+    /// Connections without the token, not yet being closed.
+    var openWithoutToken: Int { state.withLock { $0.entries.values.count { !$0.closing } } }
+
+    /// Calls `closeOverdue` every `interval` seconds, on a thread of its own, until `stop`.
+    func watch(every interval: Double) {
+        let start = state.withLock { state in
+            guard !state.watching, !state.stopped else { return false }
+            state.watching = true
+            return true
+        }
+        guard start else { return }
+        let thread = Thread { [self] in
+            while !state.withLock({ $0.stopped }) {
+                usleep(UInt32(interval * 1_000_000))
+                closeOverdue()
+            }
+            watchEnded.signal()
+        }
+        thread.name = "obsctl-web-guard"
+        thread.start()
+    }
+
+    /// Ends the watch (waits for its thread).
+    func stop() {
+        let wasWatching = state.withLock { state in
+            defer { state.stopped = true }
+            return state.watching && !state.stopped
+        }
+        if wasWatching { watchEnded.wait() }
+    }
+
+    private static func close(_ entry: inout Entry) {
+        entry.closing = true
+        _ = shutdown(entry.socket, Int32(SHUT_RDWR))
+    }
+}

@@ -1,0 +1,88 @@
+import Glibc
+@testable import ObsWeb
+import XCTest
+
+/// `ConnectionGuard`'s rules on real sockets (pairs of connected Unix stream sockets: the guard
+/// shuts down one end, the test reads the other) and a clock the test gives.
+final class ConnectionGuardTests: XCTestCase {
+    /// One connection: `server` is the end the guard may shut down, `client` the peer's.
+    struct Pair {
+        let server: Int32
+        let client: Int32
+
+        init() throws {
+            var ends: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+            server = ends[0]
+            client = ends[1]
+        }
+
+        /// Whether the guard shut the server's end down: the client reads the end at once.
+        var isShutDown: Bool {
+            var byte: UInt8 = 0
+            return recv(client, &byte, 1, Int32(MSG_DONTWAIT)) == 0
+        }
+
+        func close() {
+            Glibc.close(server)
+            Glibc.close(client)
+        }
+    }
+
+    func pairs(_ count: Int) throws -> [Pair] { try (0..<count).map { _ in try Pair() } }
+
+    func test_pastTheLimit_theConnectionThatWaitedLongestWithoutAHeadIsClosed() throws {
+        let connections = ConnectionGuard(maxWithoutToken: 3, secondsWithoutToken: 10)
+        let pairs = try pairs(6)
+        defer { pairs.forEach { $0.close() } }
+        for id in 0..<3 { connections.started(UInt(id), socket: pairs[id].server, now: 100) }
+        XCTAssertEqual(pairs.map(\.isShutDown), [false, false, false, false, false, false])
+        // 0 has sent a request's head (without the token): 1, the oldest that has sent none, goes.
+        connections.headReceived(0, withToken: false)
+        connections.started(3, socket: pairs[3].server, now: 101)
+        XCTAssertEqual(pairs.map(\.isShutDown), [false, true, false, false, false, false])
+        // A connection that sent the token is no longer counted, nor ever closed here.
+        connections.headReceived(2, withToken: true)
+        connections.started(4, socket: pairs[4].server, now: 102)
+        XCTAssertEqual(pairs.map(\.isShutDown), [false, true, false, false, false, false])
+        XCTAssertEqual(connections.openWithoutToken, 3)
+        // 3 and 4 sent heads too: now the oldest of all goes.
+        connections.headReceived(3, withToken: false)
+        connections.headReceived(4, withToken: false)
+        connections.started(5, socket: pairs[5].server, now: 103)
+        XCTAssertEqual(pairs.map(\.isShutDown), [true, true, false, false, false, false])
+        XCTAssertEqual(connections.openWithoutToken, 3)
+    }
+
+    func test_aConnectionWithoutTheToken_isClosedItsSecondsAfterItWasAccepted_busyOrNot() throws {
+        let connections = ConnectionGuard(maxWithoutToken: 10, secondsWithoutToken: 10)
+        let pairs = try pairs(3)
+        defer { pairs.forEach { $0.close() } }
+        connections.started(0, socket: pairs[0].server, now: 100)
+        connections.started(1, socket: pairs[1].server, now: 100)
+        connections.started(2, socket: pairs[2].server, now: 105)
+        connections.headReceived(0, withToken: true)
+        connections.headReceived(1, withToken: false)
+        XCTAssertEqual(connections.closeOverdue(now: 109.9), 0)
+        XCTAssertEqual(connections.closeOverdue(now: 110), 1)
+        XCTAssertEqual(pairs.map(\.isShutDown), [false, true, false])
+        XCTAssertEqual(connections.closeOverdue(now: 110), 0)
+        XCTAssertEqual(connections.closeOverdue(now: 1000), 1)
+        XCTAssertEqual(pairs.map(\.isShutDown), [false, true, true])
+    }
+
+    /// Once libmicrohttpd has said a connection closed, its descriptor may be another socket's:
+    /// the guard never touches it again.
+    func test_aClosedConnectionsSocket_isNeverTouched() throws {
+        let connections = ConnectionGuard(maxWithoutToken: 1, secondsWithoutToken: 10)
+        let pairs = try pairs(2)
+        defer { pairs.forEach { $0.close() } }
+        connections.started(0, socket: pairs[0].server, now: 100)
+        connections.closed(0)
+        connections.started(1, socket: pairs[1].server, now: 101)
+        XCTAssertEqual(connections.closeOverdue(now: 1000), 1)
+        XCTAssertEqual(pairs.map(\.isShutDown), [false, true])
+    }
+}
