@@ -54,13 +54,7 @@ final class LiveFeedTests: XCTestCase {
     /// shown, and `kept`'s value would only be right by chance).
     func test_aStateRestoredFromABackup_andWrittenPastTheRevisionSeen_givesASnapshot() throws {
         let daemon = try Daemon(persistent: true)
-        try obsctl(daemon, ["set", "kept", "0"])
-        daemon.stop()
-        let database = daemon.root + "/state/obsd.db", backup = daemon.root + "/backup.db"
-        try FileManager.default.copyItem(atPath: database, toPath: backup)
-        try daemon.start()
-        try obsctl(daemon, ["set", "gone", "1"])
-        for value in ["1", "2"] { try obsctl(daemon, ["set", "kept", value]) }
+        try daemon.writtenPastABackup()
         let stream = FeedReader(daemon.socket)
         XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"connected""#), true)
         XCTAssertEqual(stream.next(), #"{"event":"initial","key":"gone","kind":"value","value":1,"rev":2}"#)
@@ -70,11 +64,7 @@ final class LiveFeedTests: XCTestCase {
         XCTAssertEqual(stream.next()?.hasPrefix(#"{"event":"disconnected""#), true)
 
         // The feed reconnects only when read again: the backup is back and written past 4 first.
-        try FileManager.default.removeItem(atPath: database)
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
-        try FileManager.default.copyItem(atPath: backup, toPath: database)
-        try daemon.start()
-        for value in ["\"a\"", "\"b\"", "\"c\"", "\"d\""] { try obsctl(daemon, ["set", "kept", value]) }
+        try daemon.restoreTheBackupAndWritePastIt()
         XCTAssertEqual(stream.next(), #"{"event":"connected","pid":\#(daemon.process!.processIdentifier),"rev":5,"since":4,"version":"0.1.0"}"#)
         XCTAssertEqual(stream.next(), #"{"event":"compacted","compact_rev":1}"#)
         XCTAssertEqual(stream.next(), #"{"event":"initial","key":"kept","kind":"value","value":"d","rev":5}"#)

@@ -197,6 +197,31 @@ func obsctl(_ daemon: Daemon?, _ arguments: [String], stdin: String = "", enviro
 }
 
 extension Daemon {
+    /// The backup tests' state (a persistent daemon): `kept` 0 at revision 1, copied as a backup
+    /// after a clean stop (operations.md's way), then `gone` 1 and `kept` 1 and 2, revisions 2 to 4,
+    /// written past it.
+    func writtenPastABackup() throws {
+        try obsctl(self, ["set", "kept", "0"])
+        stop()
+        try FileManager.default.copyItem(atPath: database, toPath: root + "/backup.db")
+        try start()
+        try obsctl(self, ["set", "gone", "1"])
+        for value in ["1", "2"] { try obsctl(self, ["set", "kept", value]) }
+    }
+
+    /// Stops obsd, puts the backup `writtenPastABackup` made back, starts obsd, and writes `kept`
+    /// "a" to "d", to revision 5: past the revision a watcher of the state before saw.
+    func restoreTheBackupAndWritePastIt() throws {
+        stop()
+        try FileManager.default.removeItem(atPath: database)
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+        try FileManager.default.copyItem(atPath: root + "/backup.db", toPath: database)
+        try start()
+        for value in ["\"a\"", "\"b\"", "\"c\"", "\"d\""] { try obsctl(self, ["set", "kept", value]) }
+    }
+
+    var database: String { root + "/state/obsd.db" }
+
     /// Waits until the daemon counts `count` watches: a watch started in another process is live.
     func waitForWatches(_ count: Int) {
         waitFor("\(count) watches") { stat("watches") == count }

@@ -273,23 +273,12 @@ final class WatchTests: XCTestCase {
     /// lacks. (A replay of revision 5 alone would leave `gone` printed, and nothing would say so.)
     func test_reconnect_toAStateRestoredFromABackup_andWrittenPastTheRevisionSeen_getsASnapshot() throws {
         let daemon = try Daemon(persistent: true)
-        try obsctl(daemon, ["set", "kept", "0"])
-        daemon.stop()
-        let database = daemon.root + "/state/obsd.db", backup = daemon.root + "/backup.db"
-        try FileManager.default.copyItem(atPath: database, toPath: backup)
-        try daemon.start()
-        try obsctl(daemon, ["set", "gone", "1"])
-        for value in ["1", "2"] { try obsctl(daemon, ["set", "kept", value]) }
+        try daemon.writtenPastABackup()
         let watch = try Obsctl(daemon, ["watch", "gone", "kept", "--reconnect"])
         XCTAssertEqual(watch.readLines(3).last, #"{"event":"synced","rev":4}"#)
         daemon.waitForWatches(1)
         kill(watch.process.processIdentifier, SIGSTOP)
-        daemon.stop()
-        try FileManager.default.removeItem(atPath: database)
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
-        try FileManager.default.copyItem(atPath: backup, toPath: database)
-        try daemon.start()
-        for value in ["\"a\"", "\"b\"", "\"c\"", "\"d\""] { try obsctl(daemon, ["set", "kept", value]) }
+        try daemon.restoreTheBackupAndWritePastIt()
         kill(watch.process.processIdentifier, SIGCONT)
         XCTAssertEqual(watch.readLines(4), [#"{"event":"compacted","compact_rev":1}"#,
                                             #"{"event":"initial","key":"kept","kind":"value","value":"d","rev":5}"#,
