@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 @testable import ObsWeb
 import XCTest
@@ -84,5 +85,37 @@ final class ConnectionGuardTests: XCTestCase {
         connections.started(1, socket: pairs[1].server, now: 101)
         XCTAssertEqual(connections.closeOverdue(now: 1000), 1)
         XCTAssertEqual(pairs.map(\.isShutDown), [false, true])
+    }
+
+    /// The watch's thread wakes only for a deadline: with no connection without the token it
+    /// waits (an idle obsctl web woke four times a second), and the first connection accepted
+    /// wakes it, to be closed when due. (The waits are hang guards or lower bounds: a slow machine
+    /// only waits longer, and a pass counted where none was due fails.)
+    func test_theWatch_sleepsWithNoConnectionWithoutTheToken_andWakesForTheNextOne() throws {
+        let connections = ConnectionGuard(maxWithoutToken: 10, secondsWithoutToken: 0.5)
+        connections.watch()
+        defer { connections.stop() }
+        XCTAssertTrue(waitUntil(timeout: 30) { connections.watchPasses >= 1 })
+        usleep(1_500_000)
+        XCTAssertEqual(connections.watchPasses, 1, "passes with no connection at all")
+
+        let pair = try Pair()
+        defer { pair.close() }
+        connections.started(0, socket: pair.server)
+        XCTAssertTrue(waitUntil(timeout: 30) { pair.isShutDown }, "the connection was not closed when due")
+        // Closed, it is no longer waited for: the thread sleeps again.
+        XCTAssertTrue(waitUntil(timeout: 30) { connections.openWithoutToken == 0 })
+        let passes = connections.watchPasses
+        usleep(1_500_000)
+        XCTAssertEqual(connections.watchPasses, passes, "passes once every connection was closed")
+    }
+
+    private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
     }
 }
