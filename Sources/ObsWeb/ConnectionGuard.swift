@@ -15,10 +15,10 @@ import Synchronization
 /// - closed `secondsWithoutToken` after it was accepted, whatever it is doing (a browser sends a
 ///   request's head as soon as it has connected, and the page's files are small);
 /// - one of at most `maxWithoutToken`: when one more is accepted, the one that has waited longest
-///   without sending a request's head (if every other has sent one: the oldest) is closed. So a new
-///   connection always gets its turn, and its head, which a browser sends with the connection, is
-///   read at once; a client that reopens connections in a loop only closes its own older ones,
-///   and the rest of the server's connections stay for those that have the token.
+///   without sending a request's head, if that is `headGrace` or more, is closed; otherwise the
+///   oldest. So a new connection always gets its turn, and its head, which a browser sends with
+///   the connection, is read at once; a client that reopens connections in a loop only closes its
+///   own older ones, and the rest of the server's connections stay for those that have the token.
 /// A connection that sent the token is left to libmicrohttpd and its idle timeout.
 ///
 /// Closing is `shutdown(2)` of the connection's socket, from another thread than the connection's
@@ -49,6 +49,9 @@ final class ConnectionGuard: Sendable {
     }
 
     let maxWithoutToken: Int
+    /// Seconds after which a connection that has sent no request head is taken to trickle it: a
+    /// browser sends its head as soon as it has connected.
+    static let headGrace = 1.0
     let secondsWithoutToken: Double
     private let state = Mutex(State())
     private let watchEnded = DispatchSemaphore(value: 0)
@@ -71,10 +74,16 @@ final class ConnectionGuard: Sendable {
                 wake.signal()
             }
             let open = state.entries.filter { !$0.value.closing }
-            // Never the new one: it has had no time to send anything.
+            // Never the new one: it has had no time to send anything. First one that has sent no
+            // head for `headGrace` (trickling it), then the oldest. Not any that has sent none:
+            // one accepted a moment ago has not had the time either, and it was taken first
+            // whenever every other had sent a head (a client that sends whole heads and reopens
+            // its connections closed every new connection of the page's before its head was read).
+            func rank(_ entry: Entry) -> (Int, UInt64) {
+                (!entry.sentHead && now - entry.accepted >= Self.headGrace ? 0 : 1, entry.serial)
+            }
             guard open.count > maxWithoutToken,
-                  let victim = open.filter({ $0.key != id })
-                      .min(by: { ($0.value.sentHead ? 1 : 0, $0.value.serial) < ($1.value.sentHead ? 1 : 0, $1.value.serial) })
+                  let victim = open.filter({ $0.key != id }).min(by: { rank($0.value) < rank($1.value) })
             else { return }
             Self.close(&state.entries[victim.key]!)
         }

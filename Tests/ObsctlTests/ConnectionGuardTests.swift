@@ -57,6 +57,29 @@ final class ConnectionGuardTests: XCTestCase {
         XCTAssertEqual(connections.openWithoutToken, 3)
     }
 
+    /// A client that sends whole heads (a request it never reads the answer of, a body it
+    /// trickles) and opens a connection as soon as one is closed: every connection of its has sent
+    /// a head, so the page's new connection, whose head has not been read yet, was the one the next
+    /// arrival closed, every time. It is not: the oldest goes, as long as the new one has not
+    /// waited `headGrace` for its head.
+    func test_aNewConnectionWithoutItsHeadYet_isNotClosedFirst_whenEveryOtherHasSentOne() throws {
+        let connections = ConnectionGuard(maxWithoutToken: 3, secondsWithoutToken: 10)
+        let pairs = try pairs(6)
+        defer { pairs.forEach { $0.close() } }
+        for id in 0..<3 {
+            connections.started(UInt(id), socket: pairs[id].server, now: 100)
+            connections.headReceived(UInt(id), withToken: false)
+        }
+        // The page's connection (3), its head not read yet, and at once another arrival (4).
+        connections.started(3, socket: pairs[3].server, now: 101)
+        connections.started(4, socket: pairs[4].server, now: 101.001)
+        XCTAssertEqual(pairs.map(\.isShutDown), [true, true, false, false, false, false])
+        // One that has sent no head for a second trickles it: it goes first.
+        connections.headReceived(4, withToken: false)
+        connections.started(5, socket: pairs[5].server, now: 102.5)
+        XCTAssertEqual(pairs.map(\.isShutDown), [true, true, false, true, false, false])
+    }
+
     func test_aConnectionWithoutTheToken_isClosedItsSecondsAfterItWasAccepted_busyOrNot() throws {
         let connections = ConnectionGuard(maxWithoutToken: 10, secondsWithoutToken: 10)
         let pairs = try pairs(3)
