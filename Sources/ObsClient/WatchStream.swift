@@ -52,7 +52,7 @@ public final class WatchStream: @unchecked Sendable {
     private var cancelled = false
     /// Set on reconnecting, until the next event delivered carries `followsReconnection`.
     private var reconnected = false
-    /// The pid of the daemon last connected to (from `hello`, which is sent only with `reconnect`).
+    /// The pid of the daemon last connected to (from `hello`; kept only with `reconnect`).
     private var lastPid: Int64?
     /// Only with `reconnect`: the keys delivered as present (an `initial`, `change` or `error`
     /// without a `delete` since), so that a reset can tell the caller which are gone. Names only,

@@ -15,10 +15,10 @@ import Synchronization
 /// - closed `secondsWithoutToken` after it was accepted, whatever it is doing (a browser sends a
 ///   request's head as soon as it has connected, and the page's files are small);
 /// - one of at most `maxWithoutToken`: when one more is accepted, the one that has waited longest
-///   without sending a request's head (if every other has sent one: the oldest) is closed. So a new
-///   connection always gets its turn, and its head, which a browser sends with the connection, is
-///   read at once; a client that reopens connections in a loop only closes its own older ones,
-///   and the rest of the server's connections stay for those that have the token.
+///   without sending a request's head, if that is `headGrace` or more, is closed; otherwise the
+///   oldest. So a new connection always gets its turn, and its head, which a browser sends with
+///   the connection, is read at once; a client that reopens connections in a loop only closes its
+///   own older ones, and the rest of the server's connections stay for those that have the token.
 /// A connection that sent the token is left to libmicrohttpd and its idle timeout.
 ///
 /// Closing is `shutdown(2)` of the connection's socket, from another thread than the connection's
@@ -41,12 +41,22 @@ final class ConnectionGuard: Sendable {
         var serial: UInt64 = 0
         var watching = false
         var stopped = false
+        /// Whether the watch's thread waits with no deadline (no connection without the token),
+        /// to be woken by the next `started`.
+        var sleeping = false
+        /// The watch's passes over the connections, for the tests.
+        var passes = 0
     }
 
     let maxWithoutToken: Int
+    /// Seconds after which a connection that has sent no request head is taken to trickle it: a
+    /// browser sends its head as soon as it has connected.
+    static let headGrace = 1.0
     let secondsWithoutToken: Double
     private let state = Mutex(State())
     private let watchEnded = DispatchSemaphore(value: 0)
+    /// Wakes the watch's thread: a first connection without the token, or `stop`.
+    private let wake = DispatchSemaphore(value: 0)
 
     init(maxWithoutToken: Int, secondsWithoutToken: Double) {
         self.maxWithoutToken = max(1, maxWithoutToken)
@@ -59,11 +69,21 @@ final class ConnectionGuard: Sendable {
         state.withLock { state in
             state.serial += 1
             state.entries[id] = Entry(socket: socket, accepted: now, serial: state.serial)
+            if state.sleeping {
+                state.sleeping = false
+                wake.signal()
+            }
             let open = state.entries.filter { !$0.value.closing }
-            // Never the new one: it has had no time to send anything.
+            // Never the new one: it has had no time to send anything. First one that has sent no
+            // head for `headGrace` (trickling it), then the oldest. Not any that has sent none:
+            // one accepted a moment ago has not had the time either, and it was taken first
+            // whenever every other had sent a head (a client that sends whole heads and reopens
+            // its connections closed every new connection of the page's before its head was read).
+            func rank(_ entry: Entry) -> (Int, UInt64) {
+                (!entry.sentHead && now - entry.accepted >= Self.headGrace ? 0 : 1, entry.serial)
+            }
             guard open.count > maxWithoutToken,
-                  let victim = open.filter({ $0.key != id })
-                      .min(by: { ($0.value.sentHead ? 1 : 0, $0.value.serial) < ($1.value.sentHead ? 1 : 0, $1.value.serial) })
+                  let victim = open.filter({ $0.key != id }).min(by: { rank($0.value) < rank($1.value) })
             else { return }
             Self.close(&state.entries[victim.key]!)
         }
@@ -90,21 +110,25 @@ final class ConnectionGuard: Sendable {
     /// before `now`; returns how many.
     @discardableResult
     func closeOverdue(now: Double = monotonicNow()) -> Int {
-        state.withLock { state in
-            var count = 0
-            for (id, entry) in state.entries where !entry.closing && now - entry.accepted >= secondsWithoutToken {
-                Self.close(&state.entries[id]!)
-                count += 1
-            }
-            return count
+        state.withLock { closeOverdue(&$0, now: now) }
+    }
+
+    private func closeOverdue(_ state: inout State, now: Double) -> Int {
+        var count = 0
+        for (id, entry) in state.entries where !entry.closing && now - entry.accepted >= secondsWithoutToken {
+            Self.close(&state.entries[id]!)
+            count += 1
         }
+        return count
     }
 
     /// Connections without the token, not yet being closed.
     var openWithoutToken: Int { state.withLock { $0.entries.values.count { !$0.closing } } }
 
-    /// Calls `closeOverdue` every `interval` seconds, on a thread of its own, until `stop`.
-    func watch(every interval: Double) {
+    /// Calls `closeOverdue` on a thread of its own, when the first connection accepted without the
+    /// token is due, until `stop`. With no such connection the thread waits for `started`, so that
+    /// an idle obsctl web never wakes (it woke four times a second).
+    func watch() {
         let start = state.withLock { state in
             guard !state.watching, !state.stopped else { return false }
             state.watching = true
@@ -112,9 +136,12 @@ final class ConnectionGuard: Sendable {
         }
         guard start else { return }
         let thread = Thread { [self] in
-            while !state.withLock({ $0.stopped }) {
-                usleep(UInt32(interval * 1_000_000))
-                closeOverdue()
+            while let wait = pass() {
+                if let wait {
+                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(wait * 1e9)))
+                } else {
+                    wake.wait()
+                }
             }
             watchEnded.signal()
         }
@@ -122,13 +149,36 @@ final class ConnectionGuard: Sendable {
         thread.start()
     }
 
+    /// One pass of the watch: closes what is overdue, then says how long to wait for the next
+    /// (`.some(nil)`: until woken), or nil once stopped.
+    private func pass() -> Double?? {
+        let now = monotonicNow()
+        return state.withLock { state -> Double?? in
+            guard !state.stopped else { return .none }
+            closeOverdue(&state, now: now)
+            state.passes += 1
+            guard let first = state.entries.values.lazy.filter({ !$0.closing }).map(\.accepted).min() else {
+                state.sleeping = true
+                return .some(nil)
+            }
+            // At least a millisecond: a wake a hair early does not spin.
+            return .some(max(0.001, first + secondsWithoutToken - now))
+        }
+    }
+
+    /// The watch's passes so far (each wakes its thread once).
+    var watchPasses: Int { state.withLock { $0.passes } }
+
     /// Ends the watch (waits for its thread).
     func stop() {
         let wasWatching = state.withLock { state in
             defer { state.stopped = true }
             return state.watching && !state.stopped
         }
-        if wasWatching { watchEnded.wait() }
+        if wasWatching {
+            wake.signal()
+            watchEnded.wait()
+        }
     }
 
     private static func close(_ entry: inout Entry) {

@@ -35,7 +35,7 @@ final class HTTPServer: @unchecked Sendable {
             close(fd)
             throw WebError("cannot start the HTTP server (libmicrohttpd)")
         }
-        connections.watch(every: 0.25)
+        connections.watch()
     }
 
     /// Stops accepting, ends every connection and joins their threads. Streaming bodies must

@@ -6,9 +6,9 @@ struct WebLimits: Sendable {
     /// Connections served at once, each a thread; libmicrohttpd closes one past it at once, unanswered.
     var maxConnections = 64
     /// Connections that have not sent a request with the token (any local user can open them),
-    /// at most, at once: one more closes the one that has waited longest without sending a
-    /// request, so that they never take the connections of the user who has the token, nor keep
-    /// out a new connection.
+    /// at most, at once: one more closes the one that has waited longest without sending a request
+    /// (a second or more; else the oldest), so that they never take the connections of the user
+    /// who has the token, nor keep out a new connection.
     var maxConnectionsWithoutToken = 32
     /// Seconds after which a connection that has not sent a request with the token is closed,
     /// whatever it is doing: one that sends a request's head a byte at a time is never idle.

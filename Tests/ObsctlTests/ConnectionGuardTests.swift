@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 @testable import ObsWeb
 import XCTest
@@ -56,6 +57,29 @@ final class ConnectionGuardTests: XCTestCase {
         XCTAssertEqual(connections.openWithoutToken, 3)
     }
 
+    /// A client that sends whole heads (a request it never reads the answer of, a body it
+    /// trickles) and opens a connection as soon as one is closed: every connection of its has sent
+    /// a head, so the page's new connection, whose head has not been read yet, was the one the next
+    /// arrival closed, every time. It is not: the oldest goes, as long as the new one has not
+    /// waited `headGrace` for its head.
+    func test_aNewConnectionWithoutItsHeadYet_isNotClosedFirst_whenEveryOtherHasSentOne() throws {
+        let connections = ConnectionGuard(maxWithoutToken: 3, secondsWithoutToken: 10)
+        let pairs = try pairs(6)
+        defer { pairs.forEach { $0.close() } }
+        for id in 0..<3 {
+            connections.started(UInt(id), socket: pairs[id].server, now: 100)
+            connections.headReceived(UInt(id), withToken: false)
+        }
+        // The page's connection (3), its head not read yet, and at once another arrival (4).
+        connections.started(3, socket: pairs[3].server, now: 101)
+        connections.started(4, socket: pairs[4].server, now: 101.001)
+        XCTAssertEqual(pairs.map(\.isShutDown), [true, true, false, false, false, false])
+        // One that has sent no head for a second trickles it: it goes first.
+        connections.headReceived(4, withToken: false)
+        connections.started(5, socket: pairs[5].server, now: 102.5)
+        XCTAssertEqual(pairs.map(\.isShutDown), [true, true, false, true, false, false])
+    }
+
     func test_aConnectionWithoutTheToken_isClosedItsSecondsAfterItWasAccepted_busyOrNot() throws {
         let connections = ConnectionGuard(maxWithoutToken: 10, secondsWithoutToken: 10)
         let pairs = try pairs(3)
@@ -84,5 +108,37 @@ final class ConnectionGuardTests: XCTestCase {
         connections.started(1, socket: pairs[1].server, now: 101)
         XCTAssertEqual(connections.closeOverdue(now: 1000), 1)
         XCTAssertEqual(pairs.map(\.isShutDown), [false, true])
+    }
+
+    /// The watch's thread wakes only for a deadline: with no connection without the token it
+    /// waits (an idle obsctl web woke four times a second), and the first connection accepted
+    /// wakes it, to be closed when due. (The waits are hang guards or lower bounds: a slow machine
+    /// only waits longer, and a pass counted where none was due fails.)
+    func test_theWatch_sleepsWithNoConnectionWithoutTheToken_andWakesForTheNextOne() throws {
+        let connections = ConnectionGuard(maxWithoutToken: 10, secondsWithoutToken: 0.5)
+        connections.watch()
+        defer { connections.stop() }
+        XCTAssertTrue(waitUntil(timeout: 30) { connections.watchPasses >= 1 })
+        usleep(1_500_000)
+        XCTAssertEqual(connections.watchPasses, 1, "passes with no connection at all")
+
+        let pair = try Pair()
+        defer { pair.close() }
+        connections.started(0, socket: pair.server)
+        XCTAssertTrue(waitUntil(timeout: 30) { pair.isShutDown }, "the connection was not closed when due")
+        // Closed, it is no longer waited for: the thread sleeps again.
+        XCTAssertTrue(waitUntil(timeout: 30) { connections.openWithoutToken == 0 })
+        let passes = connections.watchPasses
+        usleep(1_500_000)
+        XCTAssertEqual(connections.watchPasses, passes, "passes once every connection was closed")
+    }
+
+    private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
     }
 }

@@ -520,6 +520,30 @@ final class WebTests: XCTestCase {
         XCTAssertGreaterThan(tricklers.reopened, 0)
     }
 
+    /// obsctl web with nothing to do does not wake: its threads' voluntary context switches stay put over
+    /// three seconds (its guard over connections without the token woke four times a second, for
+    /// as long as it ran, connections or not).
+    func test_anIdleObsctlWeb_doesNotWake() throws {
+        let daemon = try Daemon()
+        let web = try WebProcess(daemon)
+        let pid = web.process.process.processIdentifier
+        // Every thread waits from the start: the first passes may fall inside the window, no more.
+        let before = contextSwitches(of: pid)
+        sleep(3)
+        let after = contextSwitches(of: pid)
+        XCTAssertLessThanOrEqual(after - before, 2, "context switches of an idle obsctl web in 3 s")
+    }
+
+    /// The voluntary context switches (waits that ended) of every thread of `pid`, summed.
+    private func contextSwitches(of pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { sum, task in
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+            return sum + status.split(separator: "\n").filter { $0.hasPrefix("voluntary_ctxt_switches:") }
+                .compactMap { Int($0.split(separator: "\t").last.map(String.init) ?? "") }.reduce(0, +)
+        }
+    }
+
     func test_usageErrors_andNoDaemon() throws {
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "nowhere"]).status, 64)
         XCTAssertEqual(try obsctl(nil, ["web", "--listen", "127.0.0.1:99999"]).status, 64)
