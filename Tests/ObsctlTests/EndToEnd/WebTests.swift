@@ -520,18 +520,21 @@ final class WebTests: XCTestCase {
         XCTAssertGreaterThan(tricklers.reopened, 0)
     }
 
-    /// obsctl web with nothing to do does not wake: its threads' voluntary context switches stay put over
-    /// three seconds (its guard over connections without the token woke four times a second, for
-    /// as long as it ran, connections or not).
+    /// obsctl web with nothing to do does not wake: its threads' voluntary context switches stay
+    /// nearly put over three seconds (its guard over connections without the token woke four times
+    /// a second, 12 in the window, for as long as it ran, connections or not). The window starts a
+    /// second after the start, and allows a few: on a loaded machine the last of the start-up's
+    /// waits can still end inside it (3 were seen in one CI run), which is not a wake-up that
+    /// repeats.
     func test_anIdleObsctlWeb_doesNotWake() throws {
         let daemon = try Daemon()
         let web = try WebProcess(daemon)
         let pid = web.process.process.processIdentifier
-        // Every thread waits from the start: the first passes may fall inside the window, no more.
+        sleep(1)
         let before = contextSwitches(of: pid)
         sleep(3)
         let after = contextSwitches(of: pid)
-        XCTAssertLessThanOrEqual(after - before, 2, "context switches of an idle obsctl web in 3 s")
+        XCTAssertLessThanOrEqual(after - before, 5, "context switches of an idle obsctl web in 3 s")
     }
 
     /// The voluntary context switches (waits that ended) of every thread of `pid`, summed.
