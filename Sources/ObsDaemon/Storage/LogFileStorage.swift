@@ -74,6 +74,10 @@ final class LogFileStorage: StateStorage {
     /// When the newest file is due to the checkpoint thread by age (monotonic seconds: its first
     /// record's append plus `rotateSeconds`); nil while it holds no record.
     private var rotateAt: Double?
+    /// After the next file could not be started (a full disk): when it may be tried again
+    /// (monotonic seconds), and why it failed, reported once until a file starts again.
+    private var startRetryAt = 0.0
+    private var startFailure: SystemError?
     /// Set once the newest file was found deleted or replaced: every later append throws it.
     private var refusal: ObsError?
     /// The run to store at `close` (`beginRun`).
@@ -210,11 +214,9 @@ final class LogFileStorage: StateStorage {
             // lock until the file is due.
             let now = monotonicSeconds()
             if let rotateAt {
-                if now >= rotateAt, !rotate() {
-                    // A file that could not be started (a full disk) is tried again a second
-                    // later, not at every append; a busy checkpoint thread at the next append.
-                    if checkpointer.isIdle { self.rotateAt = now + Checkpointer.interval }
-                }
+                // Due and not handed over: a busy checkpoint thread is asked again at the next
+                // append, a file that could not be started a second later (`rotate`).
+                if now >= rotateAt { rotate(now: now) }
             } else {
                 rotateAt = now + rotateSeconds
             }
@@ -252,10 +254,16 @@ final class LogFileStorage: StateStorage {
 
     /// Hands the newest file to the checkpoint thread (when it holds something and the thread has
     /// nothing queued) and starts the next; whether it did. A failure to start the next file leaves
-    /// the newest as it is, to be tried again at a later append or idle second.
+    /// the newest as it is, to be tried again a second later (`Checkpointer.interval`), whichever
+    /// path asks (the size, the age, the file's bound, an idle second), or by `close` at once.
+    ///
+    /// Why a second: on a disk so full that appends still fit the newest file's last block but a
+    /// new file gets none, every append past `rotateBytes` asked again, each time a create, a
+    /// failed write and an unlink: system calls and directory churn per request, for as long as
+    /// the disk stayed full. Appends go on meanwhile, up to `fileBound`.
     @discardableResult
-    private func rotate() -> Bool {
-        guard size > CommitLogFile.magic.count, checkpointer.isIdle else { return false }
+    private func rotate(now: Double = monotonicSeconds(), retryingAtOnce: Bool = false) -> Bool {
+        guard size > CommitLogFile.magic.count, retryingAtOnce || now >= startRetryAt, checkpointer.isIdle else { return false }
         let closed = (fd: fd, path: path)
         number += 1
         do throws(SystemError) {
@@ -264,7 +272,16 @@ final class LogFileStorage: StateStorage {
             number -= 1
             fd = closed.fd
             path = closed.path
+            startRetryAt = now + Checkpointer.interval
+            if startFailure == nil {
+                report("cannot start the next commit log file after \(closed.path): \(error); it is kept as the newest (appends go on up to \(fileBound) bytes) and the next file is tried every second")
+            }
+            startFailure = error
             return false
+        }
+        if startFailure != nil {
+            report("commit log file \(path) started; \(closed.path) goes to the checkpoint")
+            startFailure = nil
         }
         // The closed file's frames were synced (strict) by the appends that wrote them.
         Glibc.close(closed.fd)
@@ -316,7 +333,7 @@ final class LogFileStorage: StateStorage {
         if logBytes > 0, refusal == nil {
             // Wait for the fold in progress, so that the newest file can be queued too.
             while !checkpointer.isIdle, checkpointer.failure == nil { usleep(1000) }
-            rotate()
+            rotate(retryingAtOnce: true)
         }
         let empty = logBytes == 0
         Glibc.close(fd)

@@ -109,6 +109,103 @@ final class FullDiskTests: XCTestCase {
         XCTAssertEqual(resume(since: 2, run: loadedRun).first, "compacted", "the run before does not name this state")
     }
 
+    /// A disk so full that appends still fit the commit log's last block, but a new file gets
+    /// none: the newest file, past the size at which it is handed to the checkpoint (256 bytes
+    /// here, a debug build's OBSD_TEST_LOG_ROTATE_BYTES), cannot be replaced. The next file is
+    /// tried again a second later, not at every append (each try a create, a failed write and an
+    /// unlink: counted here by inotify), the failure is logged once, every write is acknowledged
+    /// meanwhile, and once there is room the next file starts and nothing is lost.
+    func test_aDiskWithNoRoomForANewLogFile_triesTheNextFileOnceASecond_notAtEveryAppend() throws {
+        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
+        let sandbox = try Sandbox()
+        let disk = sandbox.root + "/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        guard mount("tmpfs", disk, "tmpfs", 0, "size=1m") == 0 else {
+            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
+        }
+        defer { umount2(disk, Int32(MNT_DETACH)) }
+        let state = disk + "/state"
+        let arguments = ["--socket", sandbox.socket, "--state-dir", state]
+        let daemon = try ObsdProcess(sandbox, arguments: arguments, environment: ["OBSD_TEST_LOG_ROTATE_BYTES": "256"])
+        defer { daemon.signal(SIGKILL); _ = daemon.waitForExit() }
+        XCTAssertTrue(daemon.waitUntilListening(), daemon.log)
+        let client = try Client(sandbox.socket)
+        XCTAssertEqual(client.request(#"{"op":"set","key":"before","value":1}"#)?["ok"] as? Bool, true)
+        // The first file handed over once the writer is idle a second, folded and deleted: the
+        // newest file holds its magic alone, in a page of its own with room for a few KB.
+        XCTAssertTrue(waitFor("the first log file folded") {
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: state))?.filter { $0.hasPrefix("obsd.commitlog.") }
+            return files == ["obsd.commitlog.2"]
+        }, daemon.log)
+
+        // Every page of the disk taken.
+        let filler = open(disk + "/filler", O_WRONLY | O_CREAT, 0o600)
+        XCTAssertGreaterThanOrEqual(filler, 0)
+        for chunk in [64 << 10, 4 << 10] {
+            let bytes = [UInt8](repeating: 0x61, count: chunk)
+            while bytes.withUnsafeBytes({ write(filler, $0.baseAddress, $0.count) }) == chunk {}
+        }
+        close(filler)
+
+        let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        XCTAssertGreaterThanOrEqual(watch, 0)
+        defer { close(watch) }
+        // Deletions too: inotify merges an event with an identical one still unread, and a try's
+        // create then alternates with its unlink.
+        XCTAssertGreaterThanOrEqual(inotify_add_watch(watch, state, UInt32(IN_CREATE | IN_DELETE)), 0)
+
+        // 40 small writes, each an append that fits the newest file's page; past 256 bytes every
+        // one of them found the file due for the checkpoint.
+        let start = Date()
+        for index in 0..<40 {
+            let answer = client.request(#"{"op":"set","key":"k","value":\#(index)}"#)
+            XCTAssertEqual(answer?["ok"] as? Bool, true, "write \(index) on a disk with room in the log's page: \(answer ?? [:])")
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        let tries = createdLogFiles(watch)
+        XCTAssertGreaterThan(tries, 0, "the next file was never tried: the test did not reach its case")
+        // One try at the first append past the size, then one a second (the idle second's included).
+        XCTAssertLessThanOrEqual(tries, 2 + Int(elapsed.rounded(.up)), "new log files tried in \(elapsed) s of 40 appends")
+        XCTAssertEqual(daemon.log.components(separatedBy: "cannot start the next commit log file").count - 1, 1, daemon.log)
+
+        // Room again: the next file starts within a second or so, and everything is kept.
+        XCTAssertEqual(mount("tmpfs", disk, "tmpfs", UInt(MS_REMOUNT), "size=64m"), 0)
+        XCTAssertTrue(waitFor("the next log file started") {
+            _ = client.request(#"{"op":"set","key":"after","value":1}"#)
+            return daemon.log.contains("obsd.commitlog.3 started")
+        }, daemon.log)
+        daemon.signal(SIGTERM)
+        XCTAssertEqual(daemon.waitForExit(), 0, daemon.log)
+        let restarted = try ObsdProcess(sandbox, arguments: arguments)
+        defer { restarted.signal(SIGKILL); _ = restarted.waitForExit() }
+        XCTAssertTrue(restarted.waitUntilListening(), restarted.log)
+        let reader = try Client(sandbox.socket)
+        for (key, value) in [("before", 1), ("k", 39), ("after", 1)] {
+            XCTAssertEqual(reader.request(#"{"op":"get","key":"\#(key)"}"#)?["value"] as? Int, value, key)
+        }
+    }
+
+    /// Log files created in the watched directory since the last call (inotify's IN_CREATE).
+    private func createdLogFiles(_ watch: Int32) -> Int {
+        var count = 0
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let length = buffer.withUnsafeMutableBytes { read(watch, $0.baseAddress, $0.count) }
+            guard length > 0 else { return count }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= length {
+                let (mask, nameLength) = buffer.withUnsafeBytes { raw in
+                    let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    return (event.mask, Int(event.len))
+                }
+                let nameStart = offset + MemoryLayout<inotify_event>.size
+                let name = String(decoding: buffer[nameStart..<nameStart + nameLength].prefix { $0 != 0 }, as: UTF8.self)
+                if mask & UInt32(IN_CREATE) != 0, name.hasPrefix("obsd.commitlog.") { count += 1 }
+                offset = nameStart + nameLength
+            }
+        }
+    }
+
     private func fullDisk(durability: String, size: String = "400k", logMentions: String? = nil,
                           environment: [String: String] = [:]) throws {
         try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
