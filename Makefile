@@ -16,7 +16,8 @@ SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 
 SWIFT ?= swift
 CONFIGURATION ?= release
-# The Swift standard library and Foundation linked in: the binaries need only libsqlite3.
+# The Swift standard library and Foundation linked in: at run time obsd needs only libsqlite3
+# (libcurl4 in cluster mode), obsctl libsqlite3 and libmicrohttpd12.
 SWIFTFLAGS ?= --static-swift-stdlib
 BUILDDIR ?= .build/$(CONFIGURATION)
 
