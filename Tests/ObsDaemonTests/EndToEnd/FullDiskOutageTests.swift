@@ -16,13 +16,8 @@ final class FullDiskOutageTests: XCTestCase {
     private let valueBytes = 40_000
 
     func test_theDaemonsOwnWritesDuringAFullDisk_keepTheUnwrittenBatchBounded_andALittleRoomLetsItCatchUp() throws {
-        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
         let sandbox = try Sandbox()
-        let disk = sandbox.root + "/disk"
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        guard mount("tmpfs", disk, "tmpfs", 0, "size=4m,mode=0700") == 0 else {
-            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
-        }
+        let disk = try smallDisk(in: sandbox, size: "4m", options: "mode=0700")
         defer { umount2(disk, Int32(MNT_DETACH)) }
         let state = disk + "/state"
         let arguments = ["--socket", sandbox.socket, "--state-dir", state]

@@ -32,13 +32,8 @@ final class FullDiskTests: XCTestCase {
     /// database: each start that is refused must be refused for what a start needs (the database
     /// or the commit log's file cannot be opened), never for the run.
     func test_aStartWithLittleRoom_servesReads_andItsRunResumesAfterACleanStopWithRoom() throws {
-        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
         let sandbox = try Sandbox()
-        let disk = sandbox.root + "/disk"
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        guard mount("tmpfs", disk, "tmpfs", 0, "size=2m") == 0 else {
-            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
-        }
+        let disk = try smallDisk(in: sandbox, size: "2m")
         defer { umount2(disk, Int32(MNT_DETACH)) }
         let state = disk + "/state", database = disk + "/state/obsd.db", pristine = sandbox.root + "/pristine.db"
         let arguments = ["--socket", sandbox.socket, "--state-dir", state]
@@ -116,13 +111,8 @@ final class FullDiskTests: XCTestCase {
     /// unlink: counted here by inotify), the failure is logged once, every write is acknowledged
     /// meanwhile, and once there is room the next file starts and nothing is lost.
     func test_aDiskWithNoRoomForANewLogFile_triesTheNextFileOnceASecond_notAtEveryAppend() throws {
-        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
         let sandbox = try Sandbox()
-        let disk = sandbox.root + "/disk"
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        guard mount("tmpfs", disk, "tmpfs", 0, "size=1m") == 0 else {
-            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
-        }
+        let disk = try smallDisk(in: sandbox, size: "1m")
         defer { umount2(disk, Int32(MNT_DETACH)) }
         let state = disk + "/state"
         let arguments = ["--socket", sandbox.socket, "--state-dir", state]
@@ -208,13 +198,8 @@ final class FullDiskTests: XCTestCase {
 
     private func fullDisk(durability: String, size: String = "400k", logMentions: String? = nil,
                           environment: [String: String] = [:]) throws {
-        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
         let sandbox = try Sandbox()
-        let disk = sandbox.root + "/disk"
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        guard mount("tmpfs", disk, "tmpfs", 0, "size=\(size)") == 0 else {
-            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
-        }
+        let disk = try smallDisk(in: sandbox, size: size)
         defer { umount2(disk, Int32(MNT_DETACH)) }
         let state = disk + "/state"
         let daemon = try ObsdProcess(sandbox, arguments: ["--socket", sandbox.socket, "--state-dir", state, "--durability", durability],
@@ -287,5 +272,20 @@ final class FullDiskTests: XCTestCase {
             reader.send(#"{"op":"get","key":"k\#(index)"}"# + "\n")
             XCTAssertEqual(json(reader.readLine())["ok"] as? Bool, true, "k\(index) after the restart")
         }
+    }
+}
+
+extension XCTestCase {
+    /// A tmpfs of `size` (tmpfs's `size=`, e.g. "400k"; more mount options in `options`) mounted at
+    /// SANDBOX/disk, so that the disk really fills; the caller unmounts it (`defer`, before the
+    /// sandbox is removed). Root only: skips the test otherwise, or where no tmpfs can be mounted.
+    func smallDisk(in sandbox: Sandbox, size: String, options: String = "") throws -> String {
+        try XCTSkipUnless(geteuid() == 0, "needs root to mount a small tmpfs")
+        let disk = sandbox.root + "/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        guard mount("tmpfs", disk, "tmpfs", 0, "size=\(size)" + (options.isEmpty ? "" : "," + options)) == 0 else {
+            throw XCTSkip("cannot mount a tmpfs here (errno \(errno))")
+        }
+        return disk
     }
 }
