@@ -428,6 +428,36 @@ final class WebTests: XCTestCase {
         browser.wait(valueIs("greeting", "\"hello\""))
     }
 
+    /// Ctrl-C (or SIGTERM) ends obsctl web at once, with status 0, whatever it waits for: the
+    /// page's event stream waits for the daemon's next event, and the page's requests (`stats`
+    /// every 2 s) for the daemon's answer, up to `--timeout`. Here the daemon answers the stream
+    /// but never a `get`, as a stuck daemon, or one stopped with Ctrl-Z, answers nothing; with
+    /// `--timeout 1h`, obsctl web waited for that request to time out before it stopped (the
+    /// harness kills it after 30 s, status 137).
+    func test_ctrlC_endsObsctlWebAtOnce_whileAStreamIsOpenAndARequestWaitsForTheDaemon() throws {
+        let daemon = try Daemon()
+        try obsctl(daemon, ["set", "a", "1"])
+        let ignoring = try DaemonThatIgnores(daemon: daemon, op: "get")
+        defer { ignoring.stop() }
+        for signal in [SIGINT, SIGTERM] {
+            let web = try WebProcess(daemon, ["--timeout", "1h"], environment: ["OBSD_SOCKET": ignoring.path])
+            let stream = try TCPConnection(port: web.port, timeout: 60)
+            stream.send("GET /events?pattern=** HTTP/1.1\r\nHost: 127.0.0.1:\(web.port)\r\nAuthorization: Bearer \(web.token)\r\n\r\n")
+            XCTAssertTrue(stream.read(until: #""event":"synced""#), stream.text)
+            let before = ignoring.requestsIgnored
+            let body = #"{"op":"get","key":"a"}"#
+            let request = try TCPConnection(port: web.port, timeout: 60)
+            request.send("POST /api HTTP/1.1\r\nHost: 127.0.0.1:\(web.port)\r\nAuthorization: Bearer \(web.token)\r\n"
+                         + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body)
+            waitFor("obsctl web's request to reach the daemon") { ignoring.requestsIgnored > before }
+            kill(web.process.process.processIdentifier, signal)
+            XCTAssertEqual(web.process.finish().status, 0)
+            // The stream ended, and the request was answered, not left hanging.
+            XCTAssertEqual(stream.readToEnd(), .eof)
+            XCTAssertEqual(request.readToEnd(), .eof)
+        }
+    }
+
     // MARK: connections
 
     /// Any local user can open connections to obsctl web (at most 64 are served): one that sends
