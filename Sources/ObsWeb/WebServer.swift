@@ -23,11 +23,11 @@ public final class WebServer: Sendable {
         let link = SocketDaemonLink(path: socketPath, limits: limits, calls: calls)
         let routes = WebRoutes(token: token, api: WebAPI(link: link, readOnly: readOnly), link: link,
                                socketPath: socketPath, version: version)
+        isLoopback = ListenAddress.isLoopback(bound)
         http = try HTTPServer(listeningSocket: fd, maxBodyBytes: limits.maxBodyBytes, connectionLimit: limits.maxConnections,
                               idleTimeout: limits.idleTimeoutSeconds, authorizedIdleTimeout: limits.authorizedIdleTimeoutSeconds,
                               connectionsWithoutToken: limits.maxConnectionsWithoutToken, secondsWithoutToken: limits.secondsWithoutToken,
-                              isAuthorized: routes.isAuthorized, handler: routes.handle)
-        isLoopback = ListenAddress.isLoopback(bound)
+                              localPeers: isLoopback, isAuthorized: routes.isAuthorized, handler: routes.handle)
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
         self.address = "\(host):\(port)"
         url = "http://\(host):\(port)/#token=\(token.text)"

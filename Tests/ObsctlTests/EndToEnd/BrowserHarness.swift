@@ -235,6 +235,54 @@ final class Tricklers: @unchecked Sendable {
     }
 }
 
+/// Another local user (nobody) who reopens connections to obsctl web as fast as they are closed:
+/// Tests/Browser/storm.py keeps `count` connections open, sending nothing, run with setpriv. The
+/// tests run as root; another user's connections need root to be made.
+final class Storm {
+    private let client: Obsctl
+
+    init(port: String, count: Int = 64) throws {
+        guard geteuid() == 0 else { throw XCTSkip("connections of another user need root (setpriv --reuid)") }
+        for tool in ["/usr/bin/setpriv", "/usr/bin/python3"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("\(tool) not installed (scripts/test installs it)") }
+            throw XCTSkip("\(tool) not installed (scripts/test installs util-linux and python3)")
+        }
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Browser/storm.py").path
+        // Its text, not its path: nobody may not be able to read the work tree.
+        let script = try String(contentsOfFile: path, encoding: .utf8)
+        client = try Obsctl(nil, [], environment: ["STORM": script],
+                            shell: "exec /usr/bin/setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 -c \"$STORM\" 127.0.0.1 \(port) \(count)")
+        guard client.readLine(timeout: 30) == "ready" else {
+            throw XCTSkip("the storm did not start: \(client.stderr.suffix(2000))")
+        }
+    }
+
+    deinit { stop() }
+
+    /// How many connections it has opened again so far (each one the server closed).
+    var reopened: Int {
+        client.send("\n")
+        return client.readLine().flatMap { Int($0) } ?? -1
+    }
+
+    /// Waits until the server has closed `count` more of its connections (at most `timeout` s).
+    func waitForReopened(_ count: Int, timeout: Double = 60) -> Bool {
+        let target = reopened + count
+        let end = monotonicNow() + timeout
+        while reopened < target {
+            if monotonicNow() > end { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    func stop() {
+        guard client.process.isRunning else { return }
+        _ = client.finish()
+    }
+}
+
 /// Another server on 127.0.0.1, on a port the system picks: any local user could run one. It
 /// answers every request with a small page and records what it received, the request line and
 /// headers, byte for byte.
