@@ -73,7 +73,10 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         // `obsctl web`: the HTTP server, the page's event streams and API, and the page itself,
         // compiled in so that it needs nothing but the obsctl binary.
-        .target(name: "ObsWeb", dependencies: ["ObsClient", "ObsCore", "CMicroHTTPD"],
+        .target(name: "ObsWeb", dependencies: [
+            "ObsClient", "ObsCore", "CMicroHTTPD",
+            .target(name: "CLinux", condition: .when(platforms: [.linux])),
+        ],
                 resources: [.embedInCode("Assets/index.html"), .embedInCode("Assets/app.css"),
                             .embedInCode("Assets/app.js"), .embedInCode("Assets/graph.js")],
                 swiftSettings: strict),

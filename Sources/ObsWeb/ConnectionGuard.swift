@@ -21,6 +21,18 @@ import Synchronization
 ///   own older ones, and the rest of the server's connections stay for those that have the token.
 /// A connection that sent the token is left to libmicrohttpd and its idle timeout.
 ///
+/// Users apart. What the address cannot tell, the kernel can: the peer of a loopback connection is
+/// a socket on this machine, and its owner is known (`isOwnUser`, a sock_diag lookup). A
+/// connection of the user who runs obsctl web (the browser's) is closed in favour of another's
+/// only if no other user's is open: against a local user who reopens connections as fast as they
+/// are closed, a new connection of the page's had until 32 more arrived to send its head (tens of
+/// ms; Chromium on a loaded machine took longer), and now has its `secondsWithoutToken`. Any
+/// process of that user can read the token from obsctl web anyway, so trusting them with this
+/// order gives nothing away; and the owner only decides which connection is closed first, never
+/// what a request may do. A connection whose owner cannot be told (the lookup failed, the peer is
+/// gone) counts as another user's, which is the order without this. The owner of a connection is
+/// asked only when it is a candidate to close, at most once.
+///
 /// Closing is `shutdown(2)` of the connection's socket, from another thread than the connection's
 /// own: that thread, waiting in poll (or in send), sees the end, and libmicrohttpd closes the
 /// connection as it closes any other. A socket is shut down only while its connection is
@@ -34,6 +46,8 @@ final class ConnectionGuard: Sendable {
         let serial: UInt64
         var sentHead = false
         var closing = false
+        /// Whether the peer runs as this process's user; nil until asked.
+        var own: Bool?
     }
 
     private struct State {
@@ -58,9 +72,16 @@ final class ConnectionGuard: Sendable {
     /// Wakes the watch's thread: a first connection without the token, or `stop`.
     private let wake = DispatchSemaphore(value: 0)
 
-    init(maxWithoutToken: Int, secondsWithoutToken: Double) {
+    /// Whether the peer of a connection's socket runs as this process's user (false when that
+    /// cannot be told).
+    private let isOwnUser: @Sendable (Int32) -> Bool
+
+    /// `isOwnUser`: for connections from this machine only (a loopback listener); by default every
+    /// connection counts as another user's.
+    init(maxWithoutToken: Int, secondsWithoutToken: Double, isOwnUser: @escaping @Sendable (Int32) -> Bool = { _ in false }) {
         self.maxWithoutToken = max(1, maxWithoutToken)
         self.secondsWithoutToken = secondsWithoutToken
+        self.isOwnUser = isOwnUser
     }
 
     /// A connection was accepted, on `socket`; `id` names it until `closed`. Closes the one that
@@ -73,20 +94,36 @@ final class ConnectionGuard: Sendable {
                 state.sleeping = false
                 wake.signal()
             }
-            let open = state.entries.filter { !$0.value.closing }
-            // Never the new one: it has had no time to send anything. First one that has sent no
-            // head for `headGrace` (trickling it), then the oldest. Not any that has sent none:
-            // one accepted a moment ago has not had the time either, and it was taken first
-            // whenever every other had sent a head (a client that sends whole heads and reopens
-            // its connections closed every new connection of the page's before its head was read).
-            func rank(_ entry: Entry) -> (Int, UInt64) {
-                (!entry.sentHead && now - entry.accepted >= Self.headGrace ? 0 : 1, entry.serial)
-            }
-            guard open.count > maxWithoutToken,
-                  let victim = open.filter({ $0.key != id }).min(by: { rank($0.value) < rank($1.value) })
+            guard state.entries.values.count(where: { !$0.closing }) > maxWithoutToken,
+                  let victim = victim(among: &state.entries, new: id, now: now)
             else { return }
-            Self.close(&state.entries[victim.key]!)
+            Self.close(&state.entries[victim]!)
         }
+    }
+
+    /// The connection to close when one too many is open: another user's first (see the type's
+    /// comment), and among them, first one that has sent no head for `headGrace` (trickling it),
+    /// then the oldest. Not any that has sent none: one accepted a moment ago has not had the time
+    /// either, and it was taken first whenever every other had sent a head (a client that sends
+    /// whole heads and reopens its connections closed every new connection of the page's before
+    /// its head was read). Not the new one, which has had no time to send anything, unless it is
+    /// another user's and every other is the user's own.
+    private func victim(among entries: inout [UInt: Entry], new id: UInt, now: Double) -> UInt? {
+        func rank(_ entry: Entry) -> (Int, UInt64) {
+            (!entry.sentHead && now - entry.accepted >= Self.headGrace ? 0 : 1, entry.serial)
+        }
+        let candidates = entries.filter { $0.key != id && !$0.value.closing }.sorted { rank($0.value) < rank($1.value) }.map(\.key)
+        // Owners are asked in that order, each once: another user's storm is closed after one lookup.
+        if let other = candidates.first(where: { !isOwn(&entries[$0]!) }) { return other }
+        if entries[id]?.closing == false, !isOwn(&entries[id]!) { return id }
+        return candidates.first
+    }
+
+    private func isOwn(_ entry: inout Entry) -> Bool {
+        if let own = entry.own { return own }
+        let own = isOwnUser(entry.socket)
+        entry.own = own
+        return own
     }
 
     /// A request's head came in on connection `id`; with the token, the connection is no longer

@@ -19,15 +19,18 @@ final class HTTPServer: @unchecked Sendable {
     /// is closed; once it has sent a request that `isAuthorized` (asked when the request's head is
     /// in, before its body and its answer), for `authorizedIdleTimeout` seconds. Until then it
     /// is also one of at most `connectionsWithoutToken`, and closed `secondsWithoutToken` after it
-    /// was accepted, busy or not (`ConnectionGuard`).
+    /// was accepted, busy or not (`ConnectionGuard`). With `localPeers` (a loopback listener),
+    /// the connections of this process's user are closed after other users'.
     init(listeningSocket fd: Int32, maxBodyBytes: Int, connectionLimit: Int, idleTimeout: Int, authorizedIdleTimeout: Int,
-         connectionsWithoutToken: Int, secondsWithoutToken: Double,
+         connectionsWithoutToken: Int, secondsWithoutToken: Double, localPeers: Bool,
          isAuthorized: @escaping @Sendable (HTTPRequest) -> Bool, handler: @escaping Handler) throws(WebError) {
         self.handler = handler
         self.isAuthorized = isAuthorized
         self.maxBodyBytes = maxBodyBytes
         self.authorizedIdleTimeout = UInt32(authorizedIdleTimeout)
-        connections = ConnectionGuard(maxWithoutToken: connectionsWithoutToken, secondsWithoutToken: secondsWithoutToken)
+        connections = localPeers
+            ? ConnectionGuard(maxWithoutToken: connectionsWithoutToken, secondsWithoutToken: secondsWithoutToken, isOwnUser: PeerOwner.isOwnUser)
+            : ConnectionGuard(maxWithoutToken: connectionsWithoutToken, secondsWithoutToken: secondsWithoutToken)
         let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
         daemon = obs_mhd_start(flags, fd, accessHandler, Unmanaged.passUnretained(self).toOpaque(), requestCompleted,
                                connectionNotified, UInt32(connectionLimit), UInt32(idleTimeout))

@@ -30,13 +30,13 @@ import Synchronization
 ///    (it may be ahead already: other clients wrote before the feed was back) — the rule of
 ///    ObsClient's `Reconnection`, which `obsctl watch --reconnect` follows too: the watch starts
 ///    afresh with a snapshot, and `connected` says `reset`.
-final class LiveFeed: StreamingBody, @unchecked Sendable {
+final class LiveFeed: StreamingBody, Cancellable, @unchecked Sendable {
     // @unchecked: `read` and everything it touches belong to the connection's thread; `cancel`,
     // from the thread that stops the server, touches only `cancelled` and `current` (under `lock`).
     private let path: String
     private let pattern: String
     private let limits: WebLimits
-    private weak var registry: FeedRegistry?
+    private weak var registry: DaemonCalls?
     private let cancelled = Atomic<Bool>(false)
     /// The open connection, for `cancel` to shut down.
     private var current: ObsConnection?
@@ -61,7 +61,7 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
 
     static let firstBackoff = 0.05, maxBackoff = 2.0
 
-    init(path: String, pattern: String, limits: WebLimits, registry: FeedRegistry) {
+    init(path: String, pattern: String, limits: WebLimits, registry: DaemonCalls) {
         self.path = path
         self.pattern = pattern
         self.limits = limits
@@ -224,34 +224,5 @@ final class LiveFeed: StreamingBody, @unchecked Sendable {
         while !cancelled.load(ordering: .acquiring), monotonicNow() < end {
             usleep(UInt32(min(0.05, max(0, end - monotonicNow())) * 1_000_000))
         }
-    }
-}
-
-/// The event streams being served, so that stopping the server can end them: each may be waiting
-/// for the daemon's next event.
-final class FeedRegistry: Sendable {
-    private let state = Mutex<(feeds: [ObjectIdentifier: LiveFeed], stopped: Bool)>(([:], false))
-
-    init() {}
-
-    func add(_ feed: LiveFeed) {
-        let stopped = state.withLock {
-            $0.feeds[ObjectIdentifier(feed)] = feed
-            return $0.stopped
-        }
-        if stopped { feed.cancel() }
-    }
-
-    func remove(_ feed: LiveFeed) {
-        _ = state.withLock { $0.feeds.removeValue(forKey: ObjectIdentifier(feed)) }
-    }
-
-    /// Cancels every stream, and any added from now on.
-    func cancelAll() {
-        let feeds = state.withLock {
-            $0.stopped = true
-            return Array($0.feeds.values)
-        }
-        for feed in feeds { feed.cancel() }
     }
 }

@@ -7,8 +7,9 @@ struct WebLimits: Sendable {
     var maxConnections = 64
     /// Connections that have not sent a request with the token (any local user can open them),
     /// at most, at once: one more closes the one that has waited longest without sending a request
-    /// (a second or more; else the oldest), so that they never take the connections of the user
-    /// who has the token, nor keep out a new connection.
+    /// (a second or more; else the oldest), another user's before the user's own on loopback
+    /// (`ConnectionGuard`), so that they never take the connections of the user who has the token,
+    /// nor keep out a new connection.
     var maxConnectionsWithoutToken = 32
     /// Seconds after which a connection that has not sent a request with the token is closed,
     /// whatever it is doing: one that sends a request's head a byte at a time is never idle.

@@ -11,7 +11,7 @@ public final class WebServer: Sendable {
     /// Whether only this machine can connect (the address is 127.0.0.0/8 or ::1).
     public let isLoopback: Bool
     private let http: HTTPServer
-    private let feeds = FeedRegistry()
+    private let calls = DaemonCalls()
 
     /// Listens on `address` and serves at once. `requestTimeout` bounds each request to the daemon.
     public init(socketPath: String, address: ListenAddress, readOnly: Bool, version: String, requestTimeout: Double? = nil) throws(WebError) {
@@ -20,22 +20,23 @@ public final class WebServer: Sendable {
         let (fd, bound) = try address.listen()
         let port = ListenAddress.port(of: bound)
         let token = AccessToken.random()
-        let link = SocketDaemonLink(path: socketPath, limits: limits, feeds: feeds)
+        let link = SocketDaemonLink(path: socketPath, limits: limits, calls: calls)
         let routes = WebRoutes(token: token, api: WebAPI(link: link, readOnly: readOnly), link: link,
                                socketPath: socketPath, version: version)
+        isLoopback = ListenAddress.isLoopback(bound)
         http = try HTTPServer(listeningSocket: fd, maxBodyBytes: limits.maxBodyBytes, connectionLimit: limits.maxConnections,
                               idleTimeout: limits.idleTimeoutSeconds, authorizedIdleTimeout: limits.authorizedIdleTimeoutSeconds,
                               connectionsWithoutToken: limits.maxConnectionsWithoutToken, secondsWithoutToken: limits.secondsWithoutToken,
-                              isAuthorized: routes.isAuthorized, handler: routes.handle)
-        isLoopback = ListenAddress.isLoopback(bound)
+                              localPeers: isLoopback, isAuthorized: routes.isAuthorized, handler: routes.handle)
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
         self.address = "\(host):\(port)"
         url = "http://\(host):\(port)/#token=\(token.text)"
     }
 
-    /// Ends every event stream, then stops the server (its threads are joined).
+    /// Ends every event stream and request to the daemon, then stops the server (its threads are
+    /// joined, each done or about to be).
     public func stop() {
-        feeds.cancelAll()
+        calls.cancelAll()
         http.stop()
     }
 }

@@ -15,8 +15,8 @@ final class WebProcess {
     let process: Obsctl
     let url: String
 
-    init(_ daemon: Daemon, _ arguments: [String] = [], port: String = "0") throws {
-        process = try Obsctl(daemon, ["web", "--listen", "127.0.0.1:\(port)"] + arguments)
+    init(_ daemon: Daemon, _ arguments: [String] = [], port: String = "0", environment: [String: String] = [:]) throws {
+        process = try Obsctl(daemon, ["web", "--listen", "127.0.0.1:\(port)"] + arguments, environment: environment)
         guard let line = process.readLine(), line.hasPrefix("http://127.0.0.1:") else {
             throw XCTSkip("obsctl web printed no URL; stderr: \(process.stderr)")
         }
@@ -235,6 +235,54 @@ final class Tricklers: @unchecked Sendable {
     }
 }
 
+/// Another local user (nobody) who reopens connections to obsctl web as fast as they are closed:
+/// Tests/Browser/storm.py keeps `count` connections open, sending nothing, run with setpriv. The
+/// tests run as root; another user's connections need root to be made.
+final class Storm {
+    private let client: Obsctl
+
+    init(port: String, count: Int = 64) throws {
+        guard geteuid() == 0 else { throw XCTSkip("connections of another user need root (setpriv --reuid)") }
+        for tool in ["/usr/bin/setpriv", "/usr/bin/python3"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("\(tool) not installed (scripts/test installs it)") }
+            throw XCTSkip("\(tool) not installed (scripts/test installs util-linux and python3)")
+        }
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Browser/storm.py").path
+        // Its text, not its path: nobody may not be able to read the work tree.
+        let script = try String(contentsOfFile: path, encoding: .utf8)
+        client = try Obsctl(nil, [], environment: ["STORM": script],
+                            shell: "exec /usr/bin/setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 -c \"$STORM\" 127.0.0.1 \(port) \(count)")
+        guard client.readLine(timeout: 30) == "ready" else {
+            throw XCTSkip("the storm did not start: \(client.stderr.suffix(2000))")
+        }
+    }
+
+    deinit { stop() }
+
+    /// How many connections it has opened again so far (each one the server closed).
+    var reopened: Int {
+        client.send("\n")
+        return client.readLine().flatMap { Int($0) } ?? -1
+    }
+
+    /// Waits until the server has closed `count` more of its connections (at most `timeout` s).
+    func waitForReopened(_ count: Int, timeout: Double = 60) -> Bool {
+        let target = reopened + count
+        let end = monotonicNow() + timeout
+        while reopened < target {
+            if monotonicNow() > end { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    func stop() {
+        guard client.process.isRunning else { return }
+        _ = client.finish()
+    }
+}
+
 /// Another server on 127.0.0.1, on a port the system picks: any local user could run one. It
 /// answers every request with a small page and records what it received, the request line and
 /// headers, byte for byte.
@@ -307,6 +355,119 @@ final class OtherLocalServer: @unchecked Sendable {
         shutdown(listener, Int32(SHUT_RDWR))
         done.wait()
         close(listener)
+    }
+}
+
+/// A socket in front of a daemon, for a daemon that answers some requests and never others (a
+/// stuck daemon, or one stopped with Ctrl-Z, answers none): every connection is passed on to the
+/// daemon byte for byte, except one whose first line asks for `op`, which is read and never
+/// answered.
+final class DaemonThatIgnores: @unchecked Sendable {
+    // @unchecked: `sockets` and `ignored` are guarded by `lock`; `listener` is closed once, by `stop`.
+    let path: String
+    private let daemonPath: String
+    private let op: String
+    private let listener: Int32
+    private let lock = NSLock()
+    private var sockets: [Int32] = []
+    private var ignored = 0
+    private let done = DispatchSemaphore(value: 0)
+
+    init(daemon: Daemon, op: String) throws {
+        path = daemon.root + "/ignoring.sock"
+        daemonPath = daemon.socket
+        self.op = op
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = Self.address(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        }
+        guard bound, listen(listener, 16) == 0 else {
+            let error = errno
+            close(listener)
+            throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO)
+        }
+        Thread { [self] in serve() }.start()
+    }
+
+    /// How many requests for `op` it has read (and left unanswered) so far.
+    var requestsIgnored: Int { lock.withLock { ignored } }
+
+    /// Stops accepting and closes every connection.
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        done.wait()
+        close(listener)
+        lock.withLock { for fd in sockets { shutdown(fd, Int32(SHUT_RDWR)) } }
+    }
+
+    /// Closes `fds`, which their thread is done with (under the lock, so that `stop` never shuts
+    /// down a descriptor number that was reused).
+    private func close(_ fds: Int32...) {
+        lock.withLock {
+            sockets.removeAll { fds.contains($0) }
+            for fd in fds { Glibc.close(fd) }
+        }
+    }
+
+    private static func address(_ path: String) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        return address
+    }
+
+    private func serve() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else {
+                if errno == EINTR { continue }
+                break
+            }
+            lock.withLock { sockets.append(client) }
+            Thread { [self] in relay(client) }.start()
+        }
+        done.signal()
+    }
+
+    /// Reads the connection's first line; passes it and the rest on to the daemon, or keeps it
+    /// unanswered until the client closes.
+    private func relay(_ client: Int32) {
+        var first: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while !first.contains(0x0A) {
+            let count = recv(client, &chunk, chunk.count, 0)
+            guard count > 0 else { return close(client) }
+            first += chunk[..<count]
+        }
+        let line = String(decoding: first.prefix { $0 != 0x0A }, as: UTF8.self)
+        if line.contains(#""op":"\#(op)""#) {
+            lock.withLock { ignored += 1 }
+            while recv(client, &chunk, chunk.count, 0) > 0 {}
+            return close(client)
+        }
+        guard let daemon = try? connectedSocket(AF_UNIX, to: Self.address(daemonPath), timeout: 0) else { return close(client) }
+        lock.withLock { sockets.append(daemon) }
+        _ = first.withUnsafeBytes { send(daemon, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let answered = DispatchSemaphore(value: 0)
+        Thread {
+            Self.pump(from: daemon, to: client)
+            answered.signal()
+        }.start()
+        Self.pump(from: client, to: daemon)
+        answered.wait()
+        close(client, daemon)
+    }
+
+    /// Copies until `from` ends, then ends what is written to `to`.
+    private static func pump(from: Int32, to: Int32) {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(from, &chunk, chunk.count, 0)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0, chunk[..<count].withUnsafeBytes({ send(to, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == count else { break }
+        }
+        shutdown(to, Int32(SHUT_WR))
     }
 }
 

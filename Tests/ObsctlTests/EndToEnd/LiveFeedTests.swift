@@ -181,7 +181,7 @@ final class FeedReader {
         var limits = WebLimits()
         limits.keepAliveSeconds = 0.2
         limits.daemonSilenceSeconds = daemonSilenceSeconds
-        feed = LiveFeed(path: socket, pattern: pattern, limits: limits, registry: FeedRegistry())
+        feed = LiveFeed(path: socket, pattern: pattern, limits: limits, registry: DaemonCalls())
     }
 
     /// The next event (one line of the daemon's, or the feed's own), waiting at most `timeout`.
