@@ -33,6 +33,10 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unavailable(let message): "etcd unavailable: \(message)"
+        case .authenticationFailed(let message) where message.contains("permission denied"):
+            // The user is known and the password right: a role is missing, which "authentication
+            // failed" would hide.
+            "etcd denied the permission: \(message) (etcd's user has no role granting read and write on these keys)"
         case .authenticationFailed(let message): "etcd authentication failed: \(message)"
         case .tlsFailed(let message): "TLS to etcd failed: \(message)"
         case .compacted(let message): "revision compacted: \(message)"

@@ -125,16 +125,17 @@ enum ReadCommands {
             return 0
         }
         fields["obsctl_version"] = .string(obsctlVersion)
-        let rows = fields.sorted { $0.key < $1.key }.map { [$0.key, statsText($0.value)] }
+        let rows = fields.sorted { $0.key < $1.key }.map { [$0.key, statsText($0.value, allMembers: $0.key == "cluster")] }
         for line in TextTable.lines(rows) { context.output.line(line) }
         return 0
     }
 
     /// A counter as `stats` prints it; a group of counts (requests by operation, errors by code)
-    /// as its non-zero members, `get 2, set 5`, or `-`.
-    static func statsText(_ value: JSONValue) -> String {
+    /// as its non-zero members, `get 2, set 5`, or `-`. `allMembers` keeps the zeros: the
+    /// cluster's `lag_revisions 0` and `skipped_records 0` are what an operator looks for.
+    static func statsText(_ value: JSONValue, allMembers: Bool = false) -> String {
         guard let members = value.objectValue else { return ValueArgument.renderLine(value) }
-        let counted = members.filter { $0.value != .int(0) }.sorted { $0.key < $1.key }
+        let counted = members.filter { allMembers || $0.value != .int(0) }.sorted { $0.key < $1.key }
         return counted.isEmpty ? "-" : counted.map { "\($0.key) \(ValueArgument.renderLine($0.value))" }.joined(separator: ", ")
     }
 

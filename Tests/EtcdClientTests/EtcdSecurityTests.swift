@@ -74,6 +74,25 @@ class EtcdSecurityTests: APITestCase {
         usleep(2_500_000)
         XCTAssertEqual(try driver.range(.prefix(bytes(prefix))).kvs.map { text($0.value) }, ["v"])
     }
+
+    /// A user etcd knows, with the right password but no role on the keys, is told that the
+    /// permission is missing: "authentication failed" sent operators after the password.
+    func test_aUserWithoutARoleOnTheKeys_isToldThePermissionIsMissing() throws {
+        var options = EtcdCluster.Options()
+        options.rootPassword = "open sesame"
+        let cluster = try startEtcdCluster(options)
+        try cluster.etcdctl(["user", "add", "reader:its password"])
+
+        let reader = try ClientDriver(cluster) {
+            $0.user = "reader"
+            $0.password = "its password"
+        }
+        guard case .failure(let error)? = reader.perform(.range(.prefix(bytes(uniquePrefix())))) else {
+            return XCTFail("expected a refusal, got \(String(describing: reader.responses.values.first))")
+        }
+        XCTAssertEqual(error, .authenticationFailed("etcdserver: permission denied"))
+        XCTAssertTrue("\(error)".hasPrefix("etcd denied the permission: etcdserver: permission denied"), "\(error)")
+    }
 }
 
 /// Every test above again, over etcd's JSON gateway (`etcd_api = json`). Each is named here:
@@ -83,4 +102,25 @@ final class EtcdSecurityTestsOverTheGateway: EtcdSecurityTests {
 
     override func test_tls_withTheCAAndAClientCertificate_works_andWithoutEitherIsRefused() throws { try super.test_tls_withTheCAAndAClientCertificate_works_andWithoutEitherIsRefused() }
     override func test_authentication_withThePassword_works_andWithAWrongOneOrNoneIsRefused() throws { try super.test_authentication_withThePassword_works_andWithAWrongOneOrNoneIsRefused() }
+    override func test_aUserWithoutARoleOnTheKeys_isToldThePermissionIsMissing() throws { try super.test_aUserWithoutARoleOnTheKeys_isToldThePermissionIsMissing() }
+
+    /// With client certificates and etcd's authentication both on, the gateway refuses a client
+    /// certificate that has a CommonName (HTTP 400), explaining it in plain text only: the error
+    /// carries that text, the operator's only clue (it said "HTTP 400" and nothing more).
+    func test_aClientCertificateWithACommonName_underAuthentication_isRefusedWithTheGatewaysReason() throws {
+        var options = EtcdCluster.Options()
+        options.tls = true
+        options.rootPassword = "open sesame"
+        let cluster = try startEtcdCluster(options)
+
+        let driver = try ClientDriver(cluster) {
+            $0.user = "root"
+            $0.password = "open sesame"
+        }
+        guard case .failure(.etcd(_, let message))? = driver.perform(.status) else {
+            return XCTFail("expected etcd's refusal, got \(String(describing: driver.responses.values.first))")
+        }
+        XCTAssertTrue(message.hasPrefix("HTTP 400 from https://"), message)
+        XCTAssertTrue(message.contains(": CommonName of client sending a request against gateway will be ignored"), message)
+    }
 }

@@ -61,8 +61,7 @@ extension Driver {
             object = try GatewayObject(parsing: transfer.body)
         } catch {
             answered(at: transfer)
-            fail(operation, transfer.httpStatus == 200
-                ? error : .etcd(code: 0, message: "HTTP \(transfer.httpStatus) from \(transfer.endpoint)"))
+            fail(operation, transfer.httpStatus == 200 ? error : httpRefusal(transfer))
             return
         }
         if let failure = GatewayFailure(object) {
@@ -101,7 +100,7 @@ extension Driver {
             // No outcome: the stream was cut (the member went away mid-answer), or this is no gRPC server.
             if transfer.httpStatus != 200 {
                 answered(at: transfer)
-                fail(operation, .etcd(code: 0, message: "HTTP \(transfer.httpStatus) from \(transfer.endpoint)"))
+                fail(operation, httpRefusal(transfer))
             } else if operation.mayRepeat {
                 failOver(operation, at: transfer, "the answer ended without a gRPC status")
             } else {
@@ -172,6 +171,26 @@ extension Driver {
             answered(at: transfer)
             fail(operation, failure.error)
         }
+    }
+
+    /// An HTTP error status without etcd's JSON refusal, with the text the server sent with it:
+    /// etcd's JSON gateway explains some refusals in plain text only ("CommonName of client
+    /// sending a request against gateway will be ignored and not used as expected", for a client
+    /// certificate with a CN while etcd's authentication is on), which is the operator's only clue.
+    func httpRefusal(_ transfer: Transfer) -> EtcdError {
+        let message = "HTTP \(transfer.httpStatus) from \(transfer.endpoint)"
+        guard let text = Self.firstLine(of: transfer.body) else { return .etcd(code: 0, message: message) }
+        return .etcd(code: 0, message: "\(message): \(text)")
+    }
+
+    /// The first line of a body that is short printable text (at most 300 characters shown), nil
+    /// for an empty or binary one.
+    static func firstLine(of body: [UInt8]) -> String? {
+        guard let text = String(validating: body.prefix(4096), as: UTF8.self) else { return nil }
+        let first = text.split(whereSeparator: \.isNewline).first ?? ""
+        let line = String(first.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        guard !line.isEmpty, line.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else { return nil }
+        return line.count > 300 ? String(line.prefix(300)) + "..." : line
     }
 
     /// libcurl could not carry the transfer through.

@@ -166,7 +166,7 @@ final class EtcdLog: SharedLog {
             if problems.isEmpty { return ([head], true) }
             return (["cluster: \(problems.count) records under \(settings.prefix) cannot be read (they are skipped):"] + problems, false)
         } catch {
-            return (["cluster: cannot reach etcd (\(settings.endpoints.joined(separator: ", "))): \(error)"], false)
+            return (["cluster: cannot read \(settings.prefix) from etcd (\(settings.endpoints.joined(separator: ", "))): \(error)"], false)
         }
     }
 

@@ -92,8 +92,14 @@ public enum Configuration {
             guard (settings.etcd.certFile == nil) == (settings.etcd.keyFile == nil) else {
                 throw ConfigError("etcd_cert and etcd_key go together")
             }
-            guard (settings.etcd.user == nil) == (settings.etcd.password == nil) else {
-                throw ConfigError("etcd_user and etcd_password go together")
+            // The password is meant to come from the environment: a missing one is most often
+            // an environment obsd was not given (a unit without its EnvironmentFile=), so say where.
+            if let user = settings.etcd.user, settings.etcd.password == nil {
+                throw ConfigError("etcd_user \(user) needs a password: OBSD_ETCD_PASSWORD in obsd's environment, "
+                                  + "etcd_password or --etcd-password")
+            }
+            if settings.etcd.user == nil, settings.etcd.password != nil {
+                throw ConfigError("an etcd password (etcd_password, --etcd-password or OBSD_ETCD_PASSWORD) needs etcd_user")
             }
         }
         return settings

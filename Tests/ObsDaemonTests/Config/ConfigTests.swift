@@ -245,6 +245,21 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(settings.durability, .memory)
     }
 
+    /// The user's password is meant to be in the environment, so a missing one says where to put it.
+    func test_etcdUserWithoutAPassword_namesWhereThePasswordGoes() throws {
+        let file = "cluster = etcd\netcd_endpoints = https://etcd1:2379\netcd_user = obsd"
+        XCTAssertThrowsError(try resolve(["--config", "/tmp/my.conf"], user, files: ["/tmp/my.conf": file])) { error in
+            XCTAssertEqual("\(error)", "etcd_user obsd needs a password: OBSD_ETCD_PASSWORD in obsd's environment, etcd_password or --etcd-password")
+        }
+        var environment = user
+        environment.variables["OBSD_ETCD_PASSWORD"] = "secret"
+        XCTAssertEqual(try resolve(["--config", "/tmp/my.conf"], environment, files: ["/tmp/my.conf": file]).etcd.password, "secret")
+        let noUser = "cluster = etcd\netcd_endpoints = https://etcd1:2379"
+        XCTAssertThrowsError(try resolve(["--config", "/tmp/my.conf"], environment, files: ["/tmp/my.conf": noUser])) { error in
+            XCTAssertEqual("\(error)", "an etcd password (etcd_password, --etcd-password or OBSD_ETCD_PASSWORD) needs etcd_user")
+        }
+    }
+
     func test_configFlag_readsThatFile_andAMissingOneIsAnError() throws {
         let settings = try resolve(["--config", "/tmp/my.conf"], user, files: ["/tmp/my.conf": "history = 7"])
         XCTAssertEqual(settings.limits.history, 7)

@@ -503,6 +503,20 @@ final class ClusterTests: XCTestCase {
         let exposition = String(decoding: statsPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(exposition.contains("obsd_cluster_skipped_records_total 6\n"), exposition)
         XCTAssertTrue(exposition.contains("obsd_cluster_state{state=\"connected\"} 1\n"), exposition)
+        // What an operator reads: the cluster's row names every member, the zeros too (the
+        // members to alert on were missing from it while they were 0).
+        let text = Process()
+        text.executableURL = URL(fileURLWithPath: try builtExecutable("obsctl"))
+        text.arguments = ["--socket", hosts.socket(0), "stats"]
+        let textPipe = Pipe()
+        text.standardOutput = textPipe
+        try text.run()
+        text.waitUntilExit()
+        let rows = String(decoding: textPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let clusterRow = try XCTUnwrap(rows.split(separator: "\n").first { $0.hasPrefix("cluster ") }, rows)
+        for member in ["lag_revisions", "requests_sent 0", "requests_waiting 0", "skipped_records 6", "state connected"] {
+            XCTAssertTrue(clusterRow.contains(member), "\(member) missing from: \(clusterRow)")
+        }
         // --check reports it with its key.
         let check = Process()
         check.executableURL = URL(fileURLWithPath: try builtExecutable("obsd"))
