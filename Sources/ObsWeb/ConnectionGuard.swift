@@ -150,6 +150,7 @@ final class ConnectionGuard: Sendable {
         state.withLock { closeOverdue(&$0, now: now) }
     }
 
+    @discardableResult
     private func closeOverdue(_ state: inout State, now: Double) -> Int {
         var count = 0
         for (id, entry) in state.entries where !entry.closing && now - entry.accepted >= secondsWithoutToken {

@@ -376,6 +376,11 @@ final class EtcdLog: SharedLog {
         }
         if case .success(let response) = result {
             etcdRevision = max(etcdRevision, response.header.revision)
+            // The outage's end, logged as its start was (`failure`): a log that says only that
+            // etcd went away leaves its reader to guess whether it came back.
+            if let lastFailure {
+                log.info("cluster: etcd answers again (\(client.currentEndpoint)); the last failure was: \(lastFailure)")
+            }
             lastFailure = nil
         }
         switch (request, result) {

@@ -854,6 +854,9 @@ final class ClusterFailureTests: XCTestCase {
                 (try? hosts.request(0, #"{"op":"set","key":"k","value":\#(value)}"#)["ok"] as? Bool) == true
             }
         }
+        // The log says when the outage ended, as it said when it began.
+        let log = hosts.hosts[0]!.log
+        XCTAssertTrue(log.contains("cluster: etcd answers again"), log)
         // The watcher sees each committed change in order (the failed write may have been
         // committed after all when etcd came back: a write that timed out is "unknown").
         var seen: [Int] = []
