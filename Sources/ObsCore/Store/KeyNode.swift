@@ -8,6 +8,19 @@ enum KeyContent: Equatable {
         if case .value(let value) = self { return value }
         return nil
     }
+
+    var isValue: Bool {
+        if case .value = self { return true }
+        return false
+    }
+
+    /// Appends a `.value`'s value encoded (nothing for the other cases); the bytes appended.
+    func encodeValue(into buffer: inout ByteBuffer) -> Int {
+        guard case .value(let value) = self else { return 0 }
+        let start = buffer.count
+        value.encode(into: &buffer)
+        return buffer.count - start
+    }
 }
 
 /// The kind of an existing key, as written on the wire.

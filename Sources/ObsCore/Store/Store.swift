@@ -395,6 +395,17 @@ public final class Store {
     private func recordEvent(_ node: KeyNode, forced: Bool, redefined: Bool, reason: String?) {
         let wasMissing = node.before.kind == nil
         if redefined, !forced, node.before.kind == node.kind, node.before.content == node.content { return }
+        // The usual event (every computed of a chain): a value changed to another. Both values are
+        // read and encoded where the node holds them (switching on them here would copy each
+        // enum, and retain any string, array or object in it).
+        let changedValue = node.name.utf8.withContiguousStorageIfAvailable { name in
+            withUnsafePointer(to: &node.before.content) { old in
+                withUnsafePointer(to: &node.content) { new in
+                    watches.appendChange(key: UnsafeRawBufferPointer(name), created: wasMissing, old: old, new: new)
+                }
+            }
+        }
+        if changedValue == true { return }
         var name = node.name
         name.withUTF8 { name in
             let key = UnsafeRawBufferPointer(name)
