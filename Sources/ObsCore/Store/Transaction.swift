@@ -39,11 +39,11 @@ final class Transaction {
     /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
     @exclusivity(unchecked) private(set) var serial: UInt64
     /// The keys it touched, in order; each keeps its state before the transaction
-    /// (`KeyNode.before`).
-    @exclusivity(unchecked) var touched: [KeyNode] = []
+    /// (`KeyNode.before`). The list keeps them alive until the record is reset.
+    @exclusivity(unchecked) var touched = NodeList(retaining: true)
     /// Plain keys made nodes during the transaction (to be made records again at its end, if
     /// nothing else needs them as nodes).
-    @exclusivity(unchecked) var promoted: [KeyNode] = []
+    @exclusivity(unchecked) var promoted = NodeList(retaining: true)
     /// Keys written with `always: true`: a change event even when equal.
     @exclusivity(unchecked) var forced: Set<ObjectIdentifier> = []
     /// Keys whose definition or metadata (expression, TTL, owner) changed: a revision even without
@@ -84,8 +84,8 @@ final class Transaction {
         self.reason = reason
         self.replicated = replicated
         self.recordsDependencies = recordsDependencies
-        touched.removeAll(keepingCapacity: touched.capacity <= 4096)
-        promoted.removeAll(keepingCapacity: promoted.capacity <= 4096)
+        touched.removeAll()
+        promoted.removeAll()
         if !forced.isEmpty { forced.removeAll() }
         if !redefined.isEmpty { redefined.removeAll() }
         if !bindingsBefore.isEmpty { bindingsBefore.removeAll() }
