@@ -42,8 +42,9 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     // dynamic exclusivity checks (they cost more than the copies themselves).
     let name: String
     /// The store owns its nodes (its key table) and outlives every transaction that runs them:
-    /// reaching it costs no reference counting.
-    unowned(unsafe) let store: Store
+    /// reaching it costs no reference counting. (An `Unmanaged`, used as it is: a strong reference
+    /// taken from an `unowned(unsafe)` one is a retain and a release per evaluation.)
+    private let store: Unmanaged<Store>
     @exclusivity(unchecked) var kind: KeyKind?
     @exclusivity(unchecked) var content: KeyContent = .missing
     /// Value keys: the content as of the last time a subscriber checked it.
@@ -81,7 +82,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
 
     init(name: String, store: Store) {
         self.name = name
-        self.store = store
+        self.store = .passUnretained(store)
         super.init(role: .source)
     }
 
@@ -95,6 +96,12 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
             forced = false
             return changed
         }
+        return store._withUnsafeGuaranteedRef { evaluate(definition, in: $0) }
+    }
+
+    /// A computed's `update()`: evaluates its expression; whether its content changed.
+    @inline(__always)
+    private func evaluate(_ definition: Unmanaged<Definition>, in store: Store) -> Bool {
         store.touch(self)
         let result: KeyContent
         do {

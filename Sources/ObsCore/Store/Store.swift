@@ -31,9 +31,14 @@ public final class Store {
     @exclusivity(unchecked) var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:
     /// no dynamic exclusivity checks.)
-    /// (Unowned: whoever opens a transaction holds its record until it ends, so reading it costs
-    /// no reference counting.)
-    @exclusivity(unchecked) unowned(unsafe) var current: Transaction?
+    /// (Unretained: whoever opens a transaction holds its record until it ends, so reading it
+    /// costs no reference counting. Kept as an `Unmanaged`, which `touch` uses as it is: a strong
+    /// reference taken from an `unowned(unsafe)` one is a retain and a release.)
+    var current: Transaction? {
+        get { currentRecord?.takeUnretainedValue() }
+        set { currentRecord = newValue.map(Unmanaged.passUnretained) }
+    }
+    @exclusivity(unchecked) private var currentRecord: Unmanaged<Transaction>?
     /// The record the next transaction uses (Transaction.reset), and the list `commit` fills:
     /// kept from one transaction to the next.
     @exclusivity(unchecked) var spareTransaction: Transaction?
@@ -215,10 +220,13 @@ public final class Store {
 
     /// Records `node`'s state before the open transaction first changes it.
     func touch(_ node: KeyNode) {
-        guard let current, node.touchedBy != current.serial else { return }
-        node.touchedBy = current.serial
-        KeySnapshot.record(node)
-        current.touched.append(node)
+        guard let currentRecord else { return }
+        currentRecord._withUnsafeGuaranteedRef { current in
+            guard node.touchedBy != current.serial else { return }
+            node.touchedBy = current.serial
+            KeySnapshot.record(node)
+            current.touched.append(node)
+        }
     }
 
     /// Runs `body` as one transaction: all of it commits with one new revision, or (when it throws)
