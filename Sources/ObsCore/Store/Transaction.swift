@@ -26,6 +26,14 @@ struct KeySnapshot {
         node.before.expiresAt = node.expiresAt
         node.before.owner = node.owner
     }
+
+    /// Lets go of what the snapshot holds (its old values), at the end of its transaction. Its
+    /// other fields are numbers, read only after the next `record` sets them again.
+    mutating func forget() {
+        content = .missing
+        expressionSource = nil
+        lastGood = nil
+    }
 }
 
 /// The record of one open transaction: the keys and bindings it touched, in order, with their
