@@ -148,6 +148,12 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// A read that settles a dirty value key first, as `Observable` does, so that every subscriber
     /// of a dirty source is marked before anyone sees its new value.
     func settle() {
+        settle(in: engine)
+    }
+
+    /// `settle()`, with the engine at hand.
+    @inline(__always)
+    func settle(in engine: Engine) {
         if !isComputed {
             engine.settleSource(self)
         } else {
