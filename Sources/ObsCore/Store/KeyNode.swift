@@ -63,6 +63,10 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     var isComputed: Bool { definition != nil }
     /// The source of its expression, if it has one.
     var expressionSource: String? { definition?.expression.source }
+    /// Its definition, unretained (for a transaction's snapshot of it).
+    var definitionReference: Unmanaged<Definition>? { definition.map(Unmanaged.passUnretained) }
+    /// Its definition (to be kept alive while a snapshot names it).
+    var currentDefinition: Definition? { definition }
     /// The last successful value, for the `old` of a recovery from the error state.
     @exclusivity(unchecked) var lastGood: JSONValue?
     @exclusivity(unchecked) var rev: UInt64 = 0

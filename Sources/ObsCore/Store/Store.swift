@@ -178,6 +178,11 @@ public final class Store {
             node.committed = node.content
             node.forced = false
         }
+        // The definition replaced may be the one the open transaction's snapshot of the key
+        // names: kept until the transaction's record is reset.
+        if let current, node.touchedBy == current.serial, let replaced = node.currentDefinition {
+            current.replacedDefinitions.append(replaced)
+        }
         node.expression = expression
         guard let expression else { return }
         // Evaluated at the end of every transaction that reaches it, read or not: history and
@@ -298,7 +303,9 @@ public final class Store {
             index -= 1
             let node = transaction.touched[index]
             let before = transaction.snapshot(of: node)
-            if before.expressionSource == nil { setExpression(node, nil) }
+            // Read first: the definition the snapshot names may go once the node's is replaced.
+            let beforeSource = before.expressionSource
+            if beforeSource == nil { setExpression(node, nil) }
             setKind(node, before.kind)
             node.lastGood = before.lastGood
             node.rev = before.rev
@@ -306,7 +313,7 @@ public final class Store {
             node.version = before.version
             node.expiresAt = before.expiresAt
             node.owner = before.owner
-            if let source = before.expressionSource {
+            if let source = beforeSource {
                 node.content = before.content
                 // The definition it had compiled then; it compiles again.
                 let expression = node.expressionSource == source ? node.expression : try? compile(source)
