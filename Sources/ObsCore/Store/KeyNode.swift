@@ -8,6 +8,19 @@ enum KeyContent: Equatable {
         if case .value(let value) = self { return value }
         return nil
     }
+
+    var isValue: Bool {
+        if case .value = self { return true }
+        return false
+    }
+
+    /// Appends a `.value`'s value encoded (nothing for the other cases); the bytes appended.
+    func encodeValue(into buffer: inout ByteBuffer) -> Int {
+        guard case .value(let value) = self else { return 0 }
+        let start = buffer.count
+        value.encode(into: &buffer)
+        return buffer.count - start
+    }
 }
 
 /// The kind of an existing key, as written on the wire.
@@ -29,8 +42,9 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     // dynamic exclusivity checks (they cost more than the copies themselves).
     let name: String
     /// The store owns its nodes (its key table) and outlives every transaction that runs them:
-    /// reaching it costs no reference counting.
-    unowned(unsafe) let store: Store
+    /// reaching it costs no reference counting. (An `Unmanaged`, used as it is: a strong reference
+    /// taken from an `unowned(unsafe)` one is a retain and a release per evaluation.)
+    private let store: Unmanaged<Store>
     @exclusivity(unchecked) var kind: KeyKind?
     @exclusivity(unchecked) var content: KeyContent = .missing
     /// Value keys: the content as of the last time a subscriber checked it.
@@ -49,6 +63,10 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     var isComputed: Bool { definition != nil }
     /// The source of its expression, if it has one.
     var expressionSource: String? { definition?.expression.source }
+    /// Its definition, unretained (for a transaction's snapshot of it).
+    var definitionReference: Unmanaged<Definition>? { definition.map(Unmanaged.passUnretained) }
+    /// Its definition (to be kept alive while a snapshot names it).
+    var currentDefinition: Definition? { definition }
     /// The last successful value, for the `old` of a recovery from the error state.
     @exclusivity(unchecked) var lastGood: JSONValue?
     @exclusivity(unchecked) var rev: UInt64 = 0
@@ -68,7 +86,7 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
 
     init(name: String, store: Store) {
         self.name = name
-        self.store = store
+        self.store = .passUnretained(store)
         super.init(role: .source)
     }
 
@@ -82,6 +100,12 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
             forced = false
             return changed
         }
+        return store._withUnsafeGuaranteedRef { evaluate(definition, in: $0) }
+    }
+
+    /// A computed's `update()`: evaluates its expression; whether its content changed.
+    @inline(__always)
+    private func evaluate(_ definition: Unmanaged<Definition>, in store: Store) -> Bool {
         store.touch(self)
         let result: KeyContent
         do {
@@ -128,6 +152,12 @@ final class KeyNode: ReactiveNode, @unchecked Sendable {
     /// A read that settles a dirty value key first, as `Observable` does, so that every subscriber
     /// of a dirty source is marked before anyone sees its new value.
     func settle() {
+        settle(in: engine)
+    }
+
+    /// `settle()`, with the engine at hand.
+    @inline(__always)
+    func settle(in engine: Engine) {
         if !isComputed {
             engine.settleSource(self)
         } else {

@@ -146,8 +146,15 @@ extension Store {
     }
 
     private func sweep(_ node: KeyNode) {
-        node.before = KeySnapshot()
-        guard node.kind == nil else { return demoteIfPlain(node) }
+        node.before.forget()
+        guard let kind = node.kind else { return forgetIfUnused(node) }
+        // (Only a value key can become a record: a computed, as most keys swept in a transaction
+        // that ran computeds, is not even looked at.)
+        if kind == .value { demoteIfPlain(node) }
+    }
+
+    /// The node of a missing key that the transaction touched: forgotten if nothing reads it.
+    private func forgetIfUnused(_ node: KeyNode) {
         guard !node.hasSubscribers, let slot = slot(of: node.name), case .node(let found) = keys.entry(at: slot),
               found === node else { return }
         keys.remove(at: slot)

@@ -31,13 +31,19 @@ public final class Store {
     @exclusivity(unchecked) var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:
     /// no dynamic exclusivity checks.)
-    /// (Unowned: whoever opens a transaction holds its record until it ends, so reading it costs
-    /// no reference counting.)
-    @exclusivity(unchecked) unowned(unsafe) var current: Transaction?
+    /// (Unretained: whoever opens a transaction holds its record until it ends, so reading it
+    /// costs no reference counting. Kept as an `Unmanaged`, which `touch` uses as it is: a strong
+    /// reference taken from an `unowned(unsafe)` one is a retain and a release.)
+    var current: Transaction? {
+        get { currentRecord?.takeUnretainedValue() }
+        set { currentRecord = newValue.map(Unmanaged.passUnretained) }
+    }
+    @exclusivity(unchecked) private var currentRecord: Unmanaged<Transaction>?
     /// The record the next transaction uses (Transaction.reset), and the list `commit` fills:
     /// kept from one transaction to the next.
     @exclusivity(unchecked) var spareTransaction: Transaction?
-    @exclusivity(unchecked) private var changedNodes: [KeyNode] = []
+    /// (The list `listChanges(of:)` fills does not retain its keys: the transaction's `touched` does.)
+    @exclusivity(unchecked) private var changedNodes = NodeList(retaining: false)
     /// Keys with a TTL, by wall-clock deadline (stale entries are skipped when popped).
     @exclusivity(unchecked) var expiries = DeadlineHeap<KeyNode>()
     /// Computeds that read the clock, re-evaluated every `timeRefreshInterval`.
@@ -172,6 +178,11 @@ public final class Store {
             node.committed = node.content
             node.forced = false
         }
+        // The definition replaced may be the one the open transaction's snapshot of the key
+        // names: kept until the transaction's record is reset.
+        if let current, node.touchedBy == current.serial, let replaced = node.currentDefinition {
+            current.replacedDefinitions.append(replaced)
+        }
         node.expression = expression
         guard let expression else { return }
         // Evaluated at the end of every transaction that reaches it, read or not: history and
@@ -214,10 +225,13 @@ public final class Store {
 
     /// Records `node`'s state before the open transaction first changes it.
     func touch(_ node: KeyNode) {
-        guard let current, node.touchedBy != current.serial else { return }
-        node.touchedBy = current.serial
-        KeySnapshot.record(node)
-        current.touched.append(node)
+        guard let currentRecord else { return }
+        currentRecord._withUnsafeGuaranteedRef { current in
+            guard node.touchedBy != current.serial else { return }
+            node.touchedBy = current.serial
+            KeySnapshot.record(node)
+            current.touched.append(node)
+        }
     }
 
     /// Runs `body` as one transaction: all of it commits with one new revision, or (when it throws)
@@ -256,8 +270,8 @@ public final class Store {
     /// shared log to decide (cluster mode). The store is left as it was.
     func propose<T>(reason: String?, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, Proposal) {
         let (value, transaction) = try run(reason: reason, mode: .local, body)
-        var proposal = Proposal(changes: storedTransaction(0, changes(of: transaction), changedBindings(of: transaction),
-                                                           includeEphemeral: true))
+        listChanges(of: transaction)
+        var proposal = Proposal(changes: storedTransaction(0, changedBindings(of: transaction), includeEphemeral: true))
         proposal.changes.reason = reason
         proposal.depends = transaction.depends
         current = transaction
@@ -284,9 +298,14 @@ public final class Store {
             if let now = bindings[target], now !== old { uninstall(now) }
             if let old, bindings[old.to] == nil { install(old, initialWrite: false) }
         }
-        for node in transaction.touched.reversed() {
+        var index = transaction.touched.count
+        while index > 0 {
+            index -= 1
+            let node = transaction.touched[index]
             let before = transaction.snapshot(of: node)
-            if before.expressionSource == nil { setExpression(node, nil) }
+            // Read first: the definition the snapshot names may go once the node's is replaced.
+            let beforeSource = before.expressionSource
+            if beforeSource == nil { setExpression(node, nil) }
             setKind(node, before.kind)
             node.lastGood = before.lastGood
             node.rev = before.rev
@@ -294,7 +313,7 @@ public final class Store {
             node.version = before.version
             node.expiresAt = before.expiresAt
             node.owner = before.owner
-            if let source = before.expressionSource {
+            if let source = beforeSource {
                 node.content = before.content
                 // The definition it had compiled then; it compiles again.
                 let expression = node.expressionSource == source ? node.expression : try? compile(source)
@@ -305,19 +324,17 @@ public final class Store {
         }
     }
 
-    /// The keys a transaction changed (or redefined, or wrote with `always`), with their state
-    /// before it.
-    private func changes(of transaction: Transaction) -> [KeyNode] {
-        var changed = changedNodes
-        changedNodes = []
-        changed.removeAll(keepingCapacity: changed.capacity <= 4096)
+    /// Lists in `changedNodes` the keys a transaction changed (or redefined, or wrote with
+    /// `always`), with their state before it. The list is valid until the next call; its keys
+    /// are kept alive by the transaction's `touched`.
+    private func listChanges(of transaction: Transaction) {
+        changedNodes.removeAll()
         transaction.touched.forEachGuaranteed { node in
             if node.before.kind != node.kind || node.before.content != node.content || transaction.isForced(node)
                 || transaction.isRedefined(node) {
-                changed.append(node)
+                changedNodes.append(node)
             }
         }
-        return changed
     }
 
     /// The targets whose binding a transaction changed.
@@ -330,10 +347,9 @@ public final class Store {
     }
 
     private func commit(_ transaction: Transaction, _ mode: CommitMode) throws(ObsError) -> CommitResult {
-        let changed = changes(of: transaction)
-        defer { changedNodes = changed }
+        listChanges(of: transaction)
         let bindingTargets = changedBindings(of: transaction)
-        if changed.isEmpty && bindingTargets.isEmpty, !mode.isReplicated {
+        if changedNodes.isEmpty && bindingTargets.isEmpty, !mode.isReplicated {
             sweep(transaction)
             return CommitResult(rev: rev, persisted: false)
         }
@@ -347,7 +363,7 @@ public final class Store {
                 // computed the clock re-evaluated): then as its revision alone. The counter must
                 // not go back at a restart, or revisions clients saw would be given again to other
                 // changes, and a watch resumed `since` one of them would miss those.
-                let stored = storedTransaction(newRev, changed, bindingTargets, includeEphemeral: false)
+                let stored = storedTransaction(newRev, bindingTargets, includeEphemeral: false)
                 do {
                     try storage.commit(stored)
                 } catch {
@@ -367,7 +383,7 @@ public final class Store {
         }
         rev = newRev
         watches.beginEvents(rev: newRev)
-        changed.forEachGuaranteed { node in
+        changedNodes.forEachGuaranteed { node in
             recordEvent(node, forced: transaction.isForced(node), redefined: transaction.isRedefined(node), reason: transaction.reason)
             if transaction.replicated, transaction.replicatedMetadata.contains(ObjectIdentifier(node)) {
                 // Revisions the shared log gave this key, set when it was applied.
@@ -390,11 +406,22 @@ public final class Store {
         return CommitResult(rev: newRev, persisted: persisted)
     }
 
-    /// Records the event of a changed key (one of `changes(of:)`), if its change is one watches
+    /// Records the event of a changed key (one of `changedNodes`), if its change is one watches
     /// see: a key only redefined, or given other metadata, has none.
     private func recordEvent(_ node: KeyNode, forced: Bool, redefined: Bool, reason: String?) {
         let wasMissing = node.before.kind == nil
         if redefined, !forced, node.before.kind == node.kind, node.before.content == node.content { return }
+        // The usual event (every computed of a chain): a value changed to another. Both values are
+        // read and encoded where the node holds them (switching on them here would copy each
+        // enum, and retain any string, array or object in it).
+        let changedValue = node.name.utf8.withContiguousStorageIfAvailable { name in
+            withUnsafePointer(to: &node.before.content) { old in
+                withUnsafePointer(to: &node.content) { new in
+                    watches.appendChange(key: UnsafeRawBufferPointer(name), created: wasMissing, old: old, new: new)
+                }
+            }
+        }
+        if changedValue == true { return }
         var name = node.name
         name.withUTF8 { name in
             let key = UnsafeRawBufferPointer(name)
@@ -419,12 +446,13 @@ public final class Store {
         }
     }
 
-    /// What a transaction changes of the persisted state; with `includeEphemeral` (a proposal to a
-    /// shared log, which keeps them) ephemeral keys too, with their owner.
-    private func storedTransaction(_ rev: UInt64, _ changed: [KeyNode], _ bindingTargets: [String],
-                                   includeEphemeral: Bool) -> StoredTransaction {
+    /// What a transaction changes of the persisted state (its changed keys: `changedNodes`); with
+    /// `includeEphemeral` (a proposal to a shared log, which keeps them) ephemeral keys too, with
+    /// their owner.
+    private func storedTransaction(_ rev: UInt64, _ bindingTargets: [String], includeEphemeral: Bool) -> StoredTransaction {
         var stored = StoredTransaction(rev: rev)
-        for node in changed {
+        for index in 0..<changedNodes.count {
+            let node = changedNodes[index]
             let before = node.before
             if node.kind == .value, node.owner == nil || includeEphemeral, case .value(let value) = node.content {
                 var key = StoredKey(key: node.name, value: value, rev: rev,

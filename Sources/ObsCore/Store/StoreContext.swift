@@ -3,6 +3,15 @@
 struct StoreContext: ExpressionContext {
     /// Made for one evaluation, by the store itself: it outlives it.
     unowned(unsafe) let store: Store
+    /// The engine, reached once for the evaluation: each read of the global `engine` is a call
+    /// (its lazy initialisation's check), and a key read used it four times. (Unretained, and
+    /// used as it is: a strong reference taken from it would be a retain and a release.)
+    private let engineReference: Unmanaged<Engine>
+
+    init(store: Store) {
+        self.store = store
+        engineReference = .passUnretained(engine)
+    }
 
     func value(ofKey name: String) throws(ObsError) -> JSONValue? {
         try read(name, tracked: true)
@@ -43,29 +52,36 @@ struct StoreContext: ExpressionContext {
     var now: Double { store.clock.now }
 
     private func read(_ name: String, tracked: Bool) throws(ObsError) -> JSONValue? {
+        let result = engineReference._withUnsafeGuaranteedRef { engine in
+            Result { () throws(ObsError) -> JSONValue? in try read(name, tracked: tracked, engine: engine) }
+        }
+        return try result.get()
+    }
+
+    private func read(_ name: String, tracked: Bool, engine: Engine) throws(ObsError) -> JSONValue? {
         let tracking = tracked && engine.isTracking
         if !tracking, case .record(let record)? = store.view(name) {
             // Read without recording: a plain key need not become a node.
             return KeyView.record(record).content.value
         }
-        if tracking, let expected = expectedKey(name) {
+        if tracking, let expected = expectedKey(name, engine: engine) {
             // The node read at this position last time, which the reader's link keeps alive:
             // read with no reference counting.
             let result = expected._withUnsafeGuaranteedRef { node in
-                Result { () throws(ObsError) -> JSONValue? in try read(node, name, tracking: true) }
+                Result { () throws(ObsError) -> JSONValue? in try read(node, name, tracking: true, engine: engine) }
             }
             return try result.get()
         }
         guard let node = store.node(name, create: tracking) else { return nil }
-        return try read(node, name, tracking: tracking)
+        return try read(node, name, tracking: tracking, engine: engine)
     }
 
-    private func read(_ node: KeyNode, _ name: String, tracking: Bool) throws(ObsError) -> JSONValue? {
+    private func read(_ node: KeyNode, _ name: String, tracking: Bool, engine: Engine) throws(ObsError) -> JSONValue? {
         if node.isEvaluating {
             if tracking { engine.recordRead(of: node) }
             throw ObsError(.cycle, "cycle: '\(name)' depends on itself")
         }
-        node.settle()
+        node.settle(in: engine)
         if tracking { engine.recordRead(of: node) }
         switch node.content {
         case .missing: return nil
@@ -77,7 +93,7 @@ struct StoreContext: ExpressionContext {
     /// The key node the evaluation under way read at this position last time, if it is `name`'s:
     /// a computed usually reads its keys in the same order as last time, so that node names it,
     /// with no hashing.
-    private func expectedKey(_ name: String) -> Unmanaged<KeyNode>? {
+    private func expectedKey(_ name: String, engine: Engine) -> Unmanaged<KeyNode>? {
         guard let expected = engine.expectedReadReference(),
               expected._withUnsafeGuaranteedRef({ type(of: $0) == KeyNode.self && unsafeDowncast($0, to: KeyNode.self).name == name })
         else { return nil }

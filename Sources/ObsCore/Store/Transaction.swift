@@ -1,12 +1,16 @@
 /// A key's state before a transaction first touched it: what its events compare against and what
-/// a rollback restores. A computed's expression is kept as its source (a copy of the compiled
-/// expression, taken for every computed of every transaction, cost several references each, and
-/// so would a reference to it: a source of up to 15 bytes is held in the string itself; a rollback
-/// that must restore another definition compiles it again).
+/// a rollback restores. A computed's expression is kept as its definition, unretained (a copy of
+/// the compiled expression, taken for every computed of every transaction, cost several
+/// references each, and a retained reference or a copy of its source one each): the node holds
+/// it, and a definition replaced while the transaction is open is kept alive by the transaction
+/// (`Transaction.replacedDefinitions`) until it is reset. A rollback that must restore another
+/// definition compiles its source again.
 struct KeySnapshot {
     var kind: KeyKind?
     var content: KeyContent = .missing
-    var expressionSource: String?
+    var definition: Unmanaged<Definition>?
+    /// The source of the expression it had, if it was a computed.
+    var expressionSource: String? { definition?._withUnsafeGuaranteedRef { $0.expression.source } }
     var lastGood: JSONValue?
     var rev: UInt64 = 0
     var createdRev: UInt64 = 0
@@ -18,13 +22,21 @@ struct KeySnapshot {
     static func record(_ node: KeyNode) {
         node.before.kind = node.kind
         node.before.content = node.content
-        node.before.expressionSource = node.expressionSource
+        node.before.definition = node.definitionReference
         node.before.lastGood = node.lastGood
         node.before.rev = node.rev
         node.before.createdRev = node.createdRev
         node.before.version = node.version
         node.before.expiresAt = node.expiresAt
         node.before.owner = node.owner
+    }
+
+    /// Lets go of what the snapshot holds (its old values), at the end of its transaction. Its
+    /// other fields are numbers, read only after the next `record` sets them again.
+    mutating func forget() {
+        content = .missing
+        definition = nil
+        lastGood = nil
     }
 }
 
@@ -39,11 +51,11 @@ final class Transaction {
     /// Distinguishes this transaction's marks on the nodes (`KeyNode.touchedBy`).
     @exclusivity(unchecked) private(set) var serial: UInt64
     /// The keys it touched, in order; each keeps its state before the transaction
-    /// (`KeyNode.before`).
-    @exclusivity(unchecked) var touched: [KeyNode] = []
+    /// (`KeyNode.before`). The list keeps them alive until the record is reset.
+    @exclusivity(unchecked) var touched = NodeList(retaining: true)
     /// Plain keys made nodes during the transaction (to be made records again at its end, if
     /// nothing else needs them as nodes).
-    @exclusivity(unchecked) var promoted: [KeyNode] = []
+    @exclusivity(unchecked) var promoted = NodeList(retaining: true)
     /// Keys written with `always: true`: a change event even when equal.
     @exclusivity(unchecked) var forced: Set<ObjectIdentifier> = []
     /// Keys whose definition or metadata (expression, TTL, owner) changed: a revision even without
@@ -70,6 +82,9 @@ final class Transaction {
     /// effects it set off wrote nothing where it was proposed, and are noted here to run again.
     @exclusivity(unchecked) var bindingsUnseen = false
     @exclusivity(unchecked) var missedBindings: [BindingEffect] = []
+    /// The definitions of keys it touched that it replaced: their snapshots name them, unretained
+    /// (`KeySnapshot.definition`).
+    @exclusivity(unchecked) var replacedDefinitions: [Definition] = []
 
     init(serial: UInt64, reason: String?, replicated: Bool = false, recordsDependencies: Bool = false) {
         self.serial = serial
@@ -84,8 +99,8 @@ final class Transaction {
         self.reason = reason
         self.replicated = replicated
         self.recordsDependencies = recordsDependencies
-        touched.removeAll(keepingCapacity: touched.capacity <= 4096)
-        promoted.removeAll(keepingCapacity: promoted.capacity <= 4096)
+        touched.removeAll()
+        promoted.removeAll()
         if !forced.isEmpty { forced.removeAll() }
         if !redefined.isEmpty { redefined.removeAll() }
         if !bindingsBefore.isEmpty { bindingsBefore.removeAll() }
@@ -94,6 +109,7 @@ final class Transaction {
         bindingsUnseen = false
         if !missedBindings.isEmpty { missedBindings.removeAll() }
         if !replicatedMetadata.isEmpty { replicatedMetadata.removeAll() }
+        if !replacedDefinitions.isEmpty { replacedDefinitions.removeAll() }
     }
 
     /// Whether `node` was written with `always` in this transaction.

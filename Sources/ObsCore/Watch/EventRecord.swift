@@ -131,11 +131,7 @@ extension ByteBuffer {
     /// one, `new`; a delete: `old`, and `reason` when not a client's; an error: `error`).
     mutating func appendEvent(_ kind: KeyEvent.Kind, key: UnsafeRawBufferPointer, created: Bool,
                               old: EventValue? = nil, new: EventValue? = nil, error: ObsError? = nil, reason: String? = nil) {
-        let start = count
-        reserve(EventRecord.headerSize + key.count)
-        end.initializeMemory(as: UInt8.self, repeating: 0, count: EventRecord.headerSize)
-        didAppend(EventRecord.headerSize)
-        append(key)
+        let start = beginEventRecord(key: key)
         var oldLength = UInt32.max
         var newLength = 0
         switch kind {
@@ -155,6 +151,26 @@ extension ByteBuffer {
             reason.withUTF8 { append(UnsafeRawBufferPointer($0)) }
             reasonLength = reason.utf8.count
         }
+        endEventRecord(start: start, kind, created: created, keyLength: key.count, oldLength: oldLength, newLength: newLength,
+                       reasonLength: reasonLength)
+    }
+
+    /// Starts an `EventRecord`: its header (zeros, filled by `endEventRecord`) and its key; where
+    /// it starts. Its values follow, appended by the caller.
+    @inline(__always)
+    mutating func beginEventRecord(key: UnsafeRawBufferPointer) -> Int {
+        let start = count
+        reserve(EventRecord.headerSize + key.count)
+        end.initializeMemory(as: UInt8.self, repeating: 0, count: EventRecord.headerSize)
+        didAppend(EventRecord.headerSize)
+        append(key)
+        return start
+    }
+
+    /// Ends the record begun at `start`: pads it to 8 bytes and fills its header.
+    @inline(__always)
+    mutating func endEventRecord(start: Int, _ kind: KeyEvent.Kind, created: Bool, keyLength: Int, oldLength: UInt32,
+                                 newLength: Int, reasonLength: Int) {
         let padding = (8 - count % 8) % 8
         reserve(padding)
         end.initializeMemory(as: UInt8.self, repeating: 0, count: padding)
@@ -163,7 +179,7 @@ extension ByteBuffer {
         header.storeBytes(of: UInt32(count - start), as: UInt32.self)
         header.storeBytes(of: kind.code, toByteOffset: 4, as: UInt8.self)
         header.storeBytes(of: created ? 1 : 0, toByteOffset: 5, as: UInt8.self)
-        header.storeBytes(of: UInt16(key.count), toByteOffset: 6, as: UInt16.self)
+        header.storeBytes(of: UInt16(keyLength), toByteOffset: 6, as: UInt16.self)
         header.storeBytes(of: oldLength, toByteOffset: 8, as: UInt32.self)
         header.storeBytes(of: UInt32(newLength), toByteOffset: 12, as: UInt32.self)
         header.storeBytes(of: UInt32(reasonLength), toByteOffset: 16, as: UInt32.self)

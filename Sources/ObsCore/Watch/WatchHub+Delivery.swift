@@ -22,6 +22,19 @@ extension WatchHub {
         open.appendEvent(kind, key: key, created: created, old: old, new: new, error: error, reason: reason)
     }
 
+    /// Records the change of a key from one value to another, if `old` and `new` are both values
+    /// (whether they were): the usual event, written without copying either out of its key.
+    func appendChange(key: UnsafeRawBufferPointer, created: Bool, old: UnsafePointer<KeyContent>,
+                      new: UnsafePointer<KeyContent>) -> Bool {
+        guard old.pointee.isValue, new.pointee.isValue else { return false }
+        let start = open.beginEventRecord(key: key)
+        let oldLength = old.pointee.encodeValue(into: &open)
+        let newLength = new.pointee.encodeValue(into: &open)
+        open.endEventRecord(start: start, .change, created: created, keyLength: key.count, oldLength: UInt32(oldLength),
+                            newLength: newLength, reasonLength: 0)
+        return true
+    }
+
     /// The body of `record`, an event of the transaction being committed: written on its first
     /// delivery, then the same bytes for every other watch that gets it. Valid until the next
     /// call (which may grow `bodies`).

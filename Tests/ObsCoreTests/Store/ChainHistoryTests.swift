@@ -131,4 +131,23 @@ final class ChainHistoryTests: XCTestCase {
         XCTAssertEqual(harness.store.value(forKey: "b"), 41)
         XCTAssertEqual(writer.request(#"{"op":"describe","key":"a"}"#)["expr"], "$src * 10")
     }
+
+    /// A batch that redefines a computed twice: its snapshot of the key names the first
+    /// definition, which the batch replaced; a failed batch restores that one, a committed one
+    /// keeps the last.
+    func test_batchRedefiningTwice_restoresTheFirstDefinition_orKeepsTheLast() {
+        let harness = Harness()
+        let writer = harness.connect()
+        writer.request(#"{"op":"set","key":"src","value":1}"#)
+        writer.request(#"{"op":"define","key":"a","expr":"$src * 10"}"#)
+        let failed = writer.request(
+            #"{"op":"batch","ops":[{"op":"define","key":"a","expr":"$src - 1"},{"op":"define","key":"a","expr":"$src + 100"},{"op":"set","key":"src","value":3,"if_rev":999999}]}"#)
+        XCTAssertEqual(failed["error"]?["code"], "conflict")
+        XCTAssertEqual(writer.request(#"{"op":"describe","key":"a"}"#)["expr"], "$src * 10")
+        XCTAssertEqual(harness.store.value(forKey: "a"), 10)
+        writer.request(
+            #"{"op":"batch","ops":[{"op":"define","key":"a","expr":"$src - 1"},{"op":"define","key":"a","expr":"$src + 100"},{"op":"set","key":"src","value":2}]}"#)
+        XCTAssertEqual(writer.request(#"{"op":"describe","key":"a"}"#)["expr"], "$src + 100")
+        XCTAssertEqual(harness.store.value(forKey: "a"), 102)
+    }
 }
