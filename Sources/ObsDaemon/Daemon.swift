@@ -63,7 +63,7 @@ public final class Daemon {
         let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
 
         // Cluster mode: etcd holds the state; no database here.
-        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd ? try EtcdLog.start(settings.etcd, log: log) : nil
+        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd ? try EtcdLog.start(settings.etcd, history: settings.limits.history, log: log) : nil
         defer { cluster?.log.close() }
         let (storage, lock) = cluster == nil ? try openStorage() : (GroupCommitStorage(), -1)
         defer {

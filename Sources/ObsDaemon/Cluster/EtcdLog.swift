@@ -89,6 +89,10 @@ final class EtcdLog: SharedLog {
     private var diverged: String?
     /// The ID of the etcd cluster this host read its state from at start.
     private var clusterID: UInt64 = 0
+    /// At start, when the state was read as of an older revision (`startingRead`): etcd's newest
+    /// revision then, and every record's mod revision as of it. `attach` applies etcd's history
+    /// until this host holds that state.
+    private var catchUp: (revision: Int64, records: [[UInt8]: Int64])?
 
     /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
     /// start-up, before the loop runs): the log, and the state to restore the store from.
@@ -98,7 +102,7 @@ final class EtcdLog: SharedLog {
         EtcdClient.connectionsAtMost(settings.etcdConfiguration, watches: 1)
     }
 
-    static func start(_ settings: ClusterSettings, log: Logger) throws(DaemonError) -> (EtcdLog, StoredState) {
+    static func start(_ settings: ClusterSettings, history: Int, log: Logger) throws(DaemonError) -> (EtcdLog, StoredState) {
         let client: EtcdClient
         do {
             client = try EtcdClient(settings.etcdConfigurationWithTLS())
@@ -113,7 +117,8 @@ final class EtcdLog: SharedLog {
         let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log)
         let state: StoredState
         do {
-            state = etcdLog.state(of: try PrefixRead.wait(client, prefix: records.prefix))
+            let (range, revision) = try etcdLog.startingRead(history: history)
+            state = etcdLog.state(of: range, at: revision)
             guard case .leaseGrant(let grant) = try client.waitForAnswer(client.submit(.leaseGrant(ttl: settings.ephemeralTTL))) else {
                 throw EtcdError.malformedResponse("a lease grant answered with another kind")
             }
@@ -124,8 +129,65 @@ final class EtcdLog: SharedLog {
             throw DaemonError("cluster: cannot read \(settings.prefix) from etcd (\(settings.endpoints.joined(separator: ", "))): \(error)")
         }
         etcdLog.nextKeepAlive = monotonicSeconds() + Double(settings.ephemeralTTL) / 3
-        log.info("cluster: \(state.keys.count) keys, \(state.definitions.count) definitions and \(state.bindings.count) bindings under \(settings.prefix) at revision \(state.rev); lease \(etcdLog.lease)")
+        let history = etcdLog.catchUp.map { "; applying etcd's history from there to revision \($0.revision)" } ?? ""
+        log.info("cluster: \(state.keys.count) keys, \(state.definitions.count) definitions and \(state.bindings.count) bindings under \(settings.prefix) at revision \(state.rev)\(history); lease \(etcdLog.lease)")
         return (etcdLog, state)
+    }
+
+    /// What a host starts from: the state as of up to `history` revisions before etcd's newest
+    /// (no older than etcd keeps), whose revisions since it applies before it serves (`attach`),
+    /// so that its history holds what its watchers may resume from, as every running host's
+    /// does: a watch resumed with `since` on a host started after that revision (restarted, or
+    /// new) replays the changes, where a host that started from the newest state could only
+    /// answer `compacted` and a snapshot. Sets `catchUp` to where applying ends. Without
+    /// history kept (etcd compacted to its newest revision, or `history` 0), the newest state.
+    private func startingRead(history: Int) throws(EtcdError) -> (range: RangeResponse, revision: Int64) {
+        guard case .range(let head) = try client.waitForAnswer(client.submit(.range(.prefix(records.prefix, countOnly: true)))) else {
+            throw EtcdError.malformedResponse("a range answered with another kind")
+        }
+        let newest = head.header.revision
+        var from = max(1, newest - Int64(history))
+        while from < newest {
+            do throws(EtcdError) {
+                let start = try PrefixRead.wait(client, prefix: records.prefix, revision: from)
+                let records = try PrefixRead.wait(client, prefix: records.prefix, revision: newest, keysOnly: true).range
+                catchUp = (newest, recordRevisions(records.kvs))
+                return start
+            } catch {
+                guard case .compacted = error, let oldest = try oldestRevision(before: from), oldest > from else { throw error }
+                from = oldest
+            }
+        }
+        return try PrefixRead.wait(client, prefix: records.prefix)
+    }
+
+    /// The oldest revision etcd keeps, learned from a watch of the prefix from `compacted`, a
+    /// revision it no longer has (a failed read does not say): nil when etcd did not say so
+    /// within `etcd_timeout`.
+    private func oldestRevision(before compacted: Int64) throws(EtcdError) -> Int64? {
+        let id = client.watch(.prefix(records.prefix, startRevision: compacted))
+        defer { client.cancelWatch(id) }
+        let deadline = monotonicSeconds() + timeout
+        while case let left = deadline - monotonicSeconds(), left > 0 {
+            var descriptor = pollfd(fd: completionFD, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, Int32(left * 1000) + 1)
+            for case .watch(id, let update) in client.takeCompletions() {
+                switch update {
+                case .compacted(let oldest): return oldest
+                case .failed(let error): throw error
+                case .events: return nil
+                case .created, .progress: continue
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Every record's mod revision, for the records this host applies (`modRevisions`).
+    private func recordRevisions(_ kvs: [KeyValue]) -> [[UInt8]: Int64] {
+        var revisions: [[UInt8]: Int64] = [:]
+        for kv in kvs where records.parse(kv.key) != nil { revisions[kv.key] = kv.modRevision }
+        return revisions
     }
 
     /// `obsd --check` in cluster mode: reaches etcd, reads every record under the prefix and
@@ -143,7 +205,7 @@ final class EtcdLog: SharedLog {
             let status = try EtcdClient.check(configuration, prefix: records.prefix)
             client = try EtcdClient(configuration)
             defer { client.close() }
-            let range = try PrefixRead.wait(client, prefix: records.prefix)
+            let (range, revision) = try PrefixRead.wait(client, prefix: records.prefix)
             var problems: [String] = []
             for kv in range.kvs {
                 let key = String(decoding: kv.key, as: UTF8.self)
@@ -162,7 +224,7 @@ final class EtcdLog: SharedLog {
                     problems.append("  \(key): \(error.message)")
                 }
             }
-            let head = "cluster: ok (etcd \(status.status.version) at \(status.endpoint), revision \(range.header.revision), \(range.kvs.count) records under \(settings.prefix))"
+            let head = "cluster: ok (etcd \(status.status.version) at \(status.endpoint), revision \(revision), \(range.kvs.count) records under \(settings.prefix))"
             if problems.isEmpty { return ([head], true) }
             return (["cluster: \(problems.count) records under \(settings.prefix) cannot be read (they are skipped):"] + problems, false)
         } catch {
@@ -196,10 +258,44 @@ final class EtcdLog: SharedLog {
     }
 
     /// Starts applying: the store holds the state `start` returned; watch from the next revision.
+    /// When that state is older than etcd's (`catchUp`), waits until this host has applied etcd's
+    /// history up to where etcd was at start, before the daemon serves.
     func attach(_ store: Store) {
         self.store = store
         store.sharedLog = self
         startWatch()
+        if let target = catchUp {
+            catchUp = nil
+            applyHistory(until: target)
+        }
+    }
+
+    /// At start: applies what the watch brings until this host holds the state etcd held at
+    /// `target.revision`: it applied that revision, or every record's mod revision is as etcd
+    /// had it then. (The second ends it when the revisions up to etcd's newest were not all
+    /// this prefix's; a key made and deleted again after the last change of a record left may
+    /// come after, in order, as any change does.) A watch that brings nothing new for
+    /// `etcd_timeout` ends it too: the host serves what it applied, behind, as after an outage,
+    /// and the watch goes on.
+    private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64])) {
+        let from = store.rev
+        var applied = store.rev
+        var progressAt = monotonicSeconds()
+        while store.rev < UInt64(target.revision), modRevisions != target.records, diverged == nil {
+            var descriptor = pollfd(fd: completionFD, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, 100)
+            let now = monotonicSeconds()
+            processCompletions(now: now)
+            tick(now: now)
+            if store.rev != applied {
+                applied = store.rev
+                progressAt = now
+            } else if now - progressAt > timeout {
+                log.warn("cluster: etcd's history brought nothing new for \(timeout) s at revision \(store.rev) (etcd was at \(target.revision) at start); serving from there, behind, while the watch goes on")
+                return
+            }
+        }
+        log.info("cluster: applied etcd's history from revision \(from) to \(store.rev) (a watch may resume from \(from) on, as history_bytes allows)")
     }
 
     /// The descriptor the loop watches: the etcd client's epoll set.
@@ -444,7 +540,7 @@ final class EtcdLog: SharedLog {
         case (.resync(var reading), .success(.range(let page))):
             reading.take(page)
             if reading.done, let range = reading.read {
-                resync(range)
+                resync(range, at: reading.revision)
             } else {
                 pending[client.submit(.range(reading.nextPage))] = .resync(reading)
             }
@@ -675,10 +771,10 @@ final class EtcdLog: SharedLog {
     /// After etcd compacted what this host had not applied: everything under the prefix as of now
     /// becomes the store's state in one transaction, every watch gets `compacted` and a snapshot,
     /// and the watch starts again after it.
-    private func resync(_ range: RangeResponse) {
+    private func resync(_ range: RangeResponse, at revision: Int64) {
         modRevisions.removeAll()
         ephemeralKeys.removeAll()
-        store.applySnapshot(state(of: range))
+        store.applySnapshot(state(of: range, at: revision))
         startWatch()
     }
 
@@ -695,9 +791,10 @@ final class EtcdLog: SharedLog {
         pending[client.submit(.txn(remove))] = .cleanup
     }
 
-    /// The state a range of the whole prefix holds; the records it reads are noted as applied.
-    private func state(of range: RangeResponse) -> StoredState {
-        var state = StoredState(rev: UInt64(range.header.revision))
+    /// The state a range of the whole prefix as of `revision` holds; the records it reads are
+    /// noted as applied.
+    private func state(of range: RangeResponse, at revision: Int64) -> StoredState {
+        var state = StoredState(rev: UInt64(revision))
         etcdRevision = max(etcdRevision, range.header.revision)
         // A name with both a value and a definition record (a plain `set` that committed after a
         // `define` its host had not seen): the later one is what every running host holds.

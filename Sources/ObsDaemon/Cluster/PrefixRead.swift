@@ -1,11 +1,13 @@
 // Everything under the prefix, read as of one revision a page at a time: at start, after etcd
-// compacted what a host had not applied, and for `obsd --check`. One answer of the whole prefix
+// compacted what a host had not applied, and for `obsd --check`. At start the revision is an
+// older one, so that the host applies etcd's history since then (EtcdLog.start). One answer of the whole prefix
 // would pass the client's bound on an answer (EtcdConfiguration.maxResponseBytes, 64 MiB) once
 // the state grows past it, and no host could start on it any more. The first page is read at
 // etcd's newest revision and every later one at that same revision, from the key after the last
-// one read, so the pages add up to one consistent state. etcd bounds a page by its number of keys
-// only: a page whose answer is too large is asked again with an eighth of the keys. A revision
-// compacted between two pages starts the read again from the newest.
+// one read, so the pages add up to one consistent state (a read at a given revision reads every
+// page at it). etcd bounds a page by its number of keys only: a page whose answer is too large is
+// asked again with an eighth of the keys. A revision compacted between two pages starts a read of
+// the newest again from the newest; a read at a given revision fails with `compacted`.
 import EtcdClient
 
 struct PrefixRead {
@@ -15,22 +17,34 @@ struct PrefixRead {
     static let maxRestarts = 3
 
     let prefix: [UInt8]
-    /// What the pages read so far hold: their header is the first page's.
+    /// Keys and their revisions only, without values.
+    let keysOnly: Bool
+    /// The revision read: the one asked for, or etcd's newest when the first page came.
+    private(set) var revision: Int64
+    /// A revision was asked for (not the newest).
+    private let given: Bool
+    /// What the pages read so far hold: their header is the first page's (etcd's newest revision
+    /// then, whatever revision was read).
     private(set) var read: RangeResponse?
     private(set) var pageKeys = firstPageKeys
     private var restarts = 0
     /// Set once the last page is in.
     private(set) var done = false
 
-    init(prefix: [UInt8]) {
+    /// A read of the newest state, or of the state as of `revision`.
+    init(prefix: [UInt8], revision: Int64 = 0, keysOnly: Bool = false) {
         self.prefix = prefix
+        self.revision = revision
+        self.keysOnly = keysOnly
+        given = revision != 0
     }
 
     /// The request for the next page.
     var nextPage: RangeRequest {
-        var request = RangeRequest.prefix(prefix, revision: read?.header.revision ?? 0)
+        var request = RangeRequest.prefix(prefix, revision: revision)
         if let last = read?.kvs.last { request.key = last.key + [0] }
         request.limit = pageKeys
+        request.keysOnly = keysOnly
         return request
     }
 
@@ -38,6 +52,7 @@ struct PrefixRead {
     mutating func take(_ page: RangeResponse) {
         if read == nil {
             read = page
+            if !given { revision = page.header.revision }
         } else {
             read?.kvs.append(contentsOf: page.kvs)
         }
@@ -51,9 +66,10 @@ struct PrefixRead {
         case .responseTooLarge where pageKeys > 1:
             pageKeys = max(1, pageKeys / 8)
             return true
-        case .compacted where read != nil && restarts < Self.maxRestarts:
+        case .compacted where !given && read != nil && restarts < Self.maxRestarts:
             restarts += 1
             read = nil
+            revision = 0
             return true
         default:
             return false
@@ -61,8 +77,10 @@ struct PrefixRead {
     }
 
     /// Reads it all, waiting for each answer: at start and for `--check`, before the loop runs.
-    static func wait(_ client: EtcdClient, prefix: [UInt8]) throws(EtcdError) -> RangeResponse {
-        var reading = PrefixRead(prefix: prefix)
+    /// The records, and the revision they are as of.
+    static func wait(_ client: EtcdClient, prefix: [UInt8], revision: Int64 = 0,
+                     keysOnly: Bool = false) throws(EtcdError) -> (range: RangeResponse, revision: Int64) {
+        var reading = PrefixRead(prefix: prefix, revision: revision, keysOnly: keysOnly)
         while !reading.done {
             do throws(EtcdError) {
                 guard case .range(let page) = try client.waitForAnswer(client.submit(.range(reading.nextPage))) else {
@@ -74,6 +92,6 @@ struct PrefixRead {
             }
         }
         // `done` is set by a page taken, so there is one.
-        return reading.read!
+        return (reading.read!, reading.revision)
     }
 }

@@ -28,6 +28,7 @@ final class PrefixReadTests: XCTestCase {
         XCTAssertTrue(reading.done)
         XCTAssertEqual(reading.read?.kvs.map { String(decoding: $0.key, as: UTF8.self) }, ["/p/a", "/p/b", "/p/c"])
         XCTAssertEqual(reading.read?.header.revision, 40, "the state is as of the first page's revision")
+        XCTAssertEqual(reading.revision, 40)
     }
 
     func test_aPageTooLarge_isAskedAgainWithAnEighthOfTheKeys_downToOne() {
@@ -50,5 +51,18 @@ final class PrefixReadTests: XCTestCase {
         }
         reading.take(page(["/p/a"], revision: 40, more: true))
         XCTAssertFalse(reading.retry(after: .compacted("again")))
+    }
+
+    /// At start a host reads an older state (EtcdLog.startingRead): every page at that revision,
+    /// whatever etcd's newest is, and a compaction past it is the caller's to handle.
+    func test_aReadAtAGivenRevision_readsEveryPageAtIt_andLeavesACompactionToItsCaller() {
+        var reading = PrefixRead(prefix: prefix, revision: 30, keysOnly: true)
+        XCTAssertEqual(reading.nextPage.revision, 30)
+        XCTAssertTrue(reading.nextPage.keysOnly)
+        reading.take(page(["/p/a"], revision: 45, more: true))
+        XCTAssertEqual(reading.nextPage.revision, 30)
+        XCTAssertEqual(reading.revision, 30, "the header says etcd's newest revision, not the one read")
+        XCTAssertFalse(reading.retry(after: .compacted("mvcc: required revision has been compacted")))
+        XCTAssertFalse(PrefixRead(prefix: prefix).nextPage.keysOnly)
     }
 }

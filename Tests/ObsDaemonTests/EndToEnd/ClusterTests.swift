@@ -222,6 +222,9 @@ final class ClusterTests: XCTestCase {
             XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)")
         }
         let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"last","value":1}"#)["rev"] as? Int)
+        // With etcd's history kept, a host starts from an older state and applies the revisions
+        // since (`aHostRestartedAfterAWatchersRevision...`); compacted, it reads the newest state.
+        _ = try etcd.etcdctl(["compaction", "\(marker)"])
         let second = try ClusterHosts(etcd, count: 1, prefix: hosts.prefix)
         let stats = try second.request(0, #"{"op":"stats"}"#)
         XCTAssertEqual((stats["cluster"] as? [String: Any])?["applied_rev"] as? Int, marker, "\(stats)")
@@ -547,6 +550,89 @@ final class ClusterTests: XCTestCase {
         let answer = try hosts.request(1, #"{"op":"get","key":"k"}"#)
         XCTAssertEqual(answer["value"] as? Int, 2)
         XCTAssertEqual(answer["rev"] as? Int, last)
+    }
+
+    /// A watch resumed with `since` on a host that was restarted after that revision replays
+    /// what it missed, as a host that ran through it does: the restarted host applied etcd's
+    /// history before serving, so its history holds the same events (computeds, an ephemeral
+    /// key's removal and its reason), line for line. etcd's newest revision at the restart is
+    /// another prefix's: the host serves once it holds etcd's state, not its revision.
+    func test_aHostRestartedAfterAWatchersRevision_replaysWhatItMissed_asTheOthersDo() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let keys = #"["k","j","sum","eph"]"#
+        XCTAssertEqual(try hosts.request(0, #"{"op":"define","key":"sum","expr":"($k ?? 0) + ($j ?? 0)"}"#)["ok"] as? Bool, true)
+        _ = try hosts.request(0, #"{"op":"set","key":"j","value":10}"#)
+        let seen = try XCTUnwrap(try hosts.request(1, #"{"op":"set","key":"k","value":1}"#)["rev"] as? Int)
+        hosts.kill(1)
+        _ = try hosts.request(0, #"{"op":"set","key":"k","value":2}"#)
+        let owner = try hosts.client(0)
+        owner.send(#"{"op":"set","key":"eph","value":"here","ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true)
+        owner.shutdownWrite()
+        _ = owner.readLine()
+        _ = try hosts.request(0, #"{"op":"batch","ops":[{"op":"set","key":"k","value":3},{"op":"delete","key":"j"}]}"#)
+        waitFor("the ephemeral key's removal") { (try? hosts.request(0, #"{"op":"get","key":"eph"}"#)["ok"] as? Bool) == false }
+        let last = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k","value":4}"#)["rev"] as? Int)
+        try hosts.etcd.etcdctl(["put", "/another-prefix-\(UInt32.random(in: 0...UInt32.max))", "x"])
+
+        try hosts.start(1)
+        // Serving as soon as it listens, with etcd's state.
+        let answer = try hosts.request(1, #"{"op":"get","key":"k"}"#)
+        XCTAssertEqual(answer["value"] as? Int, 4, "\(answer)\n\(hosts.logs)")
+        XCTAssertEqual(answer["rev"] as? Int, last)
+        let log = hosts.hosts[1]?.log ?? ""
+        XCTAssertTrue(log.contains("applied etcd's history from revision"), log)
+        XCTAssertFalse(log.contains("brought nothing new"), log)
+        /// The lines of a watch resumed at `seen` on `index`, up to `synced`.
+        func resumed(_ index: Int) throws -> [String] {
+            let client = try hosts.client(index)
+            client.send(#"{"op":"watch","keys":\#(keys),"since":\#(seen)}"# + "\n")
+            XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+            var lines: [String] = []
+            while let line = client.readLine(), json(line)["event"] as? String != "synced" { lines.append(line) }
+            return lines
+        }
+        let ranThrough = try resumed(0), restarted = try resumed(1)
+        XCTAssertEqual(restarted, ranThrough, hosts.logs)
+        let events = ranThrough.map { json($0) }
+        XCTAssertEqual(events.first?["rev"] as? Int, seen + 1, "\(ranThrough)")
+        XCTAssertFalse(events.contains { $0["event"] as? String == "compacted" }, "\(ranThrough)")
+        XCTAssertTrue(events.contains { $0["key"] as? String == "eph" && $0["reason"] as? String == "ephemeral" }, "\(ranThrough)")
+        XCTAssertTrue(events.contains { $0["key"] as? String == "sum" && $0["new"] as? Int == 12 }, "\(ranThrough)")
+        XCTAssertEqual(events.last?["rev"] as? Int, last)
+        // A host that never ran before does the same.
+        let joined = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        let client = try joined.client(0)
+        client.send(#"{"op":"watch","keys":\#(keys),"since":\#(seen)}"# + "\n")
+        XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+        var lines: [String] = []
+        while let line = client.readLine(), json(line)["event"] as? String != "synced" { lines.append(line) }
+        XCTAssertEqual(lines, ranThrough, joined.logs)
+    }
+
+    /// A host started after etcd compacted its history applies what etcd still holds: a watch
+    /// resumed from before the compaction gets `compacted` and a snapshot, one from after it the
+    /// changes.
+    func test_aHostStartedAfterACompaction_replaysFromTheOldestRevisionEtcdKeeps() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2)
+        let before = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k","value":1}"#)["rev"] as? Int)
+        hosts.kill(1)
+        let compacted = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k","value":2}"#)["rev"] as? Int)
+        _ = try hosts.request(0, #"{"op":"set","key":"k","value":3}"#)
+        try etcd.etcdctl(["compaction", "\(compacted)"])
+        _ = try hosts.request(0, #"{"op":"set","key":"k","value":4}"#)
+        try hosts.start(1)
+        let old = try hosts.client(1)
+        old.send(#"{"op":"watch","keys":["k"],"since":\#(before)}"# + "\n")
+        XCTAssertEqual(json(old.readLine())["ok"] as? Bool, true)
+        XCTAssertEqual(ClusterHosts.event(old)["event"] as? String, "compacted", hosts.logs)
+        let kept = try hosts.client(1)
+        kept.send(#"{"op":"watch","keys":["k"],"since":\#(compacted)}"# + "\n")
+        XCTAssertEqual(json(kept.readLine())["ok"] as? Bool, true)
+        XCTAssertEqual((0..<3).map { _ in ClusterHosts.event(kept)["new"] as? Int }, [3, 4, nil], hosts.logs)
+        XCTAssertTrue(hosts.logs.contains("applied etcd's history from revision \(compacted)"), hosts.logs)
     }
 
     /// etcd with authentication on: obsd logs in with its user, the password from the environment.
