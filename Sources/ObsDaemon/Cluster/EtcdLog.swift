@@ -154,7 +154,8 @@ final class EtcdLog: SharedLog {
                 catchUp = (newest, recordRevisions(records.kvs))
                 return start
             } catch {
-                guard case .compacted = error, let oldest = try oldestRevision(before: from), oldest > from else { throw error }
+                guard case .compacted = error else { throw error }
+                guard let oldest = try oldestRevision(before: from), oldest > from else { break }
                 from = oldest
             }
         }
@@ -281,7 +282,10 @@ final class EtcdLog: SharedLog {
         let from = store.rev
         var applied = store.rev
         var progressAt = monotonicSeconds()
-        while store.rev < UInt64(target.revision), modRevisions != target.records, diverged == nil {
+        // Every record is at its revision only once the newest of them is applied: the records
+        // are compared from then on, not at every answer.
+        let newestRecord = UInt64(target.records.values.max() ?? 0)
+        while store.rev < UInt64(target.revision), store.rev < newestRecord || modRevisions != target.records, diverged == nil {
             var descriptor = pollfd(fd: completionFD, events: Int16(POLLIN), revents: 0)
             _ = poll(&descriptor, 1, 100)
             let now = monotonicSeconds()
