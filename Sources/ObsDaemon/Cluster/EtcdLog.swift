@@ -93,6 +93,13 @@ final class EtcdLog: SharedLog {
     /// revision then, and every record's mod revision as of it. `attach` applies etcd's history
     /// until this host holds that state.
     private var catchUp: (revision: Int64, records: [[UInt8]: Int64])?
+    /// etcd's newest revision when this host started from an older one (`catchUp`): the hosts
+    /// that ran then applied every revision up to it, and ran again the bindings a plain write
+    /// of it had missed (`Store.apply(_:bindingsUnseen:)`). This host applies those revisions
+    /// without running them again: its repair would be proposed from the view of that revision,
+    /// compared on what it held then, and write a target deleted since (compared as absent then
+    /// and now) a second time.
+    private var repairedUpTo: UInt64 = 0
 
     /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
     /// start-up, before the loop runs): the log, and the state to restore the store from.
@@ -267,6 +274,7 @@ final class EtcdLog: SharedLog {
         startWatch()
         if let target = catchUp {
             catchUp = nil
+            repairedUpTo = UInt64(target.revision)
             applyHistory(until: target)
         }
     }
@@ -758,7 +766,7 @@ final class EtcdLog: SharedLog {
         }
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
         if !reasonGiven, leaseExpired { transaction.reason = "ephemeral" }
-        store.apply(transaction, bindingsUnseen: bindingsUnseen)
+        store.apply(transaction, bindingsUnseen: bindingsUnseen && rev > repairedUpTo)
         for (channel, payload) in publishes {
             let delivered = store.deliverPublished(channel: channel, payload: payload)
             if publishesUnderWay > 0 { published[rev] = delivered }
