@@ -121,7 +121,7 @@ public final class Daemon {
         } catch {
             throw DaemonError("cannot restore the state from \(settings.databasePath): \(error.message)")
         }
-        cluster?.attach(store)
+        try cluster?.attach(store)
         log.info("restored revision \(store.rev)")
         if let definitions = settings.definitions,
            let waiting = Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) {

@@ -267,15 +267,16 @@ final class EtcdLog: SharedLog {
 
     /// Starts applying: the store holds the state `start` returned; watch from the next revision.
     /// When that state is older than etcd's (`catchUp`), waits until this host has applied etcd's
-    /// history up to where etcd was at start, before the daemon serves.
-    func attach(_ store: Store) {
+    /// history up to where etcd was at start, before the daemon serves; throws when it cannot
+    /// (`applyHistory`).
+    func attach(_ store: Store) throws(DaemonError) {
         self.store = store
         store.sharedLog = self
         startWatch()
         if let target = catchUp {
             catchUp = nil
             repairedUpTo = UInt64(target.revision)
-            applyHistory(until: target)
+            try applyHistory(until: target)
         }
     }
 
@@ -283,13 +284,21 @@ final class EtcdLog: SharedLog {
     /// `target.revision`: it applied that revision, or every record's mod revision is as etcd
     /// had it then. (The second ends it when the revisions up to etcd's newest were not all
     /// this prefix's; a key made and deleted again after the last change of a record left may
-    /// come after, in order, as any change does.) A watch that brings nothing new for
-    /// `etcd_timeout` ends it too: the host serves what it applied, behind, as after an outage,
-    /// and the watch goes on.
-    private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64])) {
+    /// come after, in order, as any change does.)
+    ///
+    /// A watch that brings nothing new for twice `etcd_timeout` fails the start, as etcd out of
+    /// reach at start does: what this host applied is older than etcd's state when it started
+    /// (up to `history` revisions), older than what every other host serves, and than what a
+    /// client may have read on one of them; a host serves no such state. (A host that runs
+    /// when etcd goes away serves the newest state it applied.) Twice: a watch on a member that
+    /// hangs, while the others keep the quorum, is found out after `etcd_timeout` and set up
+    /// again on the member that answers (`restartStalledWatch`), which then has `etcd_timeout`
+    /// to bring news.
+    private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64])) throws(DaemonError) {
         let from = store.rev
         var applied = store.rev
         var progressAt = monotonicSeconds()
+        let patience = 2 * timeout
         // Every record is at its revision only once the newest of them is applied: the records
         // are compared from then on, not at every answer.
         let newestRecord = UInt64(target.records.values.max() ?? 0)
@@ -302,9 +311,11 @@ final class EtcdLog: SharedLog {
             if store.rev != applied {
                 applied = store.rev
                 progressAt = now
-            } else if now - progressAt > timeout {
-                log.warn("cluster: etcd's history brought nothing new for \(timeout) s at revision \(store.rev) (etcd was at \(target.revision) at start); serving from there, behind, while the watch goes on")
-                return
+            } else if now - progressAt > patience {
+                let failure = lastFailure.map { " (the last failure: \($0))" } ?? ""
+                throw DaemonError("cluster: cannot apply etcd's history up to revision \(target.revision), where etcd was when "
+                                  + "this host started: nothing new for \(patience) s at revision \(store.rev)\(failure); a host "
+                                  + "serves no state older than etcd's at its start")
             }
         }
         log.info("cluster: applied etcd's history from revision \(from) to \(store.rev) (a watch may resume from \(from) on, as history_bytes allows)")

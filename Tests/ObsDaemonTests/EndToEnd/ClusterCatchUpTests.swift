@@ -16,6 +16,89 @@ final class ClusterCatchUpTests: XCTestCase {
         }
     }
 
+    /// Puts `revisions` revisions of about 100 KB (ten keys of 10 KB, one batch each) through
+    /// host 0, pipelined: enough history that a host takes a while to apply it. The value each
+    /// key ends with, and the last revision.
+    private func writeHistory(_ hosts: ClusterHosts, revisions: Int) throws -> (value: String, rev: Int) {
+        let client = try hosts.client(0)
+        let pad = String(repeating: "v", count: 10_000)
+        var sent = 0, answered = 0, last = 0
+        while answered < revisions {
+            while sent < revisions, sent - answered < 16 {
+                let ops = (0..<10).map { #"{"op":"set","key":"k.\#($0)","value":"\#(sent)-\#(pad)"}"# }
+                client.send(#"{"op":"batch","ops":["# + ops.joined(separator: ",") + "]}\n")
+                sent += 1
+            }
+            let answer = json(client.readLine())
+            XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)")
+            last = max(last, answer["rev"] as? Int ?? 0)
+            answered += 1
+        }
+        return ("\(revisions - 1)-\(pad)", last)
+    }
+
+    /// Starts host `index` again (killed before) without waiting for it to listen: it has read
+    /// the state it starts from once it logs that it applies etcd's history.
+    private func startApplyingHistory(_ hosts: ClusterHosts, _ index: Int) throws -> ObsdProcess {
+        let obsd = try ObsdProcess(hosts.sandbox, arguments: hosts.arguments(index) + ["--config", hosts.sandbox.root + "/h\(index).conf"],
+                                   name: "h\(index).again")
+        waitFor("host \(index) to apply etcd's history") { obsd.log.contains("applying etcd's history") || obsd.log.contains("error:") }
+        return obsd
+    }
+
+    /// etcd loses its quorum while a host that starts applies etcd's history: what it applied is
+    /// older than etcd's state when it started (and than what the other hosts serve). It must
+    /// not serve that: its start fails, as it does when etcd cannot be read at start.
+    func test_quorumLostWhileAHostAppliesEtcdsHistory_itsStartFails_ratherThanServeAnOlderState() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2)
+        hosts.kill(1)
+        let newest = try writeHistory(hosts, revisions: 400).value
+
+        let obsd = try startApplyingHistory(hosts, 1)
+        etcd.kill(0)
+        etcd.kill(1)
+        if obsd.waitUntilListening(hosts.socket(1)) {
+            // It applied everything before the quorum went: it serves etcd's state.
+            let read = try hosts.request(1, #"{"op":"get","key":"k.0"}"#)
+            XCTAssertEqual(read["value"] as? String, newest, "served \(String(describing: read["value"]).prefix(20)) "
+                           + "from revision \(read["rev"] ?? "?")\n\(obsd.log)")
+            if read["value"] as? String == newest { print("the host applied etcd's history before the quorum was lost") }
+        } else {
+            XCTAssertEqual(obsd.waitForExit(), 1, obsd.log)
+            XCTAssertTrue(obsd.log.contains("cannot apply etcd's history up to revision"), obsd.log)
+        }
+    }
+
+    /// The member a host that starts watches hangs (stopped, its disk stalled) while it applies
+    /// etcd's history, and the others keep the quorum: the host finds the watch stalled and
+    /// watches again from the member that answers, as while it serves, and that watch has the
+    /// time to bring the rest: the host starts with etcd's state and its history.
+    func test_theWatchedMemberHangsWhileAHostAppliesEtcdsHistory_theHostWatchesAnotherAndStarts() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2)
+        hosts.kill(1)
+        let (newest, last) = try writeHistory(hosts, revisions: 400)
+
+        // Every request went to the first endpoint so far, and so does the watch.
+        let obsd = try startApplyingHistory(hosts, 1)
+        etcd.pause(0)
+        defer { etcd.resume(0) }
+        XCTAssertTrue(obsd.waitUntilListening(hosts.socket(1)), obsd.log)
+        let read = try hosts.request(1, #"{"op":"get","key":"k.0"}"#)
+        XCTAssertEqual(read["value"] as? String, newest, "served \(String(describing: read["value"]).prefix(20)) "
+                       + "from revision \(read["rev"] ?? "?")\n\(obsd.log)")
+        XCTAssertTrue(obsd.log.contains("applied etcd's history"), obsd.log)
+        // Its history holds what a watch from before its start missed (as far as history_bytes
+        // keeps: the last revisions).
+        let client = try hosts.client(1)
+        client.send(#"{"op":"watch","keys":["k.9"],"since":\#(last - 5)}"# + "\n")
+        XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+        XCTAssertEqual(ClusterHosts.event(client)["rev"] as? Int, last - 4, obsd.log)
+    }
+
     /// A plain `set` of a binding's source that committed from a host that had not applied the
     /// binding: every host running then applies it and runs the binding again, and the first
     /// writes the target. A host that starts later replays that revision from etcd's history: it
