@@ -87,6 +87,8 @@ final class EtcdLog: SharedLog {
     /// snapshot), or an endpoint answered for another etcd cluster. It stops watching and refuses
     /// writes until restarted, and reads go on from what it applied (`diverge`).
     private var diverged: String?
+    /// Why, as `diverge` was told: for a start that fails on it (`applyHistory`).
+    private var divergedBecause: String?
     /// The ID of the etcd cluster this host read its state from at start.
     private var clusterID: UInt64 = 0
     /// At start, when the state was read as of an older revision (`startingRead`): etcd's newest
@@ -293,7 +295,8 @@ final class EtcdLog: SharedLog {
     /// when etcd goes away serves the newest state it applied.) Twice: a watch on a member that
     /// hangs, while the others keep the quorum, is found out after `etcd_timeout` and set up
     /// again on the member that answers (`restartStalledWatch`), which then has `etcd_timeout`
-    /// to bring news.
+    /// to bring news. What it applied found no longer etcd's state (`diverge`: another etcd
+    /// cluster answered) fails the start as well.
     private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64])) throws(DaemonError) {
         let from = store.rev
         var applied = store.rev
@@ -302,7 +305,14 @@ final class EtcdLog: SharedLog {
         // Every record is at its revision only once the newest of them is applied: the records
         // are compared from then on, not at every answer.
         let newestRecord = UInt64(target.records.values.max() ?? 0)
-        while store.rev < UInt64(target.revision), store.rev < newestRecord || modRevisions != target.records, diverged == nil {
+        func cannotApply(_ why: String) -> DaemonError {
+            DaemonError("cluster: cannot apply etcd's history up to revision \(target.revision), where etcd was when this host "
+                        + "started: \(why); a host serves no state older than etcd's at its start")
+        }
+        while store.rev < UInt64(target.revision), store.rev < newestRecord || modRevisions != target.records {
+            // What it applied is no longer etcd's state (another etcd cluster answered): the
+            // history it missed will not come.
+            if let divergedBecause { throw cannotApply(divergedBecause) }
             var descriptor = pollfd(fd: completionFD, events: Int16(POLLIN), revents: 0)
             _ = poll(&descriptor, 1, 100)
             let now = monotonicSeconds()
@@ -312,10 +322,7 @@ final class EtcdLog: SharedLog {
                 applied = store.rev
                 progressAt = now
             } else if now - progressAt > patience {
-                let failure = lastFailure.map { " (the last failure: \($0))" } ?? ""
-                throw DaemonError("cluster: cannot apply etcd's history up to revision \(target.revision), where etcd was when "
-                                  + "this host started: nothing new for \(patience) s at revision \(store.rev)\(failure); a host "
-                                  + "serves no state older than etcd's at its start")
+                throw cannotApply("nothing new for \(patience) s at revision \(store.rev)" + (lastFailure.map { " (the last failure: \($0))" } ?? ""))
             }
         }
         log.info("cluster: applied etcd's history from revision \(from) to \(store.rev) (a watch may resume from \(from) on, as history_bytes allows)")
@@ -606,6 +613,7 @@ final class EtcdLog: SharedLog {
             let message = "\(why); this host refuses writes and serves what it applied until it is restarted"
             log.error("cluster: \(message)")
             diverged = message
+            divergedBecause = why
             if let watch { client.cancelWatch(watch) }
             watch = nil
             watchLive = false

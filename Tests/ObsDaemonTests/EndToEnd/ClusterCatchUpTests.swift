@@ -99,6 +99,31 @@ final class ClusterCatchUpTests: XCTestCase {
         XCTAssertEqual(ClusterHosts.event(client)["rev"] as? Int, last - 4, obsd.log)
     }
 
+    /// The host's endpoints name members of two etcd clusters, and the one it read its state
+    /// from goes away while it applies etcd's history: it fails over to the other, whose answers
+    /// give the mix-up away (their cluster ID). What it applied is neither cluster's state now:
+    /// its start fails, rather than serve it.
+    func test_aHostThatFindsAnotherEtcdClusterWhileItAppliesEtcdsHistory_failsItsStart() throws {
+        let meant = try startEtcdCluster()
+        defer { meant.shutDown() }
+        let other = try startEtcdCluster()
+        defer { other.shutDown() }
+        let hosts = try ClusterHosts(meant, count: 2, extra: ["--etcd-endpoints", "\(meant.endpoints[0]),\(other.endpoints[0])"])
+        hosts.kill(1)
+        _ = try writeHistory(hosts, revisions: 400)
+
+        let obsd = try startApplyingHistory(hosts, 1)
+        for index in meant.members.indices { meant.kill(index) }
+        if obsd.waitUntilListening(hosts.socket(1)) {
+            let stats = try hosts.request(1, #"{"op":"stats"}"#)["cluster"] as? [String: Any] ?? [:]
+            XCTAssertEqual(stats["applied_rev"] as? Int, stats["etcd_rev"] as? Int, "serves an older state: \(stats)\n\(obsd.log)")
+            if stats["applied_rev"] as? Int == stats["etcd_rev"] as? Int { print("the host applied etcd's history before its cluster went") }
+        } else {
+            XCTAssertEqual(obsd.waitForExit(), 1, obsd.log)
+            XCTAssertTrue(obsd.log.contains("cannot apply etcd's history up to revision"), obsd.log)
+        }
+    }
+
     /// A plain `set` of a binding's source that committed from a host that had not applied the
     /// binding: every host running then applies it and runs the binding again, and the first
     /// writes the target. A host that starts later replays that revision from etcd's history: it
