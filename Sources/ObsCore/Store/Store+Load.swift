@@ -4,7 +4,9 @@ extension Store {
         engine.enter()
         defer { engine.exit() }
         for key in state.keys {
-            guard let expiresAt = key.expiresAt else {
+            // A key with a deadline or an owner (cluster mode: another host's ephemeral key, which
+            // `dump` leaves out as its own host does) is a node; a record holds neither.
+            guard key.expiresAt != nil || key.owner != nil else {
                 loadPlain(key)
                 continue
             }
@@ -16,8 +18,9 @@ extension Store {
             node.rev = key.rev
             node.createdRev = key.createdRev
             node.version = key.version
-            node.expiresAt = expiresAt
-            expiries.push(expiresAt, node)
+            node.expiresAt = key.expiresAt
+            node.owner = key.owner
+            if let expiresAt = key.expiresAt { expiries.push(expiresAt, node) }
         }
         for definition in state.definitions {
             let node = node(definition.key, create: true)!
