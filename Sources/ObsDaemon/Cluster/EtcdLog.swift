@@ -102,6 +102,10 @@ final class EtcdLog: SharedLog {
     /// compared on what it held then, and write a target deleted since (compared as absent then
     /// and now) a second time.
     private var repairedUpTo: UInt64 = 0
+    /// When etcd last answered a request of this host's (monotonic seconds): while a host that
+    /// starts applies etcd's history, etcd may send nothing for long and still be there
+    /// (`applyHistory`).
+    private var answeredAt: Double = 0
 
     /// Connects, reads everything under the prefix and takes a lease, waiting for the answers (at
     /// start-up, before the loop runs): the log, and the state to restore the store from.
@@ -288,19 +292,24 @@ final class EtcdLog: SharedLog {
     /// this prefix's; a key made and deleted again after the last change of a record left may
     /// come after, in order, as any change does.)
     ///
-    /// A watch that brings nothing new for twice `etcd_timeout` fails the start, as etcd out of
-    /// reach at start does: what this host applied is older than etcd's state when it started
-    /// (up to `history` revisions), older than what every other host serves, and than what a
-    /// client may have read on one of them; a host serves no such state. (A host that runs
-    /// when etcd goes away serves the newest state it applied.) Twice: a watch on a member that
-    /// hangs, while the others keep the quorum, is found out after `etcd_timeout` and set up
-    /// again on the member that answers (`restartStalledWatch`), which then has `etcd_timeout`
-    /// to bring news. What it applied found no longer etcd's state (`diverge`: another etcd
-    /// cluster answered) fails the start as well.
+    /// etcd out of reach meanwhile (or without a quorum) fails the start, as at start: what this
+    /// host applied is older than etcd's state when it started (up to `history` revisions),
+    /// older than what every other host serves, and than what a client may have read on one of
+    /// them; a host serves no such state. (A host that runs when etcd goes away serves the newest
+    /// state it applied.) The watch alone cannot tell: etcd 3.4 sends a watch that fell behind
+    /// slowly when its revisions hold many small events (it splits a message into fragments in
+    /// a time that grows with the square of their events: 100,000 events of 50 bytes took it
+    /// 40 s), and brings nothing meanwhile. So the start fails when neither the watch nor a
+    /// request has been answered for twice `etcd_timeout`; a linearizable read is sent every
+    /// half `etcd_timeout` to ask (the lease's renewals may be far apart). Twice: a watch on a
+    /// member that hangs, while the others keep the quorum, is found out after `etcd_timeout`
+    /// and set up again on the member that answers (`restartStalledWatch`). What it applied found
+    /// no longer etcd's state (`diverge`: another etcd cluster answered) fails the start too.
     private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64])) throws(DaemonError) {
         let from = store.rev
         var applied = store.rev
         var progressAt = monotonicSeconds()
+        var nextAsk = progressAt, nextReport = progressAt + 10
         let patience = 2 * timeout
         // Every record is at its revision only once the newest of them is applied: the records
         // are compared from then on, not at every answer.
@@ -321,8 +330,18 @@ final class EtcdLog: SharedLog {
             if store.rev != applied {
                 applied = store.rev
                 progressAt = now
-            } else if now - progressAt > patience {
-                throw cannotApply("nothing new for \(patience) s at revision \(store.rev)" + (lastFailure.map { " (the last failure: \($0))" } ?? ""))
+            } else if now - max(progressAt, answeredAt) > patience {
+                throw cannotApply("etcd answered nothing for \(patience) s, at revision \(store.rev)"
+                                  + (lastFailure.map { " (the last failure: \($0))" } ?? ""))
+            }
+            if now >= nextAsk {
+                nextAsk = now + timeout / 2
+                let ask = RangeRequest(key: records.bindingsEpoch, countOnly: true)
+                pending[client.submit(.range(ask), timeout: .milliseconds(Int64(timeout * 1000)))] = .historyCheck(seen: store.rev)
+            }
+            if now >= nextReport {
+                nextReport = now + 10
+                log.info("cluster: applying etcd's history: at revision \(store.rev) of \(target.revision)")
             }
         }
         log.info("cluster: applied etcd's history from revision \(from) to \(store.rev) (a watch may resume from \(from) on, as history_bytes allows)")
@@ -502,6 +521,7 @@ final class EtcdLog: SharedLog {
         }
         if case .success(let response) = result {
             etcdRevision = max(etcdRevision, response.header.revision)
+            answeredAt = now
             // The outage's end, logged as its start was (`failure`): a log that says only that
             // etcd went away leaves its reader to guess whether it came back.
             if let lastFailure {

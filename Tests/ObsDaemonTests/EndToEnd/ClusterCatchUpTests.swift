@@ -99,6 +99,38 @@ final class ClusterCatchUpTests: XCTestCase {
         XCTAssertEqual(ClusterHosts.event(client)["rev"] as? Int, last - 4, obsd.log)
     }
 
+    /// etcd 3.4 sends a watch that fell behind slowly when its revisions hold many small events:
+    /// it splits a message into fragments in a time that grows with the square of their events
+    /// (here seconds with nothing sent). A host that starts waits for them while etcd answers
+    /// (the lease's renewals are far apart here: the host asks), and starts with etcd's state.
+    func test_aHistoryEtcdSendsSlowly_theHostWaitsWhileEtcdAnswers_andStarts() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        // Short names: the more events a fragment holds, the longer etcd takes to make it.
+        let hosts = try ClusterHosts(etcd, count: 2, timeout: "2s", ephemeralTTL: "60s", prefix: "/s\(UInt16.random(in: 0...UInt16.max))/")
+        hosts.kill(1)
+        let client = try hosts.client(0)
+        let revisions = 600
+        var sent = 0, answered = 0, last = 0
+        while answered < revisions {
+            while sent < revisions, sent - answered < 16 {
+                let ops = (0..<100).map { #"{"op":"set","key":"k.\#($0)","value":\#(sent)}"# }
+                client.send(#"{"op":"batch","ops":["# + ops.joined(separator: ",") + "]}\n")
+                sent += 1
+            }
+            let answer = json(client.readLine())
+            XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)")
+            last = max(last, answer["rev"] as? Int ?? 0)
+            answered += 1
+        }
+
+        try hosts.start(1)
+        let read = try hosts.request(1, #"{"op":"get","key":"k.99"}"#)
+        XCTAssertEqual(read["value"] as? Int, revisions - 1, "\(read)\n\(hosts.logs)")
+        XCTAssertEqual(read["rev"] as? Int, last)
+        XCTAssertTrue(hosts.hosts[1]?.log.contains("applied etcd's history") ?? false, hosts.logs)
+    }
+
     /// The host's endpoints name members of two etcd clusters, and the one it read its state
     /// from goes away while it applies etcd's history: it fails over to the other, whose answers
     /// give the mix-up away (their cluster ID). What it applied is neither cluster's state now:
