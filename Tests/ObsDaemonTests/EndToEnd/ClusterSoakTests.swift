@@ -1,6 +1,6 @@
 // A soak of cluster mode: three obsd hosts on a 3-member etcd cluster, two writers on every host
 // doing every kind of write (increments, sets, deletes, batches, compare-and-set, ephemeral keys,
-// a binding's source), a watcher of every key on every host that resumes with `since` when its
+// TTL keys, a binding's source, a binding and a computed made and removed), a watcher of every key on every host that resumes with `since` when its
 // host goes away, and failures meanwhile: a host killed with kill -9 and started again, an etcd
 // member killed and restarted, a host stopped for a moment. At the end every host holds one state;
 // every counter holds every acknowledged increment and at most those whose outcome was unknown;
@@ -250,6 +250,13 @@ final class ClusterSoakTests: XCTestCase {
         XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"total"}"#)["value"] as? Int, total)
         let source = try hosts.request(0, #"{"op":"get","key":"src"}"#)["value"] as? Int
         XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"dst"}"#)["value"] as? Int, source)
+        // The binding made and removed again and again works as made at the end.
+        XCTAssertEqual(try hosts.request(1, #"{"op":"bind","from":"src2","to":"dst2"}"#)["ok"] as? Bool, true)
+        let last = try XCTUnwrap(try hosts.request(2, #"{"op":"set","key":"src2","value":"last"}"#)["rev"] as? Int)
+        for index in 0..<3 {
+            waitFor("host \(index) at revision \(last)") { (try? hosts.request(index, #"{"op":"ping"}"#)["rev"] as? Int) ?? 0 >= last }
+            XCTAssertEqual(try hosts.request(index, #"{"op":"get","key":"dst2"}"#)["value"] as? String, "last")
+        }
 
         // The watchers: every revision two of them watched through has the same events in both.
         var compared = 0
@@ -295,33 +302,47 @@ final class ClusterSoakTests: XCTestCase {
         while !stop.isSet {
             let choice = random.next() % 100
             switch choice {
-            case 0..<35:
+            case 0..<30:
                 let counter = counters[Int(random.next() % UInt64(counters.count))]
                 let answer = request(#"{"op":"incr","key":"\#(counter)"}"#)
                 ledger.counted(counter, acknowledged: answer.map { json($0)["ok"] as? Bool == true } ?? false)
                 ledger.answered(answer)
                 if answer == nil { usleep(50_000) }
-            case 35..<55:
+            case 30..<48:
                 ledger.answered(request(#"{"op":"set","key":"k.\#(random.next() % 20)","value":\#(random.next() % 1000)}"#))
-            case 55..<62:
+            case 48..<54:
                 ledger.answered(request(#"{"op":"delete","key":"k.\#(random.next() % 20)"}"#))
-            case 62..<72:
+            case 54..<62:
                 let ops = (0..<3).map { _ in
                     random.next() % 3 == 0 ? #"{"op":"delete","key":"k.\#(random.next() % 20)"}"#
                         : #"{"op":"set","key":"k.\#(random.next() % 20)","value":\#(random.next() % 1000)}"#
                 }
                 ledger.answered(request(#"{"op":"batch","ops":[\#(ops.joined(separator: ","))]}"#))
-            case 72..<80:
+            case 62..<69:
                 guard let read = request(#"{"op":"get","key":"cas"}"#), let rev = json(read)["rev"] as? Int,
                       let value = json(read)["value"] as? Int else { continue }
                 ledger.answered(request(#"{"op":"set","key":"cas","value":\#(value + 1),"if_rev":\#(rev)}"#), allowing: ["conflict"])
-            case 80..<90:
+            case 69..<77:
                 ledger.answered(request(#"{"op":"set","key":"src","value":\#(random.next() % 1000)}"#))
-            case 90..<97:
+            case 77..<83:
                 guard !ephemeralSet else { continue }
                 let answer = request(#"{"op":"set","key":"e.\#(name)","value":"\#(random.next())","ephemeral":true}"#)
                 ledger.answered(answer)
                 ephemeralSet = answer.map { json($0)["ok"] as? Bool == true } ?? false
+            case 83..<88:
+                // Expires once, on whichever host's timer comes first.
+                let ttl = 100 + random.next() % 400
+                ledger.answered(request(#"{"op":"set","key":"t.\#(random.next() % 5)","value":1,"ttl_ms":\#(ttl)}"#))
+            case 88..<91:
+                // A binding made and removed while other writers set its source: the writes its
+                // hosts had not applied it for are repaired (`bindingsUnseen`).
+                ledger.answered(request(random.next() % 2 == 0 ? #"{"op":"bind","from":"src2","to":"dst2"}"#
+                                            : #"{"op":"unbind","to":"dst2"}"#), allowing: ["not_found"])
+            case 91..<95:
+                ledger.answered(request(#"{"op":"set","key":"src2","value":\#(random.next() % 1000)}"#))
+            case 95..<97:
+                ledger.answered(request(random.next() % 2 == 0 ? #"{"op":"define","key":"twice","expr":"($k.1 ?? 0) * 2","replace":true}"#
+                                            : #"{"op":"delete","key":"twice"}"#), allowing: ["not_found"])
             default:
                 // The connection closes: its ephemeral key goes.
                 client = nil
