@@ -38,8 +38,13 @@ public final class Client: @unchecked Sendable {
         return true
     }
 
+    /// Whether the last `readLine` that returned nil did so at its read timeout, with the
+    /// connection still open (rather than at EOF or on an error).
+    public private(set) var timedOut = false
+
     /// The next line without its newline; nil at EOF, on error or after the read timeout.
     public func readLine() -> String? {
+        timedOut = false
         while true {
             if let newline = buffer.firstIndex(of: 0x0A) {
                 let line = String(decoding: buffer[..<newline], as: UTF8.self)
@@ -50,7 +55,10 @@ public final class Client: @unchecked Sendable {
             let count = recv(fd, &chunk, chunk.count, 0)
             if count < 0, errno == EINTR { continue }
             if count == 0 { atEOF = true }
-            guard count > 0 else { return nil }
+            guard count > 0 else {
+                timedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+                return nil
+            }
             buffer += chunk[..<count]
             if pauseAfterReadMicroseconds > 0 { usleep(pauseAfterReadMicroseconds) }
         }
