@@ -76,7 +76,7 @@ public final class Daemon {
             }
             if lock >= 0 { close(lock) }
         }
-        let store = try restore(from: cluster.map { LoadedState($0.state) } ?? storage, cluster: cluster?.log)
+        let store = try restore(from: cluster.map { LoadedState($0.state) } ?? storage, cluster: cluster?.log, notifier: notifier)
         let listener = try listen()
         let gate = settings.durability == .memory || cluster != nil ? nil : WriteGate(storage: storage, store: store, log: log)
         let loop: EventLoop
@@ -114,14 +114,18 @@ public final class Daemon {
 
     /// Start-up, step 1: the store, restored from the storage (in cluster mode, from what etcd
     /// holds, after which it applies etcd's changes); then step 2, the definitions file.
-    private func restore(from storage: any StateStorage, cluster: EtcdLog?) throws(DaemonError) -> Store {
+    private func restore(from storage: any StateStorage, cluster: EtcdLog?, notifier: Notifier) throws(DaemonError) -> Store {
         let store: Store
         do throws(ObsError) {
             store = try Store(configuration: storeConfiguration(settings), storage: storage, clock: SystemClock())
         } catch {
             throw DaemonError("cannot restore the state from \(settings.databasePath): \(error.message)")
         }
-        try cluster?.attach(store)
+        // Applying etcd's history may take longer than systemd waits for a start (90 s by
+        // default): while it goes on, each report asks for more time.
+        try cluster?.attach(store) { status in
+            notifier.send("EXTEND_TIMEOUT_USEC=\(UInt64(3 * EtcdLog.reportInterval * 1_000_000))\nSTATUS=\(status)")
+        }
         log.info("restored revision \(store.rev)")
         if let definitions = settings.definitions,
            let waiting = Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) {

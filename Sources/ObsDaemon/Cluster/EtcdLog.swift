@@ -274,17 +274,20 @@ final class EtcdLog: SharedLog {
     /// Starts applying: the store holds the state `start` returned; watch from the next revision.
     /// When that state is older than etcd's (`catchUp`), waits until this host has applied etcd's
     /// history up to where etcd was at start, before the daemon serves; throws when it cannot
-    /// (`applyHistory`).
-    func attach(_ store: Store) throws(DaemonError) {
+    /// (`applyHistory`). `report` gets where it is, every `reportInterval` seconds meanwhile.
+    func attach(_ store: Store, report: (String) -> Void = { _ in }) throws(DaemonError) {
         self.store = store
         store.sharedLog = self
         startWatch()
         if let target = catchUp {
             catchUp = nil
             repairedUpTo = UInt64(target.revision)
-            try applyHistory(until: target)
+            try applyHistory(until: target, report: report)
         }
     }
+
+    /// Seconds between two reports of a start that applies etcd's history.
+    static let reportInterval = 10.0
 
     /// At start: applies what the watch brings until this host holds the state etcd held at
     /// `target.revision`: it applied that revision, or every record's mod revision is as etcd
@@ -305,11 +308,11 @@ final class EtcdLog: SharedLog {
     /// member that hangs, while the others keep the quorum, is found out after `etcd_timeout`
     /// and set up again on the member that answers (`restartStalledWatch`). What it applied found
     /// no longer etcd's state (`diverge`: another etcd cluster answered) fails the start too.
-    private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64])) throws(DaemonError) {
+    private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64]), report: (String) -> Void) throws(DaemonError) {
         let from = store.rev
         var applied = store.rev
         var progressAt = monotonicSeconds()
-        var nextAsk = progressAt, nextReport = progressAt + 10
+        var nextAsk = progressAt, nextReport = progressAt + Self.reportInterval
         let patience = 2 * timeout
         // Every record is at its revision only once the newest of them is applied: the records
         // are compared from then on, not at every answer.
@@ -340,8 +343,10 @@ final class EtcdLog: SharedLog {
                 pending[client.submit(.range(ask), timeout: .milliseconds(Int64(timeout * 1000)))] = .historyCheck(seen: store.rev)
             }
             if now >= nextReport {
-                nextReport = now + 10
-                log.info("cluster: applying etcd's history: at revision \(store.rev) of \(target.revision)")
+                nextReport = now + Self.reportInterval
+                let status = "applying etcd's history: at revision \(store.rev) of \(target.revision)"
+                log.info("cluster: \(status)")
+                report(status)
             }
         }
         log.info("cluster: applied etcd's history from revision \(from) to \(store.rev) (a watch may resume from \(from) on, as history_bytes allows)")

@@ -7,6 +7,34 @@ import TestSupport
 import XCTest
 
 final class ClusterCatchUpTests: XCTestCase {
+    /// A datagram socket bound in the sandbox that takes sd_notify messages.
+    private final class NotifyListener {
+        let path: String
+        let fd: Int32
+
+        init(_ sandbox: Sandbox) {
+            path = sandbox.root + "/notify.sock"
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+
+        deinit { close(fd) }
+
+        /// The next message, or "" after 20 s without one.
+        func next() -> String {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
+        }
+    }
+
     /// Waits until `index` has no request to etcd under way: a proposal it sent while it applied
     /// etcd's history is decided.
     private func settled(_ hosts: ClusterHosts, _ index: Int) {
@@ -102,7 +130,8 @@ final class ClusterCatchUpTests: XCTestCase {
     /// etcd 3.4 sends a watch that fell behind slowly when its revisions hold many small events:
     /// it splits a message into fragments in a time that grows with the square of their events
     /// (here seconds with nothing sent). A host that starts waits for them while etcd answers
-    /// (the lease's renewals are far apart here: the host asks), and starts with etcd's state.
+    /// (the lease's renewals are far apart here: the host asks), asks systemd for more time as it
+    /// goes, and starts with etcd's state.
     func test_aHistoryEtcdSendsSlowly_theHostWaitsWhileEtcdAnswers_andStarts() throws {
         let etcd = try startEtcdCluster()
         defer { etcd.shutDown() }
@@ -124,11 +153,28 @@ final class ClusterCatchUpTests: XCTestCase {
             answered += 1
         }
 
-        try hosts.start(1)
+        // Under systemd, which waits 90 s for a start by default: it is asked for more time.
+        let notify = NotifyListener(hosts.sandbox)
+        let started = Date()
+        let obsd = try ObsdProcess(hosts.sandbox, arguments: hosts.arguments(1) + ["--config", hosts.sandbox.root + "/h1.conf"],
+                                   environment: ["NOTIFY_SOCKET": notify.path], name: "h1.again")
+        var messages: [String] = []
+        while !messages.contains(where: { $0.contains("READY=1") }) {
+            let message = notify.next()
+            XCTAssertFalse(message.isEmpty, "no sd_notify message for 20 s: \(messages)\n\(obsd.log)")
+            if message.isEmpty { return }
+            messages.append(message)
+        }
+        let took = Date().timeIntervalSince(started)
         let read = try hosts.request(1, #"{"op":"get","key":"k.99"}"#)
-        XCTAssertEqual(read["value"] as? Int, revisions - 1, "\(read)\n\(hosts.logs)")
+        XCTAssertEqual(read["value"] as? Int, revisions - 1, "\(read)\n\(obsd.log)")
         XCTAssertEqual(read["rev"] as? Int, last)
-        XCTAssertTrue(hosts.hosts[1]?.log.contains("applied etcd's history") ?? false, hosts.logs)
+        XCTAssertTrue(obsd.log.contains("applied etcd's history"), obsd.log)
+        // Each report (every 10 s while it applies etcd's history, logged) asks for more time.
+        let extensions = messages.filter { $0.contains("EXTEND_TIMEOUT_USEC=30000000") && $0.contains("STATUS=applying etcd's history") }
+        let reports = obsd.log.components(separatedBy: "cluster: applying etcd's history: at revision").count - 1
+        XCTAssertEqual(extensions.count, reports, "in \(took) s: \(messages)\n\(obsd.log)")
+        print("started in \(took) s, \(reports) times asking systemd for more time")
     }
 
     /// The host's endpoints name members of two etcd clusters, and the one it read its state
