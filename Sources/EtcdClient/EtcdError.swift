@@ -3,8 +3,12 @@
 public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No endpoint answered within the timeout, or etcd could not serve the request (no leader,
     /// no quorum: "etcdserver: request timed out", "etcdserver: no leader"). The message names the
-    /// endpoints tried. A write that failed this way after it was sent may still be committed.
-    case unavailable(String)
+    /// endpoints tried. `mayHaveBeenApplied`: a write may have reached a member that could
+    /// propose it (sent, then cut or unanswered; or answered with etcd's own timeout), so it may
+    /// still be committed. False when no attempt can have been applied: every one was refused
+    /// before a connection or a TLS handshake took it, never sent, or refused "no leader" (which
+    /// etcd answers before proposing anything), and for reads and watches.
+    case unavailable(String, mayHaveBeenApplied: Bool)
     /// etcd refused the user, the password or the token, or the user lacks the permission.
     case authenticationFailed(String)
     /// The TLS handshake failed: a certificate was refused on either side, or a file is unreadable.
@@ -32,7 +36,7 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .unavailable(let message): "etcd unavailable: \(message)"
+        case .unavailable(let message, _): "etcd unavailable: \(message)"
         case .authenticationFailed(let message) where message.contains("permission denied"):
             // The user is known and the password right: a role is missing, which "authentication
             // failed" would hide.

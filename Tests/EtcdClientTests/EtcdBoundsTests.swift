@@ -72,7 +72,7 @@ class EtcdBoundsTests: APITestCase {
         XCTAssertEqual(driver.client.requestsUnderWay.waiting, 2)
         driver.wait("3 answers") { ids.allSatisfy { driver.responses[$0] != nil } }
         for (index, id) in ids.enumerated() {
-            guard case .failure(.unavailable(let reason))? = driver.responses[id] else {
+            guard case .failure(.unavailable(let reason, _))? = driver.responses[id] else {
                 return XCTFail("\(id): \(String(describing: driver.responses[id]))")
             }
             XCTAssertEqual(reason.contains("not sent"), index > 0, reason)
@@ -100,7 +100,7 @@ class EtcdBoundsTests: APITestCase {
             driver.pump(timeout: 30)
         }
         for id in waiting {
-            guard case .failure(.unavailable(let reason))? = driver.responses[id] else {
+            guard case .failure(.unavailable(let reason, _))? = driver.responses[id] else {
                 return XCTFail("\(id): \(String(describing: driver.responses[id]))")
             }
             XCTAssertTrue(reason.contains("not sent"), reason)

@@ -75,8 +75,8 @@ class EtcdFailoverTests: APITestCase {
         cluster.pause(0)
         defer { cluster.resume(0) }
         let outcome = driver.perform(.put(PutRequest(key: bytes(prefix + "k"), value: bytes("during"))), timeout: 30)
-        guard case .failure(.unavailable(let message))? = outcome else {
-            return XCTFail("expected unavailable, got \(String(describing: outcome))")
+        guard case .failure(.unavailable(let message, mayHaveBeenApplied: true))? = outcome else {
+            return XCTFail("expected unavailable, may have been applied; got \(String(describing: outcome))")
         }
         XCTAssertTrue(message.contains("may have been applied"), message)
         for other in cluster.endpoints.dropFirst() {
@@ -170,11 +170,12 @@ class EtcdFailoverTests: APITestCase {
         // says so. A write refused or never delivered says nothing of the kind, and is never applied.
         var mayBeApplied: Set<String> = []
         for (index, id) in ids.enumerated() {
-            guard case .failure(.unavailable(let message))? = driver.result(id, timeout: timeout + 10) else {
+            guard case .failure(.unavailable(let message, let mayHaveBeenApplied))? = driver.result(id, timeout: timeout + 10) else {
                 return XCTFail("expected unavailable, got \(String(describing: driver.responses[id]))")
             }
             XCTAssertTrue(message.contains("127.0.0.1"), "the message names the endpoints: \(message)")
-            if message.contains("may have been applied") { mayBeApplied.insert("lost \(index)") }
+            XCTAssertEqual(message.contains("may have been applied"), mayHaveBeenApplied, message)
+            if mayHaveBeenApplied { mayBeApplied.insert("lost \(index)") }
         }
         // Within the timeout (plus scheduling slack on a loaded machine).
         XCTAssertLessThan(Date().timeIntervalSince(submitted), timeout + 5)

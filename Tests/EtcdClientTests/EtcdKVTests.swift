@@ -198,7 +198,7 @@ class EtcdKVTests: SharedClusterTestCase {
         configuration.api = Self.api
         configuration.requestTimeout = .seconds(2)
         XCTAssertThrowsError(try EtcdClient.check(configuration, prefix: bytes("/"))) { error in
-            guard case EtcdError.unavailable(let message) = error else { return XCTFail("\(error)") }
+            guard case EtcdError.unavailable(let message, false) = error else { return XCTFail("\(error)") }
             XCTAssertTrue(message.contains("127.0.0.1:\(dead)"), message)
         }
     }

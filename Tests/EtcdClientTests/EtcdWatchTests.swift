@@ -184,7 +184,7 @@ class EtcdWatchTests: SharedClusterTestCase {
         var revisions: [Int64] = []
         for index in 0..<100 { revisions.append(try driver.put(prefix + "k\(index)", String(repeating: "v", count: 1024)).header.revision) }
         let updates = slow.watchUpdates(watch) { $0.end != nil }
-        guard case .failed(.unavailable(let message))? = updates.end else { return XCTFail("\(updates)") }
+        guard case .failed(.unavailable(let message, false))? = updates.end else { return XCTFail("\(updates)") }
         XCTAssertTrue(message.contains("fell more than 8192 bytes behind"), message)
         let seen = updates.events.map(\.revision)
         XCTAssertFalse(seen.isEmpty)

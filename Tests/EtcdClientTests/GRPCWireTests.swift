@@ -321,7 +321,7 @@ final class GRPCWireTests: XCTestCase {
         XCTAssertEqual(status.code, 14)
         XCTAssertEqual(status.message, "etcdserver: no leader ✓ 100%")
         XCTAssertTrue(GatewayFailure(code: status.code!, message: status.message).isNoLeader)
-        XCTAssertEqual(GatewayFailure(code: 14, message: status.message).error, .unavailable(status.message))
+        XCTAssertEqual(GatewayFailure(code: 14, message: status.message).error, .unavailable(status.message, mayHaveBeenApplied: false))
 
         var none = GRPCStatus()
         Array("grpc-encoding: identity\r\n".utf8).withUnsafeBytes { none.take($0) }

@@ -9,9 +9,9 @@ final class GatewayDecodingTests: XCTestCase {
     func test_refusals_mapToTheirErrors() throws {
         let cases: [(String, EtcdError)] = [
             (#"{"error":"etcdserver: request timed out","message":"etcdserver: request timed out","code":14}"#,
-             .unavailable("etcdserver: request timed out")),
+             .unavailable("etcdserver: request timed out", mayHaveBeenApplied: false)),
             (#"{"error":{"grpc_code":14,"http_code":503,"message":"etcdserver: no leader","http_status":"Service Unavailable"}}"#,
-             .unavailable("etcdserver: no leader")),
+             .unavailable("etcdserver: no leader", mayHaveBeenApplied: false)),
             (#"{"error":"etcdserver: authentication failed, invalid user ID or password","message":"etcdserver: authentication failed, invalid user ID or password","code":3}"#,
              .authenticationFailed("etcdserver: authentication failed, invalid user ID or password")),
             (#"{"error":"etcdserver: user name is empty","message":"etcdserver: user name is empty","code":3}"#,
@@ -29,7 +29,7 @@ final class GatewayDecodingTests: XCTestCase {
             (#"{"error":"grpc: received message larger than max (3145780 vs. 2097152)","message":"grpc: received message larger than max (3145780 vs. 2097152)","code":8}"#,
              .requestTooLarge("grpc: received message larger than max (3145780 vs. 2097152)")),
             (#"{"error":"etcdserver: mvcc: database space exceeded","message":"etcdserver: mvcc: database space exceeded","code":8}"#,
-             .unavailable("etcdserver: mvcc: database space exceeded")),
+             .unavailable("etcdserver: mvcc: database space exceeded", mayHaveBeenApplied: false)),
             (#"{"error":"etcdserver: key is not provided","message":"etcdserver: key is not provided","code":3}"#,
              .etcd(code: 3, message: "etcdserver: key is not provided")),
         ]

@@ -6,10 +6,14 @@
 // the quorum is lost), and, for operations that may be sent twice (reads, keepalives, watches not
 // yet created), when the connection broke before the answer. After each full round it rests a
 // little (50 ms, doubling up to 500 ms), so that a brief election or a member's restart costs
-// latency, not an error. A write cut after it was sent (over a new connection or one reused from
-// the pool), or that a member answered with a timeout of its own, is not sent again: it may have
-// been applied, so it fails `unavailable`, saying so. At the deadline it fails `unavailable` with the
-// last reason of each endpoint. The preferred endpoint moves on whenever it failed.
+// latency, not an error. A write cut after bytes of it were sent (over a new connection or one
+// reused from the pool), or that a member answered with a timeout of its own, is not sent again:
+// it may have been applied, so it fails `unavailable`, saying so (`mayHaveBeenApplied`). One that
+// never left (a connection refused, or cut before the request was handed to it) was not, and
+// fails over; so does one whose TLS handshake broke on the connection, while one etcd's TLS
+// refused fails `tlsFailed` at once (TransportFailure.swift tells them apart). At the deadline it
+// fails `unavailable` with the last reason of each endpoint. The preferred endpoint moves on
+// whenever it failed.
 import CCurl
 
 extension Driver {
@@ -26,6 +30,10 @@ extension Driver {
             return
         case nil:
             break
+        }
+        if case .probe(let probe) = operation.kind {
+            probeFinished(transfer, probe, code)
+            return
         }
         if transfer.answeredInHTTP1 {
             // Not a gRPC answer: nothing was done (etcd serves its gRPC methods in HTTP/2 only).
@@ -102,12 +110,10 @@ extension Driver {
                 answered(at: transfer)
                 fail(operation, httpRefusal(transfer))
             } else if operation.mayRepeat {
+                if operation.changesState { operation.mayHaveBeenApplied = true }
                 failOver(operation, at: transfer, "the answer ended without a gRPC status")
             } else {
-                notPreferred(transfer.endpointIndex)
-                operation.recordFailure("\(transfer.endpoint): the answer ended without a gRPC status (the request may have been applied)",
-                                        endpoints: configuration.endpoints.count)
-                fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
+                failMayHaveBeenApplied(operation, transfer.endpointIndex, transfer.endpoint, "the answer ended without a gRPC status")
             }
             return
         }
@@ -133,7 +139,7 @@ extension Driver {
     /// cut short): reported once the watch was created, tried elsewhere before.
     private func watchStreamEnded(_ transfer: Transfer) {
         if transfer.operation.watchCreated {
-            fail(transfer.operation, .unavailable("the watch stream from \(transfer.endpoint) ended"))
+            fail(transfer.operation, .unavailable("the watch stream from \(transfer.endpoint) ended", mayHaveBeenApplied: false))
         } else {
             failOver(transfer.operation, at: transfer, "the watch stream ended before the watch was created")
         }
@@ -159,17 +165,13 @@ extension Driver {
         } else if failure.isInvalidToken, !operation.reauthenticated, !isAuthentication(operation),
                   !isNotNeeded(token) {
             reauthenticate(operation)
-        } else if !operation.mayRepeat,
-                  failure.code == GatewayFailure.Code.unavailable || failure.code == GatewayFailure.Code.deadlineExceeded {
+        } else if !operation.mayRepeat, failure.isUnavailable {
             // "request timed out", "leader changed": the member proposed the write and does not
             // know what became of it.
-            notPreferred(transfer.endpointIndex)
-            operation.recordFailure("\(transfer.endpoint): \(failure.message) (the request may have been applied)",
-                                    endpoints: configuration.endpoints.count)
-            fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
+            failMayHaveBeenApplied(operation, transfer.endpointIndex, transfer.endpoint, failure.message)
         } else {
             answered(at: transfer)
-            fail(operation, failure.error)
+            fail(operation, failure.error(mayHaveBeenApplied: operation.changesState && failure.isUnavailable))
         }
     }
 
@@ -193,44 +195,97 @@ extension Driver {
         return line.count > 300 ? String(line.prefix(300)) + "..." : line
     }
 
-    /// libcurl could not carry the transfer through.
+    /// libcurl could not carry the transfer through: etcd's TLS refused the connection, or the
+    /// request never left (another member is tried), or it may have reached the member.
     private func transportFailed(_ transfer: Transfer, _ code: CURLcode) {
         let operation = transfer.operation
-        let message = transfer.errorMessage(code)
         if transfer.tooLarge {
             fail(operation, .responseTooLarge(limit: configuration.maxResponseBytes))
             return
         }
-        if isTLSFailure(code, message) {
-            fail(operation, .tlsFailed("\(transfer.endpoint): \(message)"))
+        let failure = transfer.failure(code)
+        if failure.kind == .tlsRefused {
+            fail(operation, .tlsFailed("\(transfer.endpoint): \(failure.message)"))
             return
         }
         if operation.isWatch, operation.watchCreated {
-            fail(operation, .unavailable("the watch stream from \(transfer.endpoint) broke: \(message)"))
+            fail(operation, .unavailable("the watch stream from \(transfer.endpoint) broke: \(failure.message)",
+                                         mayHaveBeenApplied: false))
             return
         }
-        if !transfer.connected || operation.mayRepeat {
-            failOver(operation, at: transfer, message)
+        if failure.kind == .notSent || operation.mayRepeat {
+            if failure.kind != .notSent, operation.changesState { operation.mayHaveBeenApplied = true }
+            failOver(operation, at: transfer, failure.hint.map { "\(failure.message) (\($0))" } ?? failure.message)
             return
         }
-        notPreferred(transfer.endpointIndex)
-        operation.recordFailure("\(transfer.endpoint): \(message) (the request may have been applied)",
-                                endpoints: configuration.endpoints.count)
-        fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
+        if failure.kind == .cutAfterHandshake {
+            probeHandshake(of: operation, at: transfer, failure.message)
+            return
+        }
+        failMayHaveBeenApplied(operation, transfer.endpointIndex, transfer.endpoint, failure.message)
     }
 
-    private func isTLSFailure(_ code: CURLcode, _ message: String) -> Bool {
-        switch code {
-        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CLIENTCERT, CURLE_SSL_ENGINE_NOTFOUND,
-             CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_CRL_BADFILE:
-            return true
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR:
-            // A server that wants a client certificate refuses after the handshake (TLS 1.3):
-            // the first read fails with OpenSSL's alert.
-            return message.contains("SSL")
-        default:
-            return false
+    /// A write that may have reached the member and whose answer is lost: not sent again (it
+    /// could be applied twice), it fails saying so.
+    private func failMayHaveBeenApplied(_ operation: Operation, _ endpointIndex: Int, _ endpoint: String, _ reason: String) {
+        notPreferred(endpointIndex)
+        operation.recordFailure("\(endpoint): \(reason) (the request may have been applied)", endpoints: configuration.endpoints.count)
+        fail(operation, .unavailable(operation.failures.joined(separator: "; "), mayHaveBeenApplied: true))
+    }
+
+    // MARK: - A write cut right after its TLS handshake
+
+    /// A write whose new connection ended right after its TLS handshake, before any answer
+    /// (TransportFailure.Kind.cutAfterHandshake): a member refusing the client certificate ends
+    /// it so when its reset outruns its alert, and one that dies at that moment too, perhaps
+    /// having read the write. A `status` over a new connection to the same member tells which:
+    /// refused with an alert, the member refuses the certificate (the CAs a member trusts do not
+    /// change while it runs), so it refused the write's handshake as well, and nothing was
+    /// written; answered (or over a pooled connection, which the member took with this
+    /// certificate), or not connected at all (the member is gone), the write may have been
+    /// applied. A probe cut in the same race as the write's tells nothing, and is sent again
+    /// after 10 ms until the write's deadline (each has a fair chance to read the alert: about
+    /// one in three on a loaded machine).
+    private func probeHandshake(of write: Operation, at transfer: Transfer, _ reason: String) {
+        let probe = HandshakeProbe(write: write, endpointIndex: transfer.endpointIndex, endpoint: transfer.endpoint, failure: reason)
+        let operation = Operation(id: EtcdRequestID(0), kind: .probe(probe), call: EtcdRequest.status.call(configuration.api),
+                                  deadline: write.deadline)
+        operation.firstEndpoint = probe.endpointIndex
+        attempt(operation)
+    }
+
+    private func probeFinished(_ transfer: Transfer, _ probe: HandshakeProbe, _ code: CURLcode?) {
+        guard let code, code != CURLE_OK, !transfer.answeredInHTTP1 else {
+            // An answer, whatever it says: the member took the handshake.
+            probed(probe, refusal: nil)
+            return
+        }
+        let failure = transfer.failure(code)
+        switch failure.kind {
+        case .tlsRefused:
+            probed(probe, refusal: failure.message)
+        case .notSent where code == CURLE_COULDNT_CONNECT || code == CURLE_OPERATION_TIMEDOUT:
+            probed(probe, refusal: nil)
+        case .notSent, .cutAfterHandshake:
+            let retryAt = Monotonic.now + .milliseconds(10)
+            if retryAt < transfer.operation.deadline {
+                transfer.operation.retryAt = retryAt
+                resting.append(transfer.operation)
+            } else {
+                probed(probe, refusal: nil)
+            }
+        case .maybeSent:
+            probed(probe, refusal: nil)
+        }
+    }
+
+    /// The write's outcome once the probe told: `refusal`, libcurl's message for the probe the
+    /// member refused; nil when the member took the handshake or nothing could tell.
+    private func probed(_ probe: HandshakeProbe, refusal: String?) {
+        if let refusal {
+            fail(probe.write, .tlsFailed("\(probe.endpoint): \(probe.failure); a new connection to it was refused: \(refusal)"))
+        } else {
+            failMayHaveBeenApplied(probe.write, probe.endpointIndex, probe.endpoint, probe.failure)
         }
     }
 
@@ -245,7 +300,7 @@ extension Driver {
         let round = operation.attempts / count
         let rest: Duration = operation.attempts % count == 0 ? .milliseconds(min(500, 50 << min(round - 1, 4))) : .zero
         guard now + rest < operation.deadline else {
-            fail(operation, .unavailable(operation.failures.joined(separator: "; ")))
+            fail(operation, .unavailable(operation.failures.joined(separator: "; "), mayHaveBeenApplied: operation.mayHaveBeenApplied))
             return
         }
         if rest == .zero {
@@ -289,7 +344,7 @@ extension Driver {
             } catch {
                 authenticated(.failure(error))
             }
-        case .watch:
+        case .watch, .probe:
             break
         }
     }
@@ -299,6 +354,9 @@ extension Driver {
         case .request: deliver(.response(operation.id, .failure(error)))
         case .watch: deliver(.watch(operation.id, .failed(error)))
         case .authenticate: authenticated(.failure(error))
+        case .probe(let probe):
+            // Closed, or never sent (its turn did not come in time): nothing told.
+            if case .closed = error { fail(probe.write, .closed) } else { probed(probe, refusal: nil) }
         }
     }
 
@@ -324,7 +382,7 @@ extension Driver {
             token = .have(value)
             for operation in waiting {
                 if operation.deadline < Monotonic.now {
-                    fail(operation, .unavailable("no token from etcd within the timeout"))
+                    fail(operation, .unavailable("no token from etcd within the timeout", mayHaveBeenApplied: false))
                 } else {
                     start(operation)
                 }

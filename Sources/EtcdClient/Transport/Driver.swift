@@ -361,7 +361,8 @@ final class Driver {
 
     private func failWaiting(_ operation: Operation) {
         let reason = "not sent: the \(configuration.maxConcurrentRequests) requests under way (maxConcurrentRequests) did not finish in time before its deadline"
-        fail(operation, .unavailable((operation.failures + [reason]).joined(separator: "; ")))
+        fail(operation, .unavailable((operation.failures + [reason]).joined(separator: "; "),
+                                     mayHaveBeenApplied: operation.mayHaveBeenApplied))
     }
 
     private func retryRested() {

@@ -7,6 +7,10 @@ final class Operation {
         case watch(WatchRequest)
         /// Fetching a token for etcd's user and password (the client's own, with no ID).
         case authenticate
+        /// A `status` over a new connection to the member whose connection ended right after its
+        /// TLS handshake under a write: whether the member refuses the client certificate
+        /// (Driver+Outcomes.swift). The client's own, with no ID.
+        case probe(HandshakeProbe)
     }
 
     let id: EtcdRequestID
@@ -29,6 +33,10 @@ final class Operation {
     var http1Answers = 0
     /// The watch has reported `.created`: from then on, a cut is reported rather than retried.
     var watchCreated = false
+    /// An attempt of this write may have reached a member that could apply it (it was sent, then
+    /// cut or left unanswered): a write that may be sent again fails over all the same, and its
+    /// `unavailable` says so if it comes to that.
+    var mayHaveBeenApplied = false
 
     init(id: EtcdRequestID, kind: Kind, call: WireCall, deadline: Monotonic) {
         self.id = id
@@ -52,13 +60,41 @@ final class Operation {
     var mayRepeat: Bool {
         switch kind {
         case .request(let request): request.isIdempotent
-        case .watch, .authenticate: true
+        case .watch, .authenticate, .probe: true
+        }
+    }
+
+    /// Whether etcd may change something for the operation: a write (reads and watches change
+    /// nothing, and an authentication nothing that matters here).
+    var changesState: Bool {
+        switch kind {
+        case .request(.range), .request(.status), .watch, .authenticate, .probe: false
+        case .request: true
         }
     }
 
     /// The member may not answer the status when it has no leader (that is what it reports).
     var requiresLeader: Bool {
-        if case .request(.status) = kind { return false }
-        return true
+        switch kind {
+        case .request(.status), .probe: false
+        default: true
+        }
+    }
+}
+
+/// A write whose connection ended right after its TLS handshake, waiting for a probe of the member
+/// to tell whether the member refused the handshake.
+final class HandshakeProbe {
+    let write: Operation
+    let endpointIndex: Int
+    let endpoint: String
+    /// libcurl's message for the write's failure.
+    let failure: String
+
+    init(write: Operation, endpointIndex: Int, endpoint: String, failure: String) {
+        self.write = write
+        self.endpointIndex = endpointIndex
+        self.endpoint = endpoint
+        self.failure = failure
     }
 }

@@ -110,15 +110,23 @@ final class Transfer {
         return status
     }
 
-    /// Whether the request may have reached the member: a connection was made for it, or bytes of
-    /// it were sent (over a connection reused from the pool, whose connect time is 0). A request
-    /// that did neither reached no one and may go to another member.
-    var connected: Bool {
-        var microseconds: curl_off_t = 0
-        obs_curl_getinfo_offset(easy, CURLINFO_CONNECT_TIME_T, &microseconds)
-        var requestBytes = 0
-        obs_curl_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &requestBytes)
-        return microseconds > 0 || requestBytes > 0
+    /// What libcurl's failure `code` tells of the request: whether it may have reached the member
+    /// (TransportFailure.swift).
+    func failure(_ code: CURLcode) -> TransportFailure {
+        func offset(_ info: CURLINFO) -> Int {
+            var value: curl_off_t = 0
+            obs_curl_getinfo_offset(easy, info, &value)
+            return Int(value)
+        }
+        func long(_ info: CURLINFO) -> Int {
+            var value = 0
+            obs_curl_getinfo_long(easy, info, &value)
+            return value
+        }
+        return TransportFailure(code: code, message: errorMessage(code), requestBytes: long(CURLINFO_REQUEST_SIZE),
+                                uploadBytes: offset(CURLINFO_SIZE_UPLOAD_T),
+                                responseBytes: long(CURLINFO_HEADER_SIZE) + offset(CURLINFO_SIZE_DOWNLOAD_T),
+                                handshakeCompleted: offset(CURLINFO_APPCONNECT_TIME_T) > 0)
     }
 
     /// Bytes from libcurl. A unary answer over the bound stops the transfer (0 makes libcurl fail
@@ -180,7 +188,8 @@ final class Transfer {
                 if backlogBytes > maxBacklogBytes {
                     clearBacklog()
                     driver.endWatch(self, .failed(.unavailable(
-                        "the watch from \(endpoint) fell more than \(maxBacklogBytes) bytes behind; watch again from the last revision taken")))
+                        "the watch from \(endpoint) fell more than \(maxBacklogBytes) bytes behind; watch again from the last revision taken",
+                        mayHaveBeenApplied: false)))
                     break
                 }
             }

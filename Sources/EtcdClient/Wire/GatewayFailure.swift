@@ -64,10 +64,19 @@ struct GatewayFailure: Sendable, Hashable {
     /// The token expired or the member does not know it: authenticate again.
     var isInvalidToken: Bool { message.contains("invalid auth token") }
 
-    var error: EtcdError {
+    /// etcd could not decide: "request timed out", "leader changed" (a write proposed, its fate
+    /// unknown to the member), or "no leader" (nothing proposed: `isNoLeader`).
+    var isUnavailable: Bool { code == Code.unavailable || code == Code.deadlineExceeded }
+
+    /// The refusal as the client's error, for a read or a watch.
+    var error: EtcdError { error(mayHaveBeenApplied: false) }
+
+    /// The refusal as the client's error; `mayHaveBeenApplied` for an `unavailable` one: whether
+    /// the member may have proposed the write.
+    func error(mayHaveBeenApplied: Bool) -> EtcdError {
         switch code {
         case Code.unavailable, Code.deadlineExceeded:
-            return .unavailable(message)
+            return .unavailable(message, mayHaveBeenApplied: mayHaveBeenApplied)
         case Code.unauthenticated, Code.permissionDenied:
             return .authenticationFailed(message)
         case Code.invalidArgument where message.contains("authentication failed") || message.contains("user name is empty"):
@@ -85,7 +94,7 @@ struct GatewayFailure: Sendable, Hashable {
         // The NOSPACE alarm: etcd's backend reached its quota (--quota-backend-bytes) and takes
         // no write until an operator compacts, defragments and disarms it.
         case Code.resourceExhausted where message.contains("database space exceeded"):
-            return .unavailable(message)
+            return .unavailable(message, mayHaveBeenApplied: false)
         default:
             return .etcd(code: code, message: message)
         }

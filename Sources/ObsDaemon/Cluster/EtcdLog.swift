@@ -675,8 +675,10 @@ final class EtcdLog: SharedLog {
         if lastFailure == nil { log.warn("cluster: \(message)") }
         lastFailure = message
         switch error {
-        case .unavailable:
-            return ObsError(.unavailable, "\(message) (a write etcd received before that may still be committed)")
+        case .unavailable(_, let mayHaveBeenApplied):
+            // Said only when it can be true: a write refused before etcd took it (every member
+            // refused the connection, or answered "no leader") was not applied.
+            return ObsError(.unavailable, mayHaveBeenApplied ? "\(message) (a write etcd received before that may still be committed)" : message)
         case .closed, .tlsFailed, .authenticationFailed, .leaseNotFound:
             // etcd cannot be reached as this host is set up to reach it (a certificate or the
             // credentials refused), or refused the new lease too: nothing was written, and a

@@ -36,7 +36,7 @@ final class PrefixReadTests: XCTestCase {
         var limits: [Int64] = []
         while reading.retry(after: .responseTooLarge(limit: 64 << 20)) { limits.append(reading.nextPage.limit) }
         XCTAssertEqual(limits, [125, 15, 1])
-        XCTAssertFalse(reading.retry(after: .unavailable("no quorum")))
+        XCTAssertFalse(reading.retry(after: .unavailable("no quorum", mayHaveBeenApplied: false)))
     }
 
     func test_aCompactionBetweenPages_startsAgainFromTheNewest_aFewTimesAtMost() {

@@ -743,6 +743,53 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(seen, [1, 2, 4])
     }
 
+    /// A reload to a client certificate etcd refuses (another CA's). Under TLS 1.3 a member
+    /// refuses it after the client's side of the handshake is done, and its alert or its reset
+    /// comes with libcurl's first read or write: each write (a new connection each) must fail with
+    /// the TLS reason, which says nothing was written, never as an outage after sending ("may have
+    /// been applied"), which one write in two did by hand, and a few in a hundred do here: hence
+    /// the many writes.
+    func test_TLS_aReloadToACertificateEtcdRefuses_failsEveryWriteWithTheTLSReason() throws {
+        var options = EtcdCluster.Options()
+        options.tls = true
+        let etcd = try startEtcdCluster(options)
+        defer { etcd.shutDown() }
+        let files = try Sandbox()
+        let (cert, key) = (files.root + "/client.crt", files.root + "/client.key")
+        func install(_ certSource: String, _ keySource: String) throws {
+            for (source, target) in [(certSource, cert), (keySource, key)] {
+                try? FileManager.default.removeItem(atPath: target)
+                try FileManager.default.copyItem(atPath: source, toPath: target)
+            }
+            chmod(key, 0o600)
+        }
+        try install(etcd.clientCertFile!, etcd.clientKeyFile!)
+        let hosts = try ClusterHosts(etcd, count: 1, timeout: "5s", clientFiles: (cert, key))
+        let host = try XCTUnwrap(hosts.hosts[0])
+        func set(_ value: Int) throws -> [String: Any] { try hosts.request(0, "{\"op\":\"set\",\"key\":\"k\",\"value\":\(value)}") }
+        XCTAssertEqual(try set(0)["ok"] as? Bool, true)
+
+        let other = try TestCertificates(directory: files.root + "/other")
+        try install(other.clientCertFile, other.clientKeyFile)
+        host.signal(SIGHUP)
+        XCTAssertTrue(waitFor("the reload") { host.log.contains("read the TLS files again") }, host.log)
+        for value in 1...150 {
+            let answer = try set(value)
+            let error = answer["error"] as? [String: Any] ?? [:]
+            let message = error["message"] as? String ?? ""
+            XCTAssertEqual(error["code"] as? String, "unavailable", "\(answer)")
+            // etcd's alert is the reason, whether libcurl read it under the write or a probe did.
+            XCTAssertTrue(message.contains("TLS to etcd failed") && message.contains("alert"), "write \(value): \(message)")
+            XCTAssertFalse(message.contains("may have been applied") || message.contains("may still be committed"),
+                           "write \(value): \(message)")
+        }
+        try install(etcd.clientCertFile!, etcd.clientKeyFile!)
+        host.signal(SIGHUP)
+        XCTAssertTrue(waitFor("the second reload") { host.log.components(separatedBy: "read the TLS files again").count - 1 >= 2 },
+                      host.log)
+        XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"k"}"#)["value"] as? Int, 0, "none of the refused writes applied")
+    }
+
     /// With `etcd_cacert`, that CA is the only one trusted: not also the system's CAs in
     /// /etc/ssl/certs, where any public CA (or one an administrator added for something else)
     /// could vouch for a server posing as etcd. `obsd --check` runs in a mount namespace of its
@@ -952,6 +999,54 @@ final class ClusterFailureTests: XCTestCase {
             done = value == 4
         }
         XCTAssertEqual(seen.filter { $0 != 1 }, [2, 3, 4])
+    }
+
+    /// Every member stopped: each connection is refused, no write can have reached etcd, and
+    /// the `unavailable` says nothing of one that may still be committed. Every member frozen
+    /// instead (quorum lost, connections still taken by the kernel): the write was sent into
+    /// them and may be read and committed once they run again, which the message says. Two of
+    /// three killed: once the member left knows it has no leader, it refuses writes "no leader"
+    /// without proposing them, and those say nothing of the kind either.
+    func test_everyMemberStopped_writesUnavailableWithoutMaybe_everyMemberFrozen_writesMayStillBeCommitted() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1, timeout: "2s")
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"k","value":0}"#)["ok"] as? Bool, true, hosts.logs)
+        func failure(_ value: Int) throws -> (code: String?, message: String) {
+            let answer = try hosts.request(0, #"{"op":"set","key":"k","value":\#(value)}"#)
+            let error = answer["error"] as? [String: Any] ?? [:]
+            return (error["code"] as? String, error["message"] as? String ?? "\(answer)")
+        }
+
+        for member in 0..<3 { etcd.stop(member) }
+        for value in 1...3 {
+            let (code, message) = try failure(value)
+            XCTAssertEqual(code, "unavailable", message)
+            XCTAssertFalse(message.contains("may still be committed") || message.contains("may have been applied"), message)
+            for endpoint in etcd.endpoints { XCTAssertTrue(message.contains(endpoint), "every endpoint tried: \(message)") }
+        }
+        try etcd.restart([0, 1, 2])
+        XCTAssertTrue(waitFor("etcd to take writes again") {
+            (try? hosts.request(0, #"{"op":"set","key":"k","value":4}"#)["ok"] as? Bool) == true
+        }, hosts.logs)
+
+        for member in 0..<3 { etcd.pause(member) }
+        let (code, message) = try failure(5)
+        for member in 0..<3 { etcd.resume(member) }
+        XCTAssertEqual(code, "unavailable", message)
+        XCTAssertTrue(message.contains("may still be committed"), message)
+
+        XCTAssertTrue(waitFor("etcd to take writes again") {
+            (try? hosts.request(0, #"{"op":"set","key":"k","value":6}"#)["ok"] as? Bool) == true
+        }, hosts.logs)
+        etcd.kill(1)
+        etcd.kill(2)
+        var refused = ""
+        XCTAssertTrue(waitFor("the member left to refuse writes for want of a leader") {
+            refused = (try? failure(7).message) ?? ""
+            return refused.contains("no leader")
+        }, refused)
+        XCTAssertFalse(refused.contains("may still be committed") || refused.contains("may have been applied"), refused)
     }
 
     /// A host whose watch fell behind while etcd compacted its history: its watchers get
