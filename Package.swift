@@ -63,7 +63,10 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         // The client library obsctl is built on: connections, requests, watches that resume, and the
         // definitions-file format obsd applies too.
-        .target(name: "ObsClient", dependencies: ["ObsCore"], swiftSettings: strict),
+        .target(name: "ObsClient", dependencies: [
+            "ObsCore",
+            .target(name: "CLinux", condition: .when(platforms: [.linux])),
+        ], swiftSettings: strict),
         // obsctl's commands, output, help and completion, a library so that tests can import it.
         .target(name: "ObsctlCore", dependencies: [
             "ObsClient", "ObsCore", "ObsWeb",

@@ -14,6 +14,12 @@ public enum ConnectFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case permissionDenied(path: String, owner: String, group: String, mode: UInt32, caller: String)
     /// A socket path longer than the kernel's limit (108 bytes).
     case pathTooLong
+    /// Nothing accepted the connection for `seconds`: the socket's queue of connections waiting
+    /// to be accepted stayed full, as it does when obsd is stopped (SIGSTOP, Ctrl-Z), stuck, or
+    /// swamped with connections.
+    case notAccepting(seconds: Double)
+    /// The caller gave up waiting (`Cancellation`).
+    case cancelled
     /// Anything else, as the system describes it.
     case other(String)
 
@@ -26,6 +32,9 @@ public enum ConnectFailure: Error, Sendable, Equatable, CustomStringConvertible 
             "permission denied: \(path) is owned by user \(owner) and group \(group), mode "
                 + Self.octal(mode) + "; \(caller) (obsd's socket_mode, socket_group and allow settings say who may connect)"
         case .pathTooLong: "the path is longer than a Unix socket path may be (107 bytes)"
+        case .notAccepting(let seconds):
+            "obsd accepted no connection for \(Self.duration(seconds)): its queue of new connections is full (is it stopped or stuck?)"
+        case .cancelled: "cancelled"
         case .other(let reason): reason
         }
     }
@@ -89,6 +98,11 @@ public enum ConnectFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case S_IFCHR, S_IFBLK: "a device"
         default: "something else"
         }
+    }
+
+    /// "10 s", "250 ms".
+    private static func duration(_ seconds: Double) -> String {
+        seconds >= 1 ? "\(Int(seconds.rounded())) s" : "\(Int((seconds * 1000).rounded())) ms"
     }
 
     private static func octal(_ mode: UInt32) -> String {

@@ -16,25 +16,65 @@ final class LineSocket {
     private var lines: [[UInt8]] = []
     private var next = 0
 
-    /// Connects to `path`; the failure says why it could not.
-    init(path: String) throws(ConnectFailure) {
+    /// Pauses between attempts while the daemon's queue is full: short at first, as a daemon that
+    /// is only swamped makes room quickly, growing to at most `maxRetryPause`.
+    static let firstRetryPause = 0.001, maxRetryPause = 0.05
+
+    /// Connects to `path`; the failure says why it could not. While the daemon's queue of
+    /// connections waiting to be accepted is full (a daemon stopped, stuck, or swamped with
+    /// connections), it tries again until `deadline` (monotonic seconds; then `.notAccepting`),
+    /// unless `cancellation` is raised first (then `.cancelled`).
+    init(path: String, deadline: Double, cancellation: Cancellation?) throws(ConnectFailure) {
         let bytes = Array(path.utf8)
         var address = sockaddr_un()
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .pathTooLong }
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .other(String(cString: strerror(errno))) }
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        // Non-blocking while it connects: a blocking connect(2) to a Unix socket whose queue is
+        // full waits until the daemon accepts, however long that takes (no timeout, unlike TCP).
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw .other(String(cString: strerror(errno))) }
+        do throws(ConnectFailure) {
+            try Self.connect(fd, to: address, path: path, deadline: deadline, cancellation: cancellation)
+            // Blocking again: `send` writes whole lines, `readLine` polls before it reads.
+            let flags = fcntl(fd, F_GETFL)
+            guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+                throw .other(String(cString: strerror(errno)))
             }
-        }
-        guard result == 0 else {
-            let code = errno
+        } catch {
+            // A class whose initializer throws once its properties are set is deinitialized: the
+            // descriptor is closed here, and only here (closed twice, the second close could take
+            // a descriptor another thread had opened meanwhile).
             close(fd)
-            throw ConnectFailure.diagnose(code, path: path)
+            fd = -1
+            throw error
         }
+    }
+
+    /// connect(2), tried again while the daemon's queue is full. A non-blocking connect to a Unix
+    /// socket on Linux completes at once or fails at once: EAGAIN says the queue of connections
+    /// waiting to be accepted is full (there is no EINPROGRESS, and polling the socket for
+    /// writability tells nothing: one not yet connected polls writable at once). Nothing tells
+    /// when the daemon makes room, so it tries again after a pause.
+    private static func connect(_ fd: Int32, to address: sockaddr_un, path: String, deadline: Double,
+                                cancellation: Cancellation?) throws(ConnectFailure) {
+        let started = monotonicNow()
+        var pause = firstRetryPause
+        while cancellation?.isCancelled != true {
+            let result = withUnsafePointer(to: address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if result == 0 { return }
+            let code = errno
+            guard code == EAGAIN || code == EINTR else { throw ConnectFailure.diagnose(code, path: path) }
+            let left = deadline - monotonicNow()
+            if left <= 0 { throw .notAccepting(seconds: monotonicNow() - started) }
+            Cancellation.pause(min(pause, left), cancellation: cancellation)
+            pause = min(pause * 2, maxRetryPause)
+        }
+        throw .cancelled
     }
 
     deinit { if fd >= 0 { close(fd) } }

@@ -38,10 +38,11 @@ public final class ObsClient: Sendable {
         // Only the queue's thread gets here, so the connection is used by one thread at a time.
         connection.withLock { current in
             do throws(ClientError) {
+                let deadline = timeout.map { monotonicNow() + $0 }
                 let open: ObsConnection
-                if let current { open = current } else { open = try ObsConnection(path: path) }
+                if let current { open = current } else { open = try ObsConnection(path: path, deadline: deadline) }
                 current = open
-                return .success(try open.request(op, fields, deadline: timeout.map { monotonicNow() + $0 }))
+                return .success(try open.request(op, fields, deadline: deadline))
             } catch {
                 if case .connectionLost = error { current = nil }
                 return .failure(error)
@@ -68,23 +69,25 @@ public final class ObsClient: Sendable {
         let options = chosen
         let path = self.path
         return AsyncThrowingStream { continuation in
+            // Raised when the iteration stops: it ends the stream's waits for the daemon at once,
+            // also those of a stream still connecting (not made yet, so not in `stream`).
+            let cancellation = Cancellation()
             let stream = Mutex<WatchStream?>(nil)
-            let cancelled = Mutex(false)
             continuation.onTermination = { _ in
-                cancelled.withLock { $0 = true }
+                cancellation.cancel()
                 stream.withLock { $0?.cancel() }
             }
             // A thread of its own: the stream blocks in poll, which must not hold a Swift
             // concurrency thread.
             let thread = Thread {
                 do throws(ClientError) {
-                    let watch = try WatchStream(path: path, options: options)
+                    let watch = try WatchStream(path: path, options: options, cancellation: cancellation)
                     stream.withLock { $0 = watch }
-                    if cancelled.withLock({ $0 }) { watch.cancel() }
+                    if cancellation.isCancelled { watch.cancel() }
                     while let event = try watch.next() { continuation.yield(event) }
                     continuation.finish()
                 } catch {
-                    continuation.finish(throwing: cancelled.withLock { $0 } ? nil : error)
+                    continuation.finish(throwing: cancellation.isCancelled ? nil : error)
                 }
             }
             thread.start()

@@ -12,9 +12,21 @@ public final class ObsConnection {
     /// The daemon's `goodbye` reason, once it said goodbye.
     public private(set) var goodbye: String?
 
-    public init(path: String) throws(ClientError) {
+    /// How long connecting waits, when the caller gives no deadline, for a daemon that accepts no
+    /// connection (its queue of connections to accept is full: it is stopped, stuck or swamped).
+    public static let connectTimeout = 10.0
+
+    /// Connects to obsd at `path`. While obsd accepts no connection (its queue of connections
+    /// waiting to be accepted is full), it waits until `deadline` (monotonic seconds, as
+    /// `monotonicNow()`), then fails with `.timedOut`; without a deadline, for `connectTimeout`,
+    /// then fails with `.cannotConnect` and `.notAccepting`. `cancellation`, raised by another
+    /// thread, ends that wait at once (`.cannotConnect` with `.cancelled`).
+    public init(path: String, deadline: Double? = nil, cancellation: Cancellation? = nil) throws(ClientError) {
         do throws(ConnectFailure) {
-            socket = try LineSocket(path: path)
+            socket = try LineSocket(path: path, deadline: deadline ?? monotonicNow() + Self.connectTimeout,
+                                    cancellation: cancellation)
+        } catch .notAccepting where deadline != nil {
+            throw .timedOut
         } catch {
             throw .cannotConnect(path: path, reason: error)
         }

@@ -28,7 +28,8 @@ import ObsCore
 /// So it does after the snapshot that replaces a first snapshot cut short (no revision seen yet,
 /// so nothing to resume from): a key of the cut one that the new one does not list is gone.
 public final class WatchStream: @unchecked Sendable {
-    // @unchecked: one thread reads; `cancel` from another thread only shuts the socket down.
+    // @unchecked: one thread reads; `cancel` from another thread only raises `cancellation` and
+    // shuts the socket down.
     public let path: String
     public let options: WatchOptions
     private var connection: ObsConnection?
@@ -49,7 +50,8 @@ public final class WatchStream: @unchecked Sendable {
     /// Whether the last connection ended with the daemon's `goodbye`: it flushes every event before
     /// it, so no transaction was cut and the watch can resume after the last revision itself.
     private var endedCleanly = true
-    private var cancelled = false
+    /// Raised by `cancel`: it ends a connection attempt and the pause between two at once.
+    private let cancellation: Cancellation
     /// Set on reconnecting, until the next event delivered carries `followsReconnection`.
     private var reconnected = false
     /// The pid of the daemon last connected to (from `hello`; kept only with `reconnect`).
@@ -86,11 +88,15 @@ public final class WatchStream: @unchecked Sendable {
     /// not there; with it, it waits for the daemon (a status bar may start before obsd) with the
     /// same backoff as after a drop, until `deadline` (then `timedOut`). A refusal by the daemon
     /// (`.server`) fails at once either way, but for `limit` and `shutting_down`, which
-    /// `reconnect` waits out.
-    public init(path: String, options: WatchOptions, deadline: Double? = nil,
+    /// `reconnect` waits out. A daemon that accepts no connection (stopped or stuck, its queue of
+    /// connections full) is waited for until `deadline`, or for `ObsConnection.connectTimeout` per
+    /// attempt without one (`ObsConnection.init`). `cancellation` (else one of its own), raised
+    /// from another thread while this waits, makes it fail at once; `cancel()` raises it.
+    public init(path: String, options: WatchOptions, deadline: Double? = nil, cancellation: Cancellation? = nil,
                 waiting: (@Sendable (ClientError) -> Void)? = nil) throws(ClientError) {
         self.path = path
         self.options = options
+        self.cancellation = cancellation ?? Cancellation()
         self.waiting = waiting
         guard options.reconnect else {
             try start(deadline: deadline)
@@ -100,7 +106,7 @@ public final class WatchStream: @unchecked Sendable {
     }
 
     private func start(deadline: Double?) throws(ClientError) {
-        let connection = try ObsConnection(path: path)
+        let connection = try ObsConnection(path: path, deadline: deadline, cancellation: cancellation)
         // `hello` first, also without `reconnect`: its `run` goes with every event delivered.
         // What the caller follows: a revision seen, or (a first snapshot cut short) keys delivered
         // before any revision was; a daemon cannot have gone back from before 0.
@@ -134,7 +140,7 @@ public final class WatchStream: @unchecked Sendable {
 
     /// Stops the stream from another thread: `next` then throws `connectionLost`.
     public func cancel() {
-        cancelled = true
+        cancellation.cancel()
         connection?.shutDown()
     }
 
@@ -152,7 +158,7 @@ public final class WatchStream: @unchecked Sendable {
                 record(event)
                 return delivering(event)
             } catch .connectionLost(let path, let reason) {
-                guard options.reconnect, !cancelled else { throw .connectionLost(path: path, reason: reason) }
+                guard options.reconnect, !cancellation.isCancelled else { throw .connectionLost(path: path, reason: reason) }
                 connection = nil
                 // A snapshot cut short lists only part of the keys.
                 listing = nil
@@ -252,19 +258,22 @@ public final class WatchStream: @unchecked Sendable {
     private func reconnect(deadline: Double?) throws(ClientError) -> Bool {
         var backoff = Self.firstBackoff
         var told = false
-        while !cancelled {
+        while !cancellation.isCancelled {
             do {
                 try start(deadline: deadline)
                 return true
             } catch .server(let error) where !Self.passing.contains(error.code) {
                 throw .server(error)
+            } catch .timedOut where deadline.map({ monotonicNow() >= $0 }) == true {
+                // The caller's deadline passed while connecting or greeting: no notice, the end.
+                return false
             } catch {
                 // Not there yet, or it went away again while answering.
                 if !told { waiting?(error) }
                 told = true
             }
             if let deadline, monotonicNow() + backoff > deadline { return false }
-            usleep(UInt32(backoff * 1_000_000))
+            cancellation.sleep(backoff)
             backoff = min(backoff * 2, Self.maxBackoff)
         }
         throw .connectionLost(path: path, reason: nil)

@@ -21,7 +21,7 @@ struct SocketDaemonLink: DaemonLink {
 
     func request(_ op: String, _ fields: [String: JSONValue]) throws(ClientError) -> Response {
         let deadline = monotonicNow() + limits.requestTimeout
-        return try calls.withConnection(to: path) { connection throws(ClientError) in
+        return try calls.withConnection(to: path, deadline: deadline) { connection throws(ClientError) in
             try connection.request(op, fields, deadline: deadline)
         }
     }
@@ -40,7 +40,7 @@ struct SocketDaemonLink: DaemonLink {
         let current = UInt64(try request("ping", [:])["rev"]?.intValue ?? 0)
         var since = current > limits.historyRevisions ? current - limits.historyRevisions : 0
         for _ in 0..<3 {
-            let (kept, compactedAt) = try calls.withConnection(to: path) { connection throws(ClientError) in
+            let (kept, compactedAt) = try calls.withConnection(to: path, deadline: deadline) { connection throws(ClientError) in
                 try replay(key, since: since, on: connection, deadline: deadline)
             }
             guard let compactedAt else { return kept }

@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import ObsClient
 import ObsCore
-import Synchronization
 
 /// One page's event stream: a watch on the page's pattern, relayed as Server-Sent Events, that
 /// outlives daemon restarts. It runs on the thread of the page's HTTP connection, which calls
@@ -32,12 +31,13 @@ import Synchronization
 ///    afresh with a snapshot, and `connected` says `reset`.
 final class LiveFeed: StreamingBody, Cancellable, @unchecked Sendable {
     // @unchecked: `read` and everything it touches belong to the connection's thread; `cancel`,
-    // from the thread that stops the server, touches only `cancelled` and `current` (under `lock`).
+    // from the thread that stops the server, touches only `cancellation` and `current` (under `lock`).
     private let path: String
     private let pattern: String
     private let limits: WebLimits
     private weak var registry: DaemonCalls?
-    private let cancelled = Atomic<Bool>(false)
+    /// Raised by `cancel`: it ends a connection attempt, and the pause between two, at once.
+    private let cancellation = Cancellation()
     /// The open connection, for `cancel` to shut down.
     private var current: ObsConnection?
     private let lock = NSLock()
@@ -73,7 +73,7 @@ final class LiveFeed: StreamingBody, Cancellable, @unchecked Sendable {
         while pendingStart == pending.count {
             pending.removeAll(keepingCapacity: pending.count <= limits.batchBytes)
             pendingStart = 0
-            if finished || cancelled.load(ordering: .acquiring) { return nil }
+            if finished || cancellation.isCancelled { return nil }
             if connection == nil { connect() } else { relay() }
         }
         let count = min(buffer.count, pending.count - pendingStart)
@@ -90,16 +90,16 @@ final class LiveFeed: StreamingBody, Cancellable, @unchecked Sendable {
 
     /// Ends the stream from another thread: a blocked `read` returns at once.
     func cancel() {
-        cancelled.store(true, ordering: .releasing)
+        cancellation.cancel()
         lock.withLock { current?.shutDown() }
     }
 
     private func connect() {
         do throws(ClientError) {
-            let connection = try ObsConnection(path: path)
-            lock.withLock { current = connection }
-            if cancelled.load(ordering: .acquiring) { return }
             let deadline = monotonicNow() + limits.requestTimeout
+            let connection = try ObsConnection(path: path, deadline: deadline, cancellation: cancellation)
+            lock.withLock { current = connection }
+            if cancellation.isCancelled { return }
             // Another state than the one the page shows (Reconnection's rule: a daemon behind the
             // revision seen, or a new process of one that keeps its state in memory only):
             // nothing to resume, the page takes a new snapshot.
@@ -218,11 +218,8 @@ final class LiveFeed: StreamingBody, Cancellable, @unchecked Sendable {
         pending.append(UInt8(ascii: "\n"))
     }
 
-    /// Sleeps `seconds`, waking early when cancelled.
+    /// Sleeps `seconds`, waking at once when cancelled.
     private func pause(_ seconds: Double) {
-        let end = monotonicNow() + seconds
-        while !cancelled.load(ordering: .acquiring), monotonicNow() < end {
-            usleep(UInt32(min(0.05, max(0, end - monotonicNow())) * 1_000_000))
-        }
+        cancellation.sleep(seconds)
     }
 }

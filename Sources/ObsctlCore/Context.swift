@@ -12,12 +12,20 @@ public struct Context {
     /// The deadline for a request sent now.
     var deadline: Double? { timeout.map { monotonicNow() + $0 } }
 
+    /// Connects; a daemon that accepts no connection is waited for up to `--timeout` (then
+    /// `timedOut`), or without it for `ObsConnection.connectTimeout`.
     func connect() throws(ClientError) -> ObsConnection {
-        try ObsConnection(path: socketPath)
+        try connect(until: deadline)
     }
 
-    /// Connects, sends one request and returns its answer.
+    /// Connects, waiting until `deadline` at most for a daemon that accepts no connection.
+    func connect(until deadline: Double?) throws(ClientError) -> ObsConnection {
+        try ObsConnection(path: socketPath, deadline: deadline)
+    }
+
+    /// Connects, sends one request and returns its answer, all within one `--timeout`.
     func request(_ op: String, _ fields: [String: JSONValue] = [:]) throws(ClientError) -> Response {
-        try connect().request(op, fields, deadline: deadline)
+        let deadline = self.deadline
+        return try connect(until: deadline).request(op, fields, deadline: deadline)
     }
 }

@@ -123,7 +123,8 @@ public enum Obsctl {
     static func printVersions(socket: String, timeout: Double?, _ output: Output) {
         output.line("obsctl \(obsctlVersion)")
         do throws(ClientError) {
-            let hello = try ObsConnection(path: socket).request("hello", deadline: monotonicNow() + (timeout ?? 2))
+            let deadline = monotonicNow() + (timeout ?? 2)
+            let hello = try ObsConnection(path: socket, deadline: deadline).request("hello", deadline: deadline)
             output.line("obsd \(hello["version"].map(ValueArgument.render) ?? "unknown") (\(socket))")
         } catch {
             output.line("obsd: \(error)")

@@ -10,7 +10,7 @@ enum WaitCommand {
     static func run(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let expr = JSONValue.string(parsed.positionals[0])
         let deadline = context.deadline
-        let connection = try context.connect()
+        let connection = try context.connect(until: deadline)
         try connection.request("watch", ["keys": ["**"], "initial": false, "channels": false, "progress_ms": 1000],
                                deadline: deadline)
         while true {

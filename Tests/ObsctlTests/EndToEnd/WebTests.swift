@@ -459,6 +459,45 @@ final class WebTests: XCTestCase {
         }
     }
 
+    /// Ctrl-C ends obsctl web at once also while a request waits for the daemon to accept its
+    /// connection: obsd stopped (Ctrl-Z) with its queue of connections full accepts none. A
+    /// blocking connect(2) waited for ever (the harness kills obsctl web after 30 s, status 137);
+    /// bounded by `--timeout` alone, obsctl web would wait the hour.
+    func test_ctrlC_endsObsctlWebAtOnce_whileARequestWaitsForTheDaemonToAcceptItsConnection() throws {
+        let daemon = try Daemon()
+        let web = try WebProcess(daemon, ["--timeout", "1h"])
+        let pid = web.process.process.processIdentifier
+        daemon.suspend()
+        defer { daemon.resume() }
+        let full = try FullBacklog(filling: daemon.socket)
+        let before = unconnectedUnixSockets(of: pid)
+        let body = #"{"op":"get","key":"a"}"#
+        let request = try TCPConnection(port: web.port, timeout: 60)
+        request.send("POST /api HTTP/1.1\r\nHost: 127.0.0.1:\(web.port)\r\nAuthorization: Bearer \(web.token)\r\n"
+                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body)
+        waitFor("obsctl web to be connecting to obsd") { unconnectedUnixSockets(of: pid) > before }
+        kill(pid, SIGINT)
+        XCTAssertEqual(web.process.finish().status, 0)
+        XCTAssertEqual(request.readToEnd(), .eof)
+        withExtendedLifetime(full) {}
+    }
+
+    /// A request to a daemon that accepts no connection is answered `timed_out` (504) after
+    /// `--timeout`, as one the daemon does not answer.
+    func test_aRequestToADaemonThatAcceptsNoConnection_timesOut() throws {
+        let daemon = try Daemon()
+        let web = try WebProcess(daemon, ["--timeout", "1s"])
+        daemon.suspend()
+        defer { daemon.resume() }
+        let full = try FullBacklog(filling: daemon.socket)
+        let answer = HTTPExchange.send("POST", web.base + "/api", token: web.token, contentType: "application/json",
+                                       body: #"{"op":"get","key":"a"}"#)
+        XCTAssertEqual(answer.status, 504, answer.body)
+        XCTAssertTrue(answer.body.contains("\"code\":\"timed_out\""), answer.body)
+        withExtendedLifetime(full) {}
+        XCTAssertEqual(web.stop().status, 0)
+    }
+
     // MARK: connections
 
     /// Any local user can open connections to obsctl web (at most 64 are served): one that sends
