@@ -36,7 +36,7 @@ final class LineSocket {
         guard fd >= 0 else { throw .other(String(cString: strerror(errno))) }
         do throws(ConnectFailure) {
             try Self.connect(fd, to: address, path: path, deadline: deadline, cancellation: cancellation)
-            // Blocking again: `send` writes whole lines, `readLine` polls before it reads.
+            // Blocking again: `send` and `readLine` poll before they wait, with their deadlines.
             let flags = fcntl(fd, F_GETFL)
             guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
                 throw .other(String(cString: strerror(errno)))
@@ -82,15 +82,57 @@ final class LineSocket {
     /// Wakes a reader blocked on this socket from another thread; the socket then reads as closed.
     func shutDown() { shutdown(fd, Int32(SHUT_RDWR)) }
 
-    /// Writes `bytes` and a newline; false when the connection broke.
-    func send(_ bytes: [UInt8]) -> Bool {
+    enum Sent {
+        case sent
+        case closed
+        case timedOut
+    }
+
+    /// Writes `bytes` and a newline, waiting at most until `deadline` (monotonic seconds) for room
+    /// to write. While it waits, the daemon's answers are read and kept for `readLine`: a daemon
+    /// whose answers to this connection wait unread stops reading its requests until they are
+    /// taken, so a client that sent many requests before reading any answer would otherwise wait
+    /// for ever on a daemon that waits on it.
+    func send(_ bytes: [UInt8], deadline: Double?) -> Sent {
         let line = bytes + [0x0A]
         var offset = 0
         while offset < line.count {
-            let sent = line[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent < 0, errno == EINTR { continue }
-            guard sent > 0 else { return false }
-            offset += sent
+            let sent = line[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if sent > 0 {
+                offset += sent
+                continue
+            }
+            let code = errno
+            if sent < 0, code == EINTR { continue }
+            guard sent < 0, code == EAGAIN || code == EWOULDBLOCK else { return .closed }
+            var poller = pollfd(fd: fd, events: Int16(POLLOUT | POLLIN), revents: 0)
+            guard let waitMs = Self.pollTimeout(until: deadline) else { return .timedOut }
+            let ready = poll(&poller, 1, waitMs)
+            if ready < 0, errno == EINTR { continue }
+            // Answers first: taking them is what lets the daemon read on. A daemon that closed
+            // fails the next write (its last answers, such as a `too_large`, are kept).
+            if ready > 0, poller.revents & Int16(POLLIN) != 0 { _ = receive() }
+        }
+        return .sent
+    }
+
+    /// What `poll` waits, in milliseconds, for `deadline` (-1: no deadline); nil once it passed.
+    private static func pollTimeout(until deadline: Double?) -> Int32? {
+        guard let deadline else { return -1 }
+        let left = deadline - monotonicNow()
+        if left <= 0 { return nil }
+        return Int32(min(left * 1000 + 1, 1_000_000))
+    }
+
+    /// Reads what the socket holds into `lines`; false when the daemon closed the connection.
+    private func receive() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = recv(fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
+        if count < 0 { return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK }
+        guard count > 0 else { return false }
+        chunk.withUnsafeBytes { raw in
+            // An unlimited framer never refuses a line.
+            try? framer.append(UnsafeRawBufferPointer(rebasing: raw[..<count])) { lines.append(Array($0)) }
         }
         return true
     }
@@ -107,24 +149,12 @@ final class LineSocket {
                 }
                 return .line(line)
             }
-            var waitMs: Int32 = -1
-            if let deadline {
-                let left = deadline - monotonicNow()
-                if left <= 0 { return .timedOut }
-                waitMs = Int32(min(left * 1000 + 1, 1_000_000))
-            }
+            guard let waitMs = Self.pollTimeout(until: deadline) else { return .timedOut }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, waitMs)
             if ready < 0, errno == EINTR { continue }
             if ready == 0 { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let count = recv(fd, &chunk, chunk.count, 0)
-            if count < 0, errno == EINTR || errno == EAGAIN { continue }
-            guard count > 0 else { return .closed }
-            chunk.withUnsafeBytes { raw in
-                // An unlimited framer never refuses a line.
-                try? framer.append(UnsafeRawBufferPointer(rebasing: raw[..<count])) { lines.append(Array($0)) }
-            }
+            guard receive() else { return .closed }
         }
     }
 }

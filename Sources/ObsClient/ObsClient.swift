@@ -22,10 +22,13 @@ public final class ObsClient: Sendable {
     }
 
     /// Sends `op` with `fields` and returns the daemon's answer; an error answer throws `.server`.
+    /// `timeout` counts from this call: a request that waits its turn behind others (they run one
+    /// at a time) spends its own time waiting, and is not sent once it is up.
     public func request(_ op: String, _ fields: [String: JSONValue] = [:], timeout: Double? = nil) async throws(ClientError) -> Response {
+        let deadline = timeout.map { monotonicNow() + $0 }
         let result: Result<Response, ClientError> = await withCheckedContinuation { continuation in
             queue.async {
-                continuation.resume(returning: self.requestNow(op, fields, timeout: timeout))
+                continuation.resume(returning: self.requestNow(op, fields, deadline: deadline))
             }
         }
         switch result {
@@ -34,17 +37,20 @@ public final class ObsClient: Sendable {
         }
     }
 
-    private func requestNow(_ op: String, _ fields: [String: JSONValue], timeout: Double?) -> Result<Response, ClientError> {
+    private func requestNow(_ op: String, _ fields: [String: JSONValue], deadline: Double?) -> Result<Response, ClientError> {
         // Only the queue's thread gets here, so the connection is used by one thread at a time.
-        connection.withLock { current in
+        if let deadline, monotonicNow() >= deadline { return .failure(.timedOut) }
+        return connection.withLock { current in
             do throws(ClientError) {
-                let deadline = timeout.map { monotonicNow() + $0 }
                 let open: ObsConnection
                 if let current { open = current } else { open = try ObsConnection(path: path, deadline: deadline) }
                 current = open
                 return .success(try open.request(op, fields, deadline: deadline))
             } catch {
-                if case .connectionLost = error { current = nil }
+                // Only an error answer leaves the connection in step. After a timeout the answer
+                // may still come (and would be taken for the next request's), or the request went
+                // out in part: a connection in doubt is closed, and the next request opens another.
+                if case .server = error {} else { current = nil }
                 return .failure(error)
             }
         }

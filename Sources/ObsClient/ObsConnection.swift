@@ -2,7 +2,8 @@ import ObsCore
 
 /// A blocking connection to obsd, for one thread at a time: requests with deadlines, and the
 /// events of its watches. Requests may be pipelined (`send` many, then `response` each): the daemon
-/// answers in order. Events that arrive while a response is awaited are kept for `nextEvent`.
+/// answers in order; `pipeline` does that with a bounded number unanswered. Events that arrive
+/// while a response is awaited are kept for `nextEvent`.
 public final class ObsConnection {
     public let path: String
     private let socket: LineSocket
@@ -36,13 +37,48 @@ public final class ObsConnection {
     /// Makes a blocked call on another thread return `connectionLost` (used to cancel a watch).
     public func shutDown() { socket.shutDown() }
 
-    /// Sends a request without waiting for its answer.
-    public func send(_ op: String, _ fields: [String: JSONValue] = [:]) throws(ClientError) {
+    /// Sends a request without waiting for its answer, waiting at most until `deadline` for the
+    /// daemon to take it (`.timedOut`). Answers that come meanwhile are kept for `response`.
+    public func send(_ op: String, _ fields: [String: JSONValue] = [:], deadline: Double? = nil) throws(ClientError) {
         var object = fields
         object["op"] = .string(op)
         object["id"] = .int(nextID)
         nextID += 1
-        guard socket.send(Array(JSONValue.object(object).encoded.utf8)) else { throw answerBeforeClosing() }
+        switch socket.send(Array(JSONValue.object(object).encoded.utf8), deadline: deadline) {
+        case .sent: return
+        case .timedOut: throw .timedOut
+        case .closed: throw answerBeforeClosing()
+        }
+    }
+
+    /// How many requests `pipeline` keeps unanswered at most.
+    public static let pipelineWindow = 64
+
+    /// Sends `requests` pipelined, at most `window` unanswered at a time, and hands each answer to
+    /// `answer` in order, as it comes (`.failure` only for the daemon's error answers, `.server`;
+    /// anything else ends the pipeline with its error). So neither side holds more than `window`
+    /// answers however many requests there are, and the first answers are out before the last
+    /// requests are sent. `deadline` is asked anew for each request and each answer.
+    public func pipeline(_ requests: [(op: String, fields: [String: JSONValue])], window: Int = pipelineWindow,
+                         deadline: () -> Double?,
+                         _ answer: (Int, Result<Response, ClientError>) throws -> Void) throws {
+        var answered = 0
+        func takeAnswer() throws {
+            let result: Result<Response, ClientError>
+            do throws(ClientError) {
+                result = .success(try response(deadline: deadline()))
+            } catch {
+                guard case .server = error else { throw error }
+                result = .failure(error)
+            }
+            try answer(answered, result)
+            answered += 1
+        }
+        for (sent, request) in requests.enumerated() {
+            while sent - answered >= max(1, window) { try takeAnswer() }
+            try send(request.op, request.fields, deadline: deadline())
+        }
+        while answered < requests.count { try takeAnswer() }
     }
 
     /// Why a send failed: the daemon closed the connection, and it may have said why first (a line
@@ -78,7 +114,7 @@ public final class ObsConnection {
     /// Sends a request and waits for its answer.
     @discardableResult
     public func request(_ op: String, _ fields: [String: JSONValue] = [:], deadline: Double? = nil) throws(ClientError) -> Response {
-        try send(op, fields)
+        try send(op, fields, deadline: deadline)
         return try response(deadline: deadline)
     }
 

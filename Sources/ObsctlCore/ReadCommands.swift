@@ -5,14 +5,14 @@ import ObsCore
 enum ReadCommands {
     static func get(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let connection = try context.connect()
-        // Pipelined: every request goes out, then the answers are read in order.
-        for key in parsed.positionals { try connection.send("get", ["key": .string(key)]) }
+        // Pipelined: the answers are printed as they come, while later requests go out.
         var status: Int32 = 0
-        for _ in parsed.positionals {
-            do throws(ClientError) {
-                let response = try connection.response(deadline: context.deadline)
+        let requests = parsed.positionals.map { (op: "get", fields: ["key": JSONValue.string($0)]) }
+        try connection.pipeline(requests, deadline: { context.deadline }) { _, result in
+            switch result {
+            case .success(let response):
                 context.output.line(render(response["value"] ?? .null, json: parsed.has("--json")))
-            } catch {
+            case .failure(let error):
                 // A key that cannot be read (missing, or a computed in error) does not stop the rest,
                 // and prints an empty line: line N is always key N, for `read a b c`.
                 guard case .server(let failure) = error else { throw error }

@@ -9,15 +9,13 @@ enum WriteCommandsRunner {
         let name = parsed.commandName
         let requests = try WriteCommands.requests(name, parsed)
         let connection = try context.connect()
-        for request in requests { try connection.send(request.op, request.fields) }
-        for request in requests {
-            do throws(ClientError) {
-                _ = try connection.response(deadline: context.deadline)
-            } catch {
-                guard case .server(let failure) = error else { throw error }
-                throw ClientError.server(inObsctlTerms(failure, request.fields))
-            }
+        // Every request goes out, as each is its own: the first refusal is the command's error.
+        var refused: ObsError?
+        try connection.pipeline(requests, deadline: { context.deadline }) { index, result in
+            guard refused == nil, case .failure(.server(let failure)) = result else { return }
+            refused = inObsctlTerms(failure, requests[index].fields)
         }
+        if let refused { throw ClientError.server(refused) }
         return 0
     }
 

@@ -1,0 +1,116 @@
+import Foundation
+import Glibc
+import ObsClient
+import ObsCore
+import TestSupport
+import XCTest
+
+/// Requests a daemon does not take as fast as they come. obsd stops reading a connection whose
+/// answers wait unread past `output_buffer_bytes`, and a stopped obsd reads nothing: a client
+/// that writes without looking at what comes back, or without a deadline, waits for ever.
+final class RequestFlowTests: XCTestCase {
+    /// `obsctl get` of many keys sends its requests pipelined. It used to send them all before
+    /// reading an answer: past the daemon's output bound the daemon stopped reading, obsctl's
+    /// send blocked, and both waited until the daemon dropped the client (`client_timeout`, 60 s
+    /// here; the harness gives up after 30 s). Now answers are read as requests go out.
+    func test_getOfManyLargeValues_pastTheDaemonsOutputBound_printsEveryAnswer() throws {
+        let daemon = try Daemon(config: "output_buffer_bytes = 64K\n")
+        let value = String(repeating: "v", count: 10_000)
+        XCTAssertEqual(try obsctl(daemon, ["set", "big", "\"\(value)\""]).status, 0)
+        let keys = 400
+        let result = try obsctl(daemon, ["get"] + Array(repeating: "big", count: keys))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "")
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertEqual(lines.count, keys + 1)
+        XCTAssertEqual(lines.filter { $0 == value }.count, keys)
+    }
+
+    /// `del` (and define, bind, unbind) are pipelined the same way; a key that is refused does
+    /// not stop the others, and the first refusal is the command's error.
+    func test_delOfManyKeys_deletesEveryOne_andReportsTheFirstRefusal() throws {
+        let daemon = try Daemon(config: "output_buffer_bytes = 64K\n")
+        let keys = (0..<20_000).map { "k\($0)" }
+        let batch = keys.map { #"{"op":"set","key":"\#($0)","value":1}"# }.joined(separator: ",")
+        let client = try Client(daemon.socket)
+        XCTAssertTrue(client.send(#"{"op":"batch","ops":[\#(batch)]}"# + "\n"))
+        XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+        // An invalid name in the middle: refused by the daemon, and the keys after it still go.
+        let result = try obsctl(daemon, ["del", "k0", "a b"] + keys.dropFirst())
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.stderr, "obsctl: bad_key: invalid key name 'a b'\n")
+        XCTAssertTrue(client.send(#"{"op":"stats"}"# + "\n"))
+        let stats = json(client.readLine())
+        XCTAssertEqual(stats["keys"] as? Int, 0, "\(stats)")
+    }
+
+    /// A request line larger than the socket holds, to a stopped obsd (which the kernel still
+    /// connects to): the send waits for room, until the request's deadline. It used to block in
+    /// send(2) for ever (the call here never returned).
+    func test_aLongRequestToAStoppedDaemon_timesOut() throws {
+        let daemon = try Daemon()
+        XCTAssertEqual(try obsctl(daemon, ["set", "k", "1"]).status, 0)
+        daemon.suspend()
+        defer { daemon.resume() }
+        let path = daemon.socket
+        let value = JSONValue.string(String(repeating: "v", count: 900_000))
+        let call = BlockingCall { () throws(ClientError) in
+            let connection = try ObsConnection(path: path, deadline: monotonicNow() + 30)
+            try connection.request("set", ["key": "k", "value": value], deadline: monotonicNow() + 1)
+        }
+        XCTAssertEqual(call.error(within: 1 + 30), .timedOut)
+    }
+
+    /// The library's `request(timeout:)`: after a timeout the answer may still come, and was read
+    /// as the next request's answer on the same connection. Now a connection in doubt is closed.
+    func test_theLibrary_afterATimeout_theNextRequestGetsItsOwnAnswer() async throws {
+        let daemon = try Daemon()
+        let obs = ObsClient(socketPath: daemon.socket)
+        try await obs.set("x", "X")
+        try await obs.set("y", "Y")
+        daemon.suspend()
+        do {
+            _ = try await obs.request("get", ["key": "y"], timeout: 0.5)
+            XCTFail("a stopped daemon answered")
+        } catch {
+            XCTAssertEqual(error, .timedOut)
+        }
+        daemon.resume()
+        let x = try await obs.get("x")
+        XCTAssertEqual(x, "X")
+    }
+
+    /// Requests run one at a time; a request's timeout counts from its call, so one that waited
+    /// its whole time behind another is not sent at all once its turn comes (it used to get its
+    /// whole time again then, and a write could land long after its caller was told it timed out).
+    func test_theLibrary_aRequestWhoseTimeoutPassedWhileItWaitedItsTurn_isNotSent() async throws {
+        let daemon = try Daemon()
+        let obs = ObsClient(socketPath: daemon.socket)
+        try await obs.set("a", 0)
+        daemon.suspend()
+        let first = Task { () async -> ClientError? in
+            do throws(ClientError) {
+                _ = try await obs.request("set", ["key": "a", "value": 1], timeout: 4)
+                return nil
+            } catch { return error }
+        }
+        // The first is on its way (it waits 4 s): this one waits behind it, past its own second.
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        do {
+            _ = try await obs.request("set", ["key": "b", "value": 1], timeout: 1)
+            XCTFail("a stopped daemon answered")
+        } catch {
+            XCTAssertEqual(error, .timedOut)
+        }
+        let firstError = await first.value
+        XCTAssertEqual(firstError, ClientError.timedOut)
+        daemon.resume()
+        do {
+            let b = try await obs.request("get", ["key": "b"], timeout: 30)
+            XCTFail("the request that timed out in the queue was sent: \(b.line)")
+        } catch {
+            guard case .server(let failure) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(failure.code, .notFound)
+        }
+    }
+}
