@@ -15,6 +15,8 @@ final class LineSocket {
     /// Lines framed but not yet read, oldest at `next`.
     private var lines: [[UInt8]] = []
     private var next = 0
+    /// The daemon's side ended (end of file or an error): nothing more will be read.
+    private var readEnded = false
 
     /// Pauses between attempts while the daemon's queue is full: short at first, as a daemon that
     /// is only swamped makes room quickly, growing to at most `maxRetryPause`.
@@ -105,13 +107,14 @@ final class LineSocket {
             let code = errno
             if sent < 0, code == EINTR { continue }
             guard sent < 0, code == EAGAIN || code == EWOULDBLOCK else { return .closed }
-            var poller = pollfd(fd: fd, events: Int16(POLLOUT | POLLIN), revents: 0)
+            // Once the daemon's side has ended, its end reads ready for ever: only room is waited for.
+            var poller = pollfd(fd: fd, events: Int16(readEnded ? POLLOUT : POLLOUT | POLLIN), revents: 0)
             guard let waitMs = Self.pollTimeout(until: deadline) else { return .timedOut }
             let ready = poll(&poller, 1, waitMs)
             if ready < 0, errno == EINTR { continue }
             // Answers first: taking them is what lets the daemon read on. A daemon that closed
             // fails the next write (its last answers, such as a `too_large`, are kept).
-            if ready > 0, poller.revents & Int16(POLLIN) != 0 { _ = receive() }
+            if ready > 0, !readEnded, poller.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, !receive() { readEnded = true }
         }
         return .sent
     }

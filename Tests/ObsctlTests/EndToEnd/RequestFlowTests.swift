@@ -61,6 +61,42 @@ final class RequestFlowTests: XCTestCase {
         XCTAssertEqual(call.error(within: 1 + 30), .timedOut)
     }
 
+    /// A peer that ended its side of the connection (end of file) and reads nothing: the wait to
+    /// send sleeps until the deadline. (Its end reads ready for ever: waiting on it as on answers
+    /// would spin a CPU until the deadline.) CPU time is bounded from above only: a slower machine
+    /// spends less of it, never more.
+    func test_sendingToAPeerThatEndedItsSide_waitsWithoutSpinning() throws {
+        let sandbox = try Sandbox()
+        let path = sandbox.root + "/peer.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        }
+        XCTAssertTrue(bound && listen(listener, 4) == 0)
+        let value = JSONValue.string(String(repeating: "v", count: 2_000_000))
+        let call = BlockingCall { () throws(ClientError) in
+            let connection = try ObsConnection(path: path, deadline: monotonicNow() + 30)
+            try connection.request("set", ["key": "k", "value": value], deadline: monotonicNow() + 2)
+        }
+        let peer = accept(listener, nil, nil)
+        XCTAssertGreaterThanOrEqual(peer, 0)
+        defer { close(peer) }
+        shutdown(peer, Int32(SHUT_WR))
+        let before = cpuSeconds()
+        XCTAssertEqual(call.error(within: 2 + 30), .timedOut)
+        XCTAssertLessThan(cpuSeconds() - before, 1.0, "the wait to send spun")
+    }
+
+    private func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
     /// The library's `request(timeout:)`: after a timeout the answer may still come, and was read
     /// as the next request's answer on the same connection. Now a connection in doubt is closed.
     func test_theLibrary_afterATimeout_theNextRequestGetsItsOwnAnswer() async throws {
