@@ -63,7 +63,15 @@ public final class Daemon {
         let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
 
         // Cluster mode: etcd holds the state; no database here.
-        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd ? try EtcdLog.start(settings.etcd, history: settings.limits.history, log: log) : nil
+        // A test hook, read by debug builds only: every watch of etcd asks for fragments, which
+        // etcd 3.4 sends slowly (the tests that need a slow history use it).
+        #if DEBUG
+        let watchFragments = environment["OBSD_TEST_WATCH_FRAGMENTS"] == "1"
+        #else
+        let watchFragments = false
+        #endif
+        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd
+            ? try EtcdLog.start(settings.etcd, history: settings.limits.history, log: log, alwaysFragments: watchFragments) : nil
         defer { cluster?.log.close() }
         let (storage, lock) = cluster == nil ? try openStorage() : (GroupCommitStorage(), -1)
         defer {

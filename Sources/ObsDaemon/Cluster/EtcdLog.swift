@@ -69,6 +69,20 @@ final class EtcdLog: SharedLog {
 
     private var watch: EtcdRequestID?
     private var watchRetryAt: Double?
+    /// Whether every watch asks etcd for fragments (a test hook: `start`'s `alwaysFragments`).
+    private let alwaysFragments: Bool
+    /// Set when a watch failed on a message over the client's bound (`maxResponseBytes`): the
+    /// watches set up from then on ask etcd for fragments (WatchRequest.fragment), until one is
+    /// set up after this host applied this revision, etcd's newest when it failed. A watch that
+    /// fell behind gets up to 1,000 revisions in one message, and may fail so again every time
+    /// it is set up; one that keeps up gets each revision as it commits, which etcd bounds
+    /// (`--max-request-bytes`). Fragments are not asked otherwise: etcd 3.4 makes them in a
+    /// time that grows with the square of their events, so a host far behind on small events
+    /// catches up several times slower with them (`startWatch`).
+    private var fragmentsUntil: Int64?
+    /// This host takes its watch's messages slower than etcd sends them (it applies a long
+    /// history of large values), and said so: once until it caught up (`watchBehind`).
+    private var toldBehind = false
     private var lease: Int64 = 0
     private var leaseGrantUnderWay = false
     /// Proposals etcd refused because their ephemeral keys' lease was gone, to send again once this
@@ -115,7 +129,11 @@ final class EtcdLog: SharedLog {
         EtcdClient.connectionsAtMost(settings.etcdConfiguration, watches: 1)
     }
 
-    static func start(_ settings: ClusterSettings, history: Int, log: Logger) throws(DaemonError) -> (EtcdLog, StoredState) {
+    /// `alwaysFragments`: every watch asks etcd for fragments, as the watches set up after one
+    /// failed as too large do (a test hook: etcd 3.4 sends a long history of small events
+    /// slowly then).
+    static func start(_ settings: ClusterSettings, history: Int, log: Logger,
+                      alwaysFragments: Bool = false) throws(DaemonError) -> (EtcdLog, StoredState) {
         let client: EtcdClient
         do {
             client = try EtcdClient(settings.etcdConfigurationWithTLS())
@@ -127,7 +145,7 @@ final class EtcdLog: SharedLog {
         }
         // This incarnation's name in its ephemeral keys' owners: random, so a restarted host is new.
         let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: String(UInt64.random(in: 1...UInt64.max), radix: 16))
-        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log)
+        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log, alwaysFragments: alwaysFragments)
         let state: StoredState
         do {
             let (range, revision) = try etcdLog.startingRead(history: history)
@@ -188,8 +206,9 @@ final class EtcdLog: SharedLog {
             for case .watch(id, let update) in client.takeCompletions() {
                 switch update {
                 case .compacted(let oldest): return oldest
+                // History came instead (a message of it over the client's bound, without fragments).
+                case .events, .failed(.responseTooLarge): return nil
                 case .failed(let error): throw error
-                case .events: return nil
                 case .created, .progress: continue
                 }
             }
@@ -246,10 +265,11 @@ final class EtcdLog: SharedLog {
         }
     }
 
-    private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger) {
+    private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger, alwaysFragments: Bool) {
         self.client = client
         self.records = records
         self.log = log
+        self.alwaysFragments = alwaysFragments
         timeout = settings.timeout
         leaseTTL = settings.ephemeralTTL
     }
@@ -472,6 +492,7 @@ final class EtcdLog: SharedLog {
         fireWaiting(now: now)
         if Int64(store.rev) >= etcdRevision {
             behindSince = nil
+            toldBehind = false
         } else if behindSince == nil {
             behindSince = now
         }
@@ -713,7 +734,27 @@ final class EtcdLog: SharedLog {
     private func startWatch() {
         watchRetryAt = nil
         guard diverged == nil else { return }
-        watch = client.watch(.prefix(records.prefix, startRevision: Int64(store.rev) + 1))
+        if let until = fragmentsUntil, Int64(store.rev) >= until {
+            fragmentsUntil = nil
+            log.info("cluster: this host applied revision \(until), where etcd was when its watch asked for fragments; "
+                     + "watching without them again")
+        }
+        let fragment = alwaysFragments || fragmentsUntil != nil
+        watch = client.watch(.prefix(records.prefix, startRevision: Int64(store.rev) + 1, fragment: fragment))
+    }
+
+    /// A watch without fragments failed on a message over the client's bound: etcd sends a
+    /// watch that fell behind up to 1,000 revisions in one message. Not an outage: the watch is
+    /// set up again at once, asking etcd for fragments (`fragmentsUntil`); logged once for it.
+    private func watchAgainWithFragments(limit: Int) {
+        watchLive = false
+        watch = nil
+        fragmentsUntil = max(etcdRevision, Int64(store.rev) + 1)
+        log.warn("cluster: a message of etcd's watch from revision \(store.rev + 1) passed the client's bound of \(limit) bytes "
+                 + "(a watch that fell behind gets up to 1,000 revisions in one); watching again with etcd splitting its "
+                 + "messages into fragments (slower for etcd on many small events) until this host applied revision "
+                 + "\(fragmentsUntil!)")
+        startWatch()
     }
 
     private func apply(_ update: WatchUpdate, now: Double) {
@@ -755,12 +796,31 @@ final class EtcdLog: SharedLog {
             log.warn("cluster: etcd compacted its history to revision \(compactRevision) past this host's \(store.rev); reading everything again")
             let reading = PrefixRead(prefix: records.prefix)
             pending[client.submit(.range(reading.nextPage))] = .resync(reading)
+        case .failed(.responseTooLarge(let limit)) where fragmentsUntil == nil && !alwaysFragments:
+            watchAgainWithFragments(limit: limit)
+        case .failed(.watchBehind(let limit)):
+            watchBehind(limit: limit)
         case .failed(let error):
             watchLive = false
             watch = nil
             _ = failure(error)
             watchRetryAt = now + 1
         }
+    }
+
+    /// The watch ended because this host takes its messages slower than etcd sends them: more
+    /// than `limit` bytes of them waited, and the client stopped reading it once it had handed
+    /// them over. Not an outage: it is set up again at once from the revision after the last
+    /// applied, so the host goes on as fast as it applies, its memory bounded.
+    private func watchBehind(limit: Int) {
+        watchLive = false
+        watch = nil
+        if !toldBehind {
+            toldBehind = true
+            log.info("cluster: this host applies etcd's history slower than etcd sends it (more than \(limit) bytes of it "
+                     + "waited): watching again from revision \(store.rev + 1) whenever that many wait, until it caught up")
+        }
+        startWatch()
     }
 
     /// One etcd revision's events, applied as one store transaction.
