@@ -39,9 +39,20 @@ final class EtcdLog: SharedLog {
     private var ephemeralKeys: Set<String> = []
     /// The newest revision etcd reported.
     private var etcdRevision: Int64 = 0
-    /// Records under the prefix that could not be read, and the last one's key.
+    /// Records under the prefix that could not be read, committed after etcd's revision when
+    /// this host started (`startedAt`): new garbage, counted once each time one is put or
+    /// deleted (`skipped_records`, which only grows while the host runs: an operator alerts on
+    /// its increase). The last skipped record's key, of either kind.
     private var skipped = 0
     private var lastSkipped: String?
+    /// The distinct records committed up to `startedAt` that could not be read (in the state
+    /// this host started from, in etcd's history it applied at start, or read again after a
+    /// compaction): old garbage, which the hosts that ran then counted and logged, and which
+    /// every restart would count again. Reported apart (`skipped_at_start`), and logged in one
+    /// line at start.
+    private var skippedBeforeStart: Set<[UInt8]> = []
+    /// etcd's newest revision when this host read the state it starts from.
+    private var startedAt: Int64 = 0
 
     // Under way.
     private enum Pending {
@@ -149,6 +160,7 @@ final class EtcdLog: SharedLog {
         let state: StoredState
         do {
             let (range, revision) = try etcdLog.startingRead(history: history)
+            etcdLog.startedAt = etcdLog.catchUp?.revision ?? revision
             state = etcdLog.state(of: range, at: revision)
             guard case .leaseGrant(let grant) = try client.waitForAnswer(client.submit(.leaseGrant(ttl: settings.ephemeralTTL))) else {
                 throw EtcdError.malformedResponse("a lease grant answered with another kind")
@@ -304,6 +316,12 @@ final class EtcdLog: SharedLog {
             repairedUpTo = UInt64(target.revision)
             try applyHistory(until: target, report: report)
         }
+        if !skippedBeforeStart.isEmpty {
+            let names = skippedBeforeStart.map { String(decoding: $0, as: UTF8.self) }.sorted()
+            log.warn("cluster: \(names.count) records under \(String(decoding: records.prefix, as: UTF8.self)) committed before this "
+                     + "host started cannot be read and are skipped (skipped_at_start; obsd --check lists those still there): "
+                     + names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", ..." : ""))
+        }
     }
 
     /// Seconds between two reports of a start that applies etcd's history.
@@ -412,6 +430,7 @@ final class EtcdLog: SharedLog {
             ("prefix", .string(String(decoding: records.prefix, as: UTF8.self))),
             ("applied_rev", .int(Int64(applied))), ("etcd_rev", .int(max(etcdRevision, Int64(applied)))),
             ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
+            ("skipped_at_start", .int(Int64(skippedBeforeStart.count))),
             ("requests_sent", .int(Int64(client.requestsUnderWay.sent))), ("requests_waiting", .int(Int64(client.requestsUnderWay.waiting))),
         ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? [])
             + ((diverged ?? lastFailure).map { [("last_failure", .string($0))] } ?? [])
@@ -834,7 +853,7 @@ final class EtcdLog: SharedLog {
         var bindingsUnseen = false
         for event in events {
             guard let (kind, name) = records.parse(event.kv.key) else {
-                skip(event.kv.key, "not a record of obsd's")
+                skip(event.kv.key, at: rev, "not a record of obsd's")
                 continue
             }
             if event.kind == .delete { modRevisions[event.kv.key] = nil } else { modRevisions[event.kv.key] = event.kv.modRevision }
@@ -867,7 +886,7 @@ final class EtcdLog: SharedLog {
                     break
                 }
             } catch {
-                skip(event.kv.key, error.message)
+                skip(event.kv.key, at: rev, error.message)
             }
         }
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
@@ -879,11 +898,17 @@ final class EtcdLog: SharedLog {
         }
     }
 
-    private func skip(_ key: [UInt8], _ why: String) {
-        skipped += 1
+    /// A record that could not be read, committed at `revision` (its put or delete), which
+    /// this host had not seen before (`state(of:at:seen:)`).
+    private func skip(_ key: [UInt8], at revision: UInt64, _ why: String) {
         let name = String(decoding: key, as: UTF8.self)
+        defer { lastSkipped = name }
+        guard Int64(revision) > startedAt else {
+            skippedBeforeStart.insert(key)
+            return
+        }
+        skipped += 1
         if lastSkipped != name { log.warn("cluster: skipped \(name): \(why)") }
-        lastSkipped = name
     }
 
     /// After etcd compacted what this host had not applied: everything under the prefix as of now
@@ -892,7 +917,7 @@ final class EtcdLog: SharedLog {
     private func resync(_ range: RangeResponse, at revision: Int64) {
         modRevisions.removeAll()
         ephemeralKeys.removeAll()
-        store.applySnapshot(state(of: range, at: revision))
+        store.applySnapshot(state(of: range, at: revision, seen: store.rev))
         startWatch()
     }
 
@@ -910,8 +935,13 @@ final class EtcdLog: SharedLog {
     }
 
     /// The state a range of the whole prefix as of `revision` holds; the records it reads are
-    /// noted as applied.
-    private func state(of range: RangeResponse, at revision: Int64) -> StoredState {
+    /// noted as applied. Those this host cannot read are skipped, and counted unless it had seen
+    /// them: committed at `seen` or before, the revision it had applied (read again after a
+    /// compaction).
+    private func state(of range: RangeResponse, at revision: Int64, seen: UInt64 = 0) -> StoredState {
+        func skip(_ kv: KeyValue, _ why: String) {
+            if UInt64(kv.modRevision) > seen { self.skip(kv.key, at: UInt64(kv.modRevision), why) }
+        }
         var state = StoredState(rev: UInt64(revision))
         etcdRevision = max(etcdRevision, range.header.revision)
         // A name with both a value and a definition record (a plain `set` that committed after a
@@ -927,7 +957,7 @@ final class EtcdLog: SharedLog {
         }
         for kv in range.kvs {
             guard let (kind, name) = records.parse(kv.key) else {
-                skip(kv.key, "not a record of obsd's")
+                skip(kv, "not a record of obsd's")
                 continue
             }
             modRevisions[kv.key] = kv.modRevision
@@ -947,7 +977,7 @@ final class EtcdLog: SharedLog {
                 case .meta: break
                 }
             } catch {
-                skip(kv.key, error.message)
+                skip(kv, error.message)
             }
         }
         return state
