@@ -127,6 +127,9 @@ final class EtcdLog: SharedLog {
     /// compared on what it held then, and write a target deleted since (compared as absent then
     /// and now) a second time.
     private var repairedUpTo: UInt64 = 0
+    /// The revision of the last read of everything under the prefix after a compaction
+    /// (`resync`): the state this host holds has no history before it.
+    private var resyncedAt: UInt64?
     /// When etcd last answered a request of this host's (monotonic seconds): while a host that
     /// starts applies etcd's history, etcd may send nothing for long and still be there
     /// (`applyHistory`).
@@ -347,7 +350,8 @@ final class EtcdLog: SharedLog {
     /// and set up again on the member that answers (`restartStalledWatch`). What it applied found
     /// no longer etcd's state (`diverge`: another etcd cluster answered) fails the start too.
     private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64]), report: (String) -> Void) throws(DaemonError) {
-        let from = store.rev
+        let started = store.rev
+        resyncedAt = nil
         var applied = store.rev
         var progressAt = monotonicSeconds()
         var nextAsk = progressAt, nextReport = progressAt + Self.reportInterval
@@ -387,7 +391,12 @@ final class EtcdLog: SharedLog {
                 report(status)
             }
         }
-        log.info("cluster: applied etcd's history from revision \(from) to \(store.rev) (a watch may resume from \(from) on, as history_bytes allows)")
+        // etcd compacted its history past this host's revision meanwhile: it read the prefix again,
+        // and holds no history before that read (its watchers got `compacted` and a snapshot).
+        let from = resyncedAt ?? started
+        let reread = resyncedAt == nil ? "" : ", read again at revision \(from) after etcd compacted its history"
+        log.info("cluster: applied etcd's history from revision \(from) to \(store.rev)\(reread) (a watch may resume from \(from) on, "
+                 + "as history_bytes allows)")
     }
 
     /// The descriptor the loop watches: the etcd client's epoll set.
@@ -918,6 +927,7 @@ final class EtcdLog: SharedLog {
         modRevisions.removeAll()
         ephemeralKeys.removeAll()
         store.applySnapshot(state(of: range, at: revision, seen: store.rev))
+        resyncedAt = UInt64(revision)
         startWatch()
     }
 

@@ -232,6 +232,38 @@ final class ClusterCatchUpTests: XCTestCase {
         XCTAssertEqual(stats["state"] as? String, "connected", "\(stats)")
     }
 
+    /// etcd compacts its history past the revision of a host that applies it at start (here the
+    /// host is stopped meanwhile, and etcd holds its watch back): the host reads everything
+    /// again, starts with etcd's state, and says its history starts at that read, not at the
+    /// older revision it started from (what came before the read is gone from its history).
+    func test_etcdCompactsWhileAHostAppliesItsHistory_theHostSaysItsHistoryStartsAtTheReadAgain() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2)
+        hosts.kill(1)
+        _ = try writeHistory(hosts, revisions: 500)
+
+        let obsd = try startApplyingHistory(hosts, 1)
+        obsd.signal(SIGSTOP)
+        // More changes than etcd queues for a watch whose reader is stopped: it holds the watch
+        // back, to send from its history later, which the compaction then removes.
+        let client = try hosts.client(0)
+        var last = 0
+        for index in 0..<300 { client.send(#"{"op":"set","key":"small","value":\#(index)}"# + "\n") }
+        for _ in 0..<300 { last = max(last, json(client.readLine())["rev"] as? Int ?? 0) }
+        try etcd.etcdctl(["compaction", "\(last)"])
+        obsd.signal(SIGCONT)
+
+        XCTAssertTrue(obsd.waitUntilListening(hosts.socket(1)), obsd.log)
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"small"}"#)["value"] as? Int, 299, obsd.log)
+        let log = obsd.log
+        XCTAssertTrue(log.contains("etcd compacted its history to revision"), log)
+        let line = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("applied etcd's history from revision") }, log)
+        let from = try XCTUnwrap(Int(line.split(separator: " ").drop { $0 != "revision" }.dropFirst().first ?? ""), String(line))
+        XCTAssertGreaterThanOrEqual(from, last, String(line))
+        XCTAssertTrue(line.contains("read again at revision \(from)") && line.contains("may resume from \(from) on"), String(line))
+    }
+
     /// The host's endpoints name members of two etcd clusters, and the one it read its state
     /// from goes away while it applies etcd's history: it fails over to the other, whose answers
     /// give the mix-up away (their cluster ID). What it applied is neither cluster's state now:
