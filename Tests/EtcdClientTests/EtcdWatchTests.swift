@@ -149,6 +149,38 @@ class EtcdWatchTests: SharedClusterTestCase {
         XCTAssertGreaterThan(calls, 5)
     }
 
+    /// A watch from an old revision gets etcd's history in one message (up to 1,000 revisions,
+    /// without fragments): a gRPC watch hands its events over about a round's bytes at a time,
+    /// cut at revision boundaries, so that its caller never applies the whole message in one
+    /// turn; every event arrives, in order. (A gateway watch hands a message over whole.)
+    func test_aHistoryInOneMessage_isHandedOverARoundsBytesAtATime() throws {
+        try XCTSkipIf(Self.api != .grpc, "a gateway watch hands a message over whole")
+        let prefix = uniquePrefix()
+        let bound = 4096
+        let value = String(repeating: "v", count: 512)
+        var revisions: [Int64] = []
+        for index in 0..<200 { revisions.append(try driver.put(prefix + "k\(index)", value).header.revision) }
+        let slow = try ClientDriver(cluster) { $0.maxBytesPerTake = bound }
+        let watch = slow.client.watch(.prefix(bytes(prefix), startRevision: revisions[0]))
+        var largest = 0
+        var calls = 0
+        var events: [WatchEvent] = []
+        let deadline = Date().addingTimeInterval(30)
+        while events.count < revisions.count, Date() < deadline {
+            var descriptor = pollfd(fd: slow.client.completionFD, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 5000) == 1 else { break }
+            var taken: [WatchEvent] = []
+            for case .watch(watch, .events(_, let batch)) in slow.client.takeCompletions() { taken += batch }
+            largest = max(largest, taken.reduce(64) { $0 + 64 + 48 + $1.kv.key.count + $1.kv.value.count })
+            calls += taken.isEmpty ? 0 : 1
+            events += taken
+        }
+        XCTAssertEqual(events.map(\.revision), revisions)
+        // All 200 at once would be ~140 KB; a round takes what is left of its bound, then a slice.
+        XCTAssertLessThan(largest, 2 * bound + 1_000)
+        XCTAssertGreaterThan(calls, 20)
+    }
+
     /// One message a call, over a backlog of more than a thousand: every change comes, in order
     /// (the backlog's handed-over messages are dropped from its front now and then, not one by one).
     func test_aLongBacklog_isHandedOverInOrder() throws {

@@ -48,6 +48,10 @@ final class Transfer {
     private var backlog: [ArraySlice<UInt8>] = []
     private var backlogStart = 0
     private var backlogBytes = 0
+    /// A gRPC watch's events of a message larger than a round's completions take (up to 1,000
+    /// revisions, up to `maxResponseBytes`), cut at revision boundaries, oldest first: handed
+    /// over a round's worth at a time, before any later message (Driver.deliverWatchEvents).
+    var eventSlices: [(revision: Int64, events: ArraySlice<WatchEvent>)] = []
     /// How the stream ended, told once the backlog before it is handed over.
     private var pendingFailure: EtcdError?
     /// A gRPC watch's stream stopped because its backlog passed `maxBacklogBytes`: out of
@@ -185,7 +189,7 @@ final class Transfer {
         receivedInCall = true
         let messages = grpcFramer.append(bytes)
         for message in messages {
-            if backlogStart == backlog.count, driver.roomForWatchMessages() {
+            if backlogStart == backlog.count, eventSlices.isEmpty, driver.roomForWatchMessages() {
                 driver.grpcWatchMessage(message, from: self)
                 if verdict != nil { break }
             } else {
@@ -209,7 +213,7 @@ final class Transfer {
             case .tooLarge: .responseTooLarge(limit: maxResponseBytes)
             case .compressed: .malformedResponse("a compressed gRPC message, which the client did not ask for")
             }
-            if backlogStart == backlog.count {
+            if backlogStart == backlog.count, eventSlices.isEmpty {
                 driver.endWatch(self, .failed(error))
             } else {
                 pendingFailure = error
@@ -218,25 +222,28 @@ final class Transfer {
         return bytes.count
     }
 
-    /// Hands over what waits in the backlog while the round has room; whether some is left.
+    /// Hands over what waits (the slices of a message's events, then the backlog's messages)
+    /// while the round has room; whether some is left.
     func drainBacklog() -> Bool {
-        while backlogStart < backlog.count, verdict == nil, driver.roomForWatchMessages() {
+        driver.handOverEventSlices(self)
+        while eventSlices.isEmpty, backlogStart < backlog.count, verdict == nil, driver.roomForWatchMessages() {
             let message = backlog[backlogStart]
             backlogStart += 1
             backlogBytes -= message.count
             driver.grpcWatchMessage(message, from: self)
         }
+        if verdict != nil { eventSlices.removeAll() }
         if verdict != nil || backlogStart == backlog.count {
             clearBacklog()
         } else if backlogStart > 1024, backlogStart > backlog.count / 2 {
             backlog.removeFirst(backlogStart)
             backlogStart = 0
         }
-        if verdict == nil, backlogStart == backlog.count, let error = pendingFailure {
+        if verdict == nil, backlogStart == backlog.count, eventSlices.isEmpty, let error = pendingFailure {
             pendingFailure = nil
             driver.endWatch(self, .failed(error))
         }
-        return backlogStart < backlog.count
+        return backlogStart < backlog.count || !eventSlices.isEmpty
     }
 
     private func clearBacklog() {
