@@ -45,6 +45,8 @@ final class EtcdLog: SharedLog {
     /// its increase). The last skipped record's key, of either kind.
     private var skipped = 0
     private var lastSkipped: String?
+    /// The last of those logged, so that a record put again and again is logged once in a row.
+    private var lastLoggedSkip: String?
     /// The distinct records committed up to `startedAt` that could not be read (in the state
     /// this host started from, in etcd's history it applied at start, or read again after a
     /// compaction): old garbage, which the hosts that ran then counted and logged, and which
@@ -911,13 +913,14 @@ final class EtcdLog: SharedLog {
     /// this host had not seen before (`state(of:at:seen:)`).
     private func skip(_ key: [UInt8], at revision: UInt64, _ why: String) {
         let name = String(decoding: key, as: UTF8.self)
-        defer { lastSkipped = name }
+        lastSkipped = name
         guard Int64(revision) > startedAt else {
             skippedBeforeStart.insert(key)
             return
         }
         skipped += 1
-        if lastSkipped != name { log.warn("cluster: skipped \(name): \(why)") }
+        if lastLoggedSkip != name { log.warn("cluster: skipped \(name): \(why)") }
+        lastLoggedSkip = name
     }
 
     /// After etcd compacted what this host had not applied: everything under the prefix as of now
