@@ -82,7 +82,7 @@ final class EtcdLog: SharedLog {
 
     private var watch: EtcdRequestID?
     private var watchRetryAt: Double?
-    /// Whether every watch asks etcd for fragments (a test hook: `start`'s `alwaysFragments`).
+    /// Whether every watch asks etcd for fragments (a test hook: TestHooks.alwaysFragments).
     private let alwaysFragments: Bool
     /// Set when a watch failed on a message over the client's bound (`maxResponseBytes`): the
     /// watches set up from then on ask etcd for fragments (WatchRequest.fragment), until one is
@@ -145,14 +145,22 @@ final class EtcdLog: SharedLog {
         EtcdClient.connectionsAtMost(settings.etcdConfiguration, watches: 1)
     }
 
-    /// `alwaysFragments`: every watch asks etcd for fragments, as the watches set up after one
-    /// failed as too large do (a test hook: etcd 3.4 sends a long history of small events
-    /// slowly then).
+    /// What debug builds' tests may change (Daemon reads them from the environment).
+    struct TestHooks {
+        /// Every watch asks etcd for fragments, as the watches set up after one failed as too
+        /// large do: etcd 3.4 sends a long history of small events slowly then.
+        var alwaysFragments = false
+        /// The client's `maxWatchBacklogBytes`, for a history that passes it in a few MB.
+        var watchBacklogBytes: Int?
+    }
+
     static func start(_ settings: ClusterSettings, history: Int, log: Logger,
-                      alwaysFragments: Bool = false) throws(DaemonError) -> (EtcdLog, StoredState) {
+                      hooks: TestHooks = TestHooks()) throws(DaemonError) -> (EtcdLog, StoredState) {
         let client: EtcdClient
         do {
-            client = try EtcdClient(settings.etcdConfigurationWithTLS())
+            var configuration = try settings.etcdConfigurationWithTLS()
+            if let bytes = hooks.watchBacklogBytes { configuration.maxWatchBacklogBytes = bytes }
+            client = try EtcdClient(configuration)
         } catch {
             throw DaemonError("cluster: \(error)")
         }
@@ -161,7 +169,7 @@ final class EtcdLog: SharedLog {
         }
         // This incarnation's name in its ephemeral keys' owners: random, so a restarted host is new.
         let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: String(UInt64.random(in: 1...UInt64.max), radix: 16))
-        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log, alwaysFragments: alwaysFragments)
+        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log, alwaysFragments: hooks.alwaysFragments)
         let state: StoredState
         do {
             let (range, revision) = try etcdLog.startingRead(history: history)
