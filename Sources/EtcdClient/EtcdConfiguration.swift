@@ -39,8 +39,9 @@ public struct EtcdConfiguration: Sendable, Hashable {
     /// other clients between calls.
     public var maxBytesPerTake = 1 << 20
     /// The most bytes of messages a gRPC watch keeps that `takeCompletions` had no room for
-    /// (`maxBytesPerTake`): past it the watch ends `unavailable`, and is watched again from the
-    /// last revision taken. (The gateway's watches stop reading instead.)
+    /// (`maxBytesPerTake`): past it the watch stops reading, hands over what it kept, then ends
+    /// `watchBehind`, to be watched again from the last revision taken. (The gateway's watches
+    /// pause instead.)
     public var maxWatchBacklogBytes = 32 << 20
     /// The most requests (not watches) under way at once. Each has a connection of its own
     /// (libcurl 7.88 multiplexes HTTP/2 streams unreliably: MultiSocket.swift), so this bounds the

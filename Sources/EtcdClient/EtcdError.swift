@@ -31,6 +31,11 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidConfiguration(String)
     /// libcurl, which the client needs, could not be loaded on this host (the message says why).
     case libraryUnavailable(String)
+    /// A gRPC watch whose messages not yet taken (`takeCompletions`) passed
+    /// `maxWatchBacklogBytes`: its caller takes them slower than etcd sends them. Not an outage:
+    /// the stream was stopped, what it had received was handed over, and the watch ended; watch
+    /// again from one past the last revision taken, at once.
+    case watchBehind(limit: Int)
     /// The client was closed before the request was answered.
     case closed
 
@@ -51,6 +56,7 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
         case .etcd(let code, let message): "etcd refused the request (code \(code)): \(message)"
         case .invalidConfiguration(let message): "invalid etcd configuration: \(message)"
         case .libraryUnavailable(let message): message
+        case .watchBehind(let limit): "a watch's messages not taken yet passed \(limit) bytes (taken slower than etcd sends them)"
         case .closed: "the etcd client is closed"
         }
     }

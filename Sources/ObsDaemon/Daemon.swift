@@ -63,7 +63,17 @@ public final class Daemon {
         let notifier = Notifier(socketPath: environment["NOTIFY_SOCKET"], log: log)
 
         // Cluster mode: etcd holds the state; no database here.
-        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd ? try EtcdLog.start(settings.etcd, history: settings.limits.history, log: log) : nil
+        // Test hooks, read by debug builds only: every watch of etcd asks for fragments, which
+        // etcd 3.4 sends slowly (the tests that need a slow history use it); a smaller bound on
+        // what a watch keeps that the host has not taken yet.
+        #if DEBUG
+        let clusterHooks = EtcdLog.TestHooks(alwaysFragments: environment["OBSD_TEST_WATCH_FRAGMENTS"] == "1",
+                                             watchBacklogBytes: environment["OBSD_TEST_WATCH_BACKLOG_BYTES"].flatMap(Int.init))
+        #else
+        let clusterHooks = EtcdLog.TestHooks()
+        #endif
+        let cluster: (log: EtcdLog, state: StoredState)? = settings.cluster == .etcd
+            ? try EtcdLog.start(settings.etcd, history: settings.limits.history, log: log, hooks: clusterHooks) : nil
         defer { cluster?.log.close() }
         let (storage, lock) = cluster == nil ? try openStorage() : (GroupCommitStorage(), -1)
         defer {

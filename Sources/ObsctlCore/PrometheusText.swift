@@ -37,7 +37,8 @@ enum PrometheusText {
         "applied_rev": Metric(name: "obsd_cluster_applied_revision", type: "gauge", help: "The etcd revision this host has applied."),
         "etcd_rev": Metric(name: "obsd_cluster_etcd_revision", type: "gauge", help: "The newest etcd revision this host has heard of."),
         "lag_revisions": Metric(name: "obsd_cluster_lag_revisions", type: "gauge", help: "etcd revisions this host has not applied yet."),
-        "skipped_records": Metric(name: "obsd_cluster_skipped_records_total", type: "counter", help: "Records under the etcd prefix obsd could not read and skipped."),
+        "skipped_records": Metric(name: "obsd_cluster_skipped_records_total", type: "counter", help: "Records under the etcd prefix, committed while this host ran, that obsd could not read and skipped."),
+        "skipped_at_start": Metric(name: "obsd_cluster_skipped_at_start", type: "gauge", help: "Records under the etcd prefix, committed before this host started, that obsd could not read and skipped."),
         "requests_sent": Metric(name: "obsd_cluster_requests_sent", type: "gauge", help: "Requests sent to etcd and not answered yet."),
         "requests_waiting": Metric(name: "obsd_cluster_requests_waiting", type: "gauge", help: "Requests waiting for one of those sent to finish."),
     ]

@@ -15,6 +15,8 @@ final class GRPCWireTests: XCTestCase {
         // key 1 "a", value 2 "xyz", lease 3 300 (varint ac 02); prev_kv left out at false.
         let message: [UInt8] = [0x0a, 0x01, 0x61, 0x12, 0x03, 0x78, 0x79, 0x7a, 0x18, 0xac, 0x02]
         XCTAssertEqual(call.body, [0, 0, 0, 0, UInt8(message.count)] + message)
+        // Fragments only when asked for: etcd 3.4 makes them slowly (WatchRequest.fragment).
+        XCTAssertFalse(WatchRequest.prefix(Array("/p/".utf8)).fragment)
     }
 
     func test_compare_writesItsTargetValue_evenAtZero() {
@@ -43,7 +45,7 @@ final class GRPCWireTests: XCTestCase {
 
     func test_watch_sendsOneCreateRequest() {
         let call = WatchRequest(key: Array("/p/".utf8), rangeEnd: Array("/p0".utf8), startRevision: 5, prevKV: true,
-                                progressNotify: true).grpcCall
+                                progressNotify: true, fragment: true).grpcCall
         XCTAssertEqual(call.path, "/etcdserverpb.Watch/Watch")
         let create: [UInt8] = [0x0a, 0x03] + Array("/p/".utf8) + [0x12, 0x03] + Array("/p0".utf8)
             + [0x18, 0x05, 0x20, 0x01, 0x30, 0x01, 0x40, 0x01]

@@ -448,8 +448,11 @@ extension Driver {
             return
         }
         guard message.fragment || !transfer.heldEvents.isEmpty else {
-            deliver(.watch(operation.id, message.events.isEmpty
-                ? .progress(revision: message.header.revision) : .events(revision: message.header.revision, message.events)))
+            if message.events.isEmpty {
+                deliver(.watch(operation.id, .progress(revision: message.header.revision)))
+            } else {
+                deliverWatchEvents(transfer, revision: message.header.revision, message.events)
+            }
             return
         }
         // A fragment: the revisions it completes go now, and the last one it holds waits for the
@@ -462,7 +465,44 @@ extension Driver {
             endWatch(transfer, .failed(.responseTooLarge(limit: configuration.maxResponseBytes)))
             return
         }
-        if !events.isEmpty { deliver(.watch(operation.id, .events(revision: message.header.revision, events))) }
+        if !events.isEmpty { deliverWatchEvents(transfer, revision: message.header.revision, events) }
+    }
+
+    /// A message's events. A gRPC watch's go over as many rounds as their bytes take, cut at
+    /// revision boundaries into slices of about `maxBytesPerTake` (the first now, the rest as
+    /// rounds have room, before any later message: Transfer.drainBacklog): a watch that fell
+    /// behind gets up to 1,000 revisions in one message, up to `maxResponseBytes` without
+    /// fragments, which the loop would otherwise apply in one turn. (A gateway watch's message
+    /// is handed over whole: its stream pauses between rounds.)
+    private func deliverWatchEvents(_ transfer: Transfer, revision: Int64, _ events: [WatchEvent]) {
+        guard transfer.operation.call.isGRPC else {
+            deliver(.watch(transfer.operation.id, .events(revision: revision, events)))
+            return
+        }
+        var start = 0, bytes = 0
+        for index in events.indices {
+            if index > start, events[index].revision != events[index - 1].revision, bytes >= configuration.maxBytesPerTake {
+                transfer.eventSlices.append((revision, events[start..<index]))
+                start = index
+                bytes = 0
+            }
+            bytes += 64 + events[index].kv.estimatedBytes + (events[index].prevKV?.estimatedBytes ?? 0)
+        }
+        transfer.eventSlices.append((revision, events[start...]))
+        handOverEventSlices(transfer)
+    }
+
+    /// Hands over a watch's slices of events while the round has room; whether some are left,
+    /// for the next round.
+    @discardableResult
+    func handOverEventSlices(_ transfer: Transfer) -> Bool {
+        while !transfer.eventSlices.isEmpty, roomForWatchMessages() {
+            let slice = transfer.eventSlices.removeFirst()
+            deliver(.watch(transfer.operation.id, .events(revision: slice.revision, Array(slice.events))))
+        }
+        guard !transfer.eventSlices.isEmpty else { return false }
+        watchesBacklogged = true
+        return true
     }
 
     private func watchRefused(_ transfer: Transfer, _ failure: GatewayFailure) {

@@ -74,6 +74,10 @@ final class Driver {
     private var watchesPaused = false
     /// gRPC watches keep messages this round had no room for.
     var watchesBacklogged = false
+    /// gRPC watches whose stream stopped in a callback (Transfer.receiveGRPCStream: a full
+    /// backlog), to take out of libcurl once it returns. They stay in `watches` while they hand
+    /// over their backlog, and leave it as they end.
+    private var stoppedStreams: [Transfer] = []
 
     init(configuration: EtcdConfiguration) throws(EtcdError) {
         self.configuration = configuration
@@ -164,7 +168,7 @@ final class Driver {
     private func collectGRPCWatchLeftovers() {
         for _ in 0..<4 {
             var prompted = false
-            for transfer in watches.values where transfer.receivedInCall {
+            for transfer in watches.values where transfer.receivedInCall && transfers[transfer.easy] === transfer {
                 transfer.receivedInCall = false
                 var socket: curl_socket_t = -1
                 guard obs_curl_getinfo_socket(transfer.easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket >= 0 else { continue }
@@ -187,6 +191,11 @@ final class Driver {
         waiting.removeAll()
         waitingHead = 0
         earliestWaiting = nil
+        for transfer in Array(watches.values) where transfers[transfer.easy] !== transfer {
+            // A watch whose stream stopped (`stopStream`), out of libcurl already.
+            remove(transfer)
+            pending.append(transfer.operation)
+        }
         for transfer in Array(transfers.values) {
             remove(transfer)
             pending.append(transfer.operation)
@@ -286,17 +295,35 @@ final class Driver {
 
     /// Takes the transfer out of libcurl and out of the tables.
     func remove(_ transfer: Transfer) {
+        // A watch whose stream stopped is out of libcurl already (`stopStream`).
+        if transfer.operation.isWatch, watches[transfer.operation.id] === transfer {
+            watches[transfer.operation.id] = nil
+        }
         // A handle given back to the spares may serve another transfer by now.
         guard transfers[transfer.easy] === transfer else { return }
         transfers[transfer.easy] = nil
         if !transfer.operation.isWatch { requestsSent -= 1 }
         obs_curl_multi_remove_handle(multi, transfer.easy)
-        if transfer.operation.isWatch, watches[transfer.operation.id] === transfer {
-            watches[transfer.operation.id] = nil
+    }
+
+    /// Stops a gRPC watch's stream (from libcurl's write callback, where the handle may not be
+    /// removed): libcurl reads no more of it once it returns, and the watch stays in `watches`
+    /// while it hands over its backlog (Transfer.receiveGRPCStream).
+    func stopStream(_ transfer: Transfer) {
+        stoppedStreams.append(transfer)
+    }
+
+    private func takeStoppedStreamsOut() {
+        guard !stoppedStreams.isEmpty else { return }
+        for transfer in stoppedStreams where transfers[transfer.easy] === transfer {
+            transfers[transfer.easy] = nil
+            obs_curl_multi_remove_handle(multi, transfer.easy)
         }
+        stoppedStreams.removeAll()
     }
 
     private func collectFinished() {
+        takeStoppedStreamsOut()
         var left: Int32 = 0
         while let message = obs_curl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
@@ -312,9 +339,11 @@ final class Driver {
         }
         let decided = self.decided
         self.decided.removeAll()
-        for transfer in decided where transfers[transfer.easy] === transfer {
+        for transfer in decided {
+            let inLibcurl = transfers[transfer.easy] === transfer
             remove(transfer)
-            finished(transfer, nil)
+            // Not in libcurl: a watch whose stream stopped, ended once its backlog was handed over.
+            if inLibcurl { finished(transfer, nil) }
         }
     }
 

@@ -48,8 +48,15 @@ final class Transfer {
     private var backlog: [ArraySlice<UInt8>] = []
     private var backlogStart = 0
     private var backlogBytes = 0
+    /// A gRPC watch's events of a message larger than a round's completions take (up to 1,000
+    /// revisions, up to `maxResponseBytes`), cut at revision boundaries, oldest first: handed
+    /// over a round's worth at a time, before any later message (Driver.deliverWatchEvents).
+    var eventSlices: [(revision: Int64, events: ArraySlice<WatchEvent>)] = []
     /// How the stream ended, told once the backlog before it is handed over.
     private var pendingFailure: EtcdError?
+    /// A gRPC watch's stream stopped because its backlog passed `maxBacklogBytes`: out of
+    /// libcurl (Driver.stopStream), it hands over its backlog, then ends `watchBehind`.
+    private(set) var streamStopped = false
     private let maxBacklogBytes: Int
     /// A gRPC watch received bytes in this `takeCompletions` (Driver.takeCompletions).
     var receivedInCall = false
@@ -170,15 +177,19 @@ final class Transfer {
     /// room, and wait in `backlog` otherwise. The stream is never paused: libcurl 7.88 could
     /// leave a paused HTTP/2 stream stalled for good once resumed (its window never opened
     /// again, or its buffered bytes never handed over), where an HTTP/1.1 transfer resumes
-    /// cleanly. A backlog past `maxBacklogBytes` ends the watch `unavailable`: its owner
-    /// watches again from the last revision it has (etcd keeps what was dropped), so memory
-    /// stays bounded and nothing is lost.
+    /// cleanly. A backlog past `maxBacklogBytes` (its owner takes the messages slower than etcd
+    /// sends them: a host applying a long history of large values) stops the stream instead:
+    /// the transfer leaves libcurl, which reads no more of it, and what the backlog holds is
+    /// handed over as room comes, then the watch ends `watchBehind`, for its owner to watch
+    /// again at once from the last revision it took. Memory stays bounded, nothing is lost, and
+    /// etcd sends again only what was on its way, where dropping the backlog had it send up to
+    /// `maxBacklogBytes` again every time.
     private func receiveGRPCStream(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard verdict == nil else { return bytes.count }
+        guard verdict == nil, !streamStopped else { return bytes.count }
         receivedInCall = true
         let messages = grpcFramer.append(bytes)
         for message in messages {
-            if backlogStart == backlog.count, driver.roomForWatchMessages() {
+            if backlogStart == backlog.count, eventSlices.isEmpty, driver.roomForWatchMessages() {
                 driver.grpcWatchMessage(message, from: self)
                 if verdict != nil { break }
             } else {
@@ -186,21 +197,23 @@ final class Transfer {
                 backlogBytes += message.count
                 driver.watchesBacklogged = true
                 if backlogBytes > maxBacklogBytes {
-                    clearBacklog()
-                    driver.endWatch(self, .failed(.unavailable(
-                        "the watch from \(endpoint) fell more than \(maxBacklogBytes) bytes behind; watch again from the last revision taken",
-                        mayHaveBeenApplied: false)))
+                    // The messages after this one, and a framing failure after them, come again
+                    // on the next watch.
+                    streamStopped = true
+                    receivedInCall = false
+                    pendingFailure = .watchBehind(limit: maxBacklogBytes)
+                    driver.stopStream(self)
                     break
                 }
             }
         }
-        if verdict == nil, let failure = grpcFramer.failure {
+        if verdict == nil, !streamStopped, let failure = grpcFramer.failure {
             // After the messages before it, which the backlog may still hold: they go first.
             let error: EtcdError = switch failure {
             case .tooLarge: .responseTooLarge(limit: maxResponseBytes)
             case .compressed: .malformedResponse("a compressed gRPC message, which the client did not ask for")
             }
-            if backlogStart == backlog.count {
+            if backlogStart == backlog.count, eventSlices.isEmpty {
                 driver.endWatch(self, .failed(error))
             } else {
                 pendingFailure = error
@@ -209,25 +222,28 @@ final class Transfer {
         return bytes.count
     }
 
-    /// Hands over what waits in the backlog while the round has room; whether some is left.
+    /// Hands over what waits (the slices of a message's events, then the backlog's messages)
+    /// while the round has room; whether some is left.
     func drainBacklog() -> Bool {
-        while backlogStart < backlog.count, verdict == nil, driver.roomForWatchMessages() {
+        driver.handOverEventSlices(self)
+        while eventSlices.isEmpty, backlogStart < backlog.count, verdict == nil, driver.roomForWatchMessages() {
             let message = backlog[backlogStart]
             backlogStart += 1
             backlogBytes -= message.count
             driver.grpcWatchMessage(message, from: self)
         }
+        if verdict != nil { eventSlices.removeAll() }
         if verdict != nil || backlogStart == backlog.count {
             clearBacklog()
         } else if backlogStart > 1024, backlogStart > backlog.count / 2 {
             backlog.removeFirst(backlogStart)
             backlogStart = 0
         }
-        if verdict == nil, backlogStart == backlog.count, let error = pendingFailure {
+        if verdict == nil, backlogStart == backlog.count, eventSlices.isEmpty, let error = pendingFailure {
             pendingFailure = nil
             driver.endWatch(self, .failed(error))
         }
-        return backlogStart < backlog.count
+        return backlogStart < backlog.count || !eventSlices.isEmpty
     }
 
     private func clearBacklog() {

@@ -39,9 +39,22 @@ final class EtcdLog: SharedLog {
     private var ephemeralKeys: Set<String> = []
     /// The newest revision etcd reported.
     private var etcdRevision: Int64 = 0
-    /// Records under the prefix that could not be read, and the last one's key.
+    /// Records under the prefix that could not be read, committed after etcd's revision when
+    /// this host started (`startedAt`): new garbage, counted once each time one is put or
+    /// deleted (`skipped_records`, which only grows while the host runs: an operator alerts on
+    /// its increase). The last skipped record's key, of either kind.
     private var skipped = 0
     private var lastSkipped: String?
+    /// The last of those logged, so that a record put again and again is logged once in a row.
+    private var lastLoggedSkip: String?
+    /// The distinct records committed up to `startedAt` that could not be read (in the state
+    /// this host started from, in etcd's history it applied at start, or read again after a
+    /// compaction): old garbage, which the hosts that ran then counted and logged, and which
+    /// every restart would count again. Reported apart (`skipped_at_start`), and logged in one
+    /// line at start.
+    private var skippedBeforeStart: Set<[UInt8]> = []
+    /// etcd's newest revision when this host read the state it starts from.
+    private var startedAt: Int64 = 0
 
     // Under way.
     private enum Pending {
@@ -69,6 +82,20 @@ final class EtcdLog: SharedLog {
 
     private var watch: EtcdRequestID?
     private var watchRetryAt: Double?
+    /// Whether every watch asks etcd for fragments (a test hook: TestHooks.alwaysFragments).
+    private let alwaysFragments: Bool
+    /// Set when a watch failed on a message over the client's bound (`maxResponseBytes`): the
+    /// watches set up from then on ask etcd for fragments (WatchRequest.fragment), until one is
+    /// set up after this host applied this revision, etcd's newest when it failed. A watch that
+    /// fell behind gets up to 1,000 revisions in one message, and may fail so again every time
+    /// it is set up; one that keeps up gets each revision as it commits, which etcd bounds
+    /// (`--max-request-bytes`). Fragments are not asked otherwise: etcd 3.4 makes them in a
+    /// time that grows with the square of their events, so a host far behind on small events
+    /// catches up several times slower with them (`startWatch`).
+    private var fragmentsUntil: Int64?
+    /// This host takes its watch's messages slower than etcd sends them (it applies a long
+    /// history of large values), and said so: once until it caught up (`watchBehind`).
+    private var toldBehind = false
     private var lease: Int64 = 0
     private var leaseGrantUnderWay = false
     /// Proposals etcd refused because their ephemeral keys' lease was gone, to send again once this
@@ -102,6 +129,9 @@ final class EtcdLog: SharedLog {
     /// compared on what it held then, and write a target deleted since (compared as absent then
     /// and now) a second time.
     private var repairedUpTo: UInt64 = 0
+    /// The revision of the last read of everything under the prefix after a compaction
+    /// (`resync`): the state this host holds has no history before it.
+    private var resyncedAt: UInt64?
     /// When etcd last answered a request of this host's (monotonic seconds): while a host that
     /// starts applies etcd's history, etcd may send nothing for long and still be there
     /// (`applyHistory`).
@@ -115,10 +145,22 @@ final class EtcdLog: SharedLog {
         EtcdClient.connectionsAtMost(settings.etcdConfiguration, watches: 1)
     }
 
-    static func start(_ settings: ClusterSettings, history: Int, log: Logger) throws(DaemonError) -> (EtcdLog, StoredState) {
+    /// What debug builds' tests may change (Daemon reads them from the environment).
+    struct TestHooks {
+        /// Every watch asks etcd for fragments, as the watches set up after one failed as too
+        /// large do: etcd 3.4 sends a long history of small events slowly then.
+        var alwaysFragments = false
+        /// The client's `maxWatchBacklogBytes`, for a history that passes it in a few MB.
+        var watchBacklogBytes: Int?
+    }
+
+    static func start(_ settings: ClusterSettings, history: Int, log: Logger,
+                      hooks: TestHooks = TestHooks()) throws(DaemonError) -> (EtcdLog, StoredState) {
         let client: EtcdClient
         do {
-            client = try EtcdClient(settings.etcdConfigurationWithTLS())
+            var configuration = try settings.etcdConfigurationWithTLS()
+            if let bytes = hooks.watchBacklogBytes { configuration.maxWatchBacklogBytes = bytes }
+            client = try EtcdClient(configuration)
         } catch {
             throw DaemonError("cluster: \(error)")
         }
@@ -127,10 +169,11 @@ final class EtcdLog: SharedLog {
         }
         // This incarnation's name in its ephemeral keys' owners: random, so a restarted host is new.
         let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: String(UInt64.random(in: 1...UInt64.max), radix: 16))
-        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log)
+        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log, alwaysFragments: hooks.alwaysFragments)
         let state: StoredState
         do {
             let (range, revision) = try etcdLog.startingRead(history: history)
+            etcdLog.startedAt = etcdLog.catchUp?.revision ?? revision
             state = etcdLog.state(of: range, at: revision)
             guard case .leaseGrant(let grant) = try client.waitForAnswer(client.submit(.leaseGrant(ttl: settings.ephemeralTTL))) else {
                 throw EtcdError.malformedResponse("a lease grant answered with another kind")
@@ -188,8 +231,9 @@ final class EtcdLog: SharedLog {
             for case .watch(id, let update) in client.takeCompletions() {
                 switch update {
                 case .compacted(let oldest): return oldest
+                // History came instead (a message of it over the client's bound, without fragments).
+                case .events, .failed(.responseTooLarge): return nil
                 case .failed(let error): throw error
-                case .events: return nil
                 case .created, .progress: continue
                 }
             }
@@ -246,10 +290,11 @@ final class EtcdLog: SharedLog {
         }
     }
 
-    private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger) {
+    private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger, alwaysFragments: Bool) {
         self.client = client
         self.records = records
         self.log = log
+        self.alwaysFragments = alwaysFragments
         timeout = settings.timeout
         leaseTTL = settings.ephemeralTTL
     }
@@ -284,6 +329,12 @@ final class EtcdLog: SharedLog {
             repairedUpTo = UInt64(target.revision)
             try applyHistory(until: target, report: report)
         }
+        if !skippedBeforeStart.isEmpty {
+            let names = skippedBeforeStart.map { String(decoding: $0, as: UTF8.self) }.sorted()
+            log.warn("cluster: \(names.count) records under \(String(decoding: records.prefix, as: UTF8.self)) committed before this "
+                     + "host started cannot be read and are skipped (skipped_at_start; obsd --check lists those still there): "
+                     + names.prefix(3).joined(separator: ", ") + (names.count > 3 ? ", ..." : ""))
+        }
     }
 
     /// Seconds between two reports of a start that applies etcd's history.
@@ -309,7 +360,8 @@ final class EtcdLog: SharedLog {
     /// and set up again on the member that answers (`restartStalledWatch`). What it applied found
     /// no longer etcd's state (`diverge`: another etcd cluster answered) fails the start too.
     private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64]), report: (String) -> Void) throws(DaemonError) {
-        let from = store.rev
+        let started = store.rev
+        resyncedAt = nil
         var applied = store.rev
         var progressAt = monotonicSeconds()
         var nextAsk = progressAt, nextReport = progressAt + Self.reportInterval
@@ -349,7 +401,12 @@ final class EtcdLog: SharedLog {
                 report(status)
             }
         }
-        log.info("cluster: applied etcd's history from revision \(from) to \(store.rev) (a watch may resume from \(from) on, as history_bytes allows)")
+        // etcd compacted its history past this host's revision meanwhile: it read the prefix again,
+        // and holds no history before that read (its watchers got `compacted` and a snapshot).
+        let from = resyncedAt ?? started
+        let reread = resyncedAt == nil ? "" : ", read again at revision \(from) after etcd compacted its history"
+        log.info("cluster: applied etcd's history from revision \(from) to \(store.rev)\(reread) (a watch may resume from \(from) on, "
+                 + "as history_bytes allows)")
     }
 
     /// The descriptor the loop watches: the etcd client's epoll set.
@@ -392,6 +449,7 @@ final class EtcdLog: SharedLog {
             ("prefix", .string(String(decoding: records.prefix, as: UTF8.self))),
             ("applied_rev", .int(Int64(applied))), ("etcd_rev", .int(max(etcdRevision, Int64(applied)))),
             ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
+            ("skipped_at_start", .int(Int64(skippedBeforeStart.count))),
             ("requests_sent", .int(Int64(client.requestsUnderWay.sent))), ("requests_waiting", .int(Int64(client.requestsUnderWay.waiting))),
         ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? [])
             + ((diverged ?? lastFailure).map { [("last_failure", .string($0))] } ?? [])
@@ -472,6 +530,7 @@ final class EtcdLog: SharedLog {
         fireWaiting(now: now)
         if Int64(store.rev) >= etcdRevision {
             behindSince = nil
+            toldBehind = false
         } else if behindSince == nil {
             behindSince = now
         }
@@ -713,7 +772,27 @@ final class EtcdLog: SharedLog {
     private func startWatch() {
         watchRetryAt = nil
         guard diverged == nil else { return }
-        watch = client.watch(.prefix(records.prefix, startRevision: Int64(store.rev) + 1))
+        if let until = fragmentsUntil, Int64(store.rev) >= until {
+            fragmentsUntil = nil
+            log.info("cluster: this host applied revision \(until), where etcd was when its watch asked for fragments; "
+                     + "watching without them again")
+        }
+        let fragment = alwaysFragments || fragmentsUntil != nil
+        watch = client.watch(.prefix(records.prefix, startRevision: Int64(store.rev) + 1, fragment: fragment))
+    }
+
+    /// A watch without fragments failed on a message over the client's bound: etcd sends a
+    /// watch that fell behind up to 1,000 revisions in one message. Not an outage: the watch is
+    /// set up again at once, asking etcd for fragments (`fragmentsUntil`); logged once for it.
+    private func watchAgainWithFragments(limit: Int) {
+        watchLive = false
+        watch = nil
+        fragmentsUntil = max(etcdRevision, Int64(store.rev) + 1)
+        log.warn("cluster: a message of etcd's watch from revision \(store.rev + 1) passed the client's bound of \(limit) bytes "
+                 + "(a watch that fell behind gets up to 1,000 revisions in one); watching again with etcd splitting its "
+                 + "messages into fragments (slower for etcd on many small events) until this host applied revision "
+                 + "\(fragmentsUntil!)")
+        startWatch()
     }
 
     private func apply(_ update: WatchUpdate, now: Double) {
@@ -755,12 +834,31 @@ final class EtcdLog: SharedLog {
             log.warn("cluster: etcd compacted its history to revision \(compactRevision) past this host's \(store.rev); reading everything again")
             let reading = PrefixRead(prefix: records.prefix)
             pending[client.submit(.range(reading.nextPage))] = .resync(reading)
+        case .failed(.responseTooLarge(let limit)) where fragmentsUntil == nil && !alwaysFragments:
+            watchAgainWithFragments(limit: limit)
+        case .failed(.watchBehind(let limit)):
+            watchBehind(limit: limit)
         case .failed(let error):
             watchLive = false
             watch = nil
             _ = failure(error)
             watchRetryAt = now + 1
         }
+    }
+
+    /// The watch ended because this host takes its messages slower than etcd sends them: more
+    /// than `limit` bytes of them waited, and the client stopped reading it once it had handed
+    /// them over. Not an outage: it is set up again at once from the revision after the last
+    /// applied, so the host goes on as fast as it applies, its memory bounded.
+    private func watchBehind(limit: Int) {
+        watchLive = false
+        watch = nil
+        if !toldBehind {
+            toldBehind = true
+            log.info("cluster: this host applies etcd's history slower than etcd sends it (more than \(limit) bytes of it "
+                     + "waited): watching again from revision \(store.rev + 1) whenever that many wait, until it caught up")
+        }
+        startWatch()
     }
 
     /// One etcd revision's events, applied as one store transaction.
@@ -774,7 +872,7 @@ final class EtcdLog: SharedLog {
         var bindingsUnseen = false
         for event in events {
             guard let (kind, name) = records.parse(event.kv.key) else {
-                skip(event.kv.key, "not a record of obsd's")
+                skip(event.kv.key, at: rev, "not a record of obsd's")
                 continue
             }
             if event.kind == .delete { modRevisions[event.kv.key] = nil } else { modRevisions[event.kv.key] = event.kv.modRevision }
@@ -807,7 +905,7 @@ final class EtcdLog: SharedLog {
                     break
                 }
             } catch {
-                skip(event.kv.key, error.message)
+                skip(event.kv.key, at: rev, error.message)
             }
         }
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
@@ -819,11 +917,18 @@ final class EtcdLog: SharedLog {
         }
     }
 
-    private func skip(_ key: [UInt8], _ why: String) {
-        skipped += 1
+    /// A record that could not be read, committed at `revision` (its put or delete), which
+    /// this host had not seen before (`state(of:at:seen:)`).
+    private func skip(_ key: [UInt8], at revision: UInt64, _ why: String) {
         let name = String(decoding: key, as: UTF8.self)
-        if lastSkipped != name { log.warn("cluster: skipped \(name): \(why)") }
         lastSkipped = name
+        guard Int64(revision) > startedAt else {
+            skippedBeforeStart.insert(key)
+            return
+        }
+        skipped += 1
+        if lastLoggedSkip != name { log.warn("cluster: skipped \(name): \(why)") }
+        lastLoggedSkip = name
     }
 
     /// After etcd compacted what this host had not applied: everything under the prefix as of now
@@ -832,7 +937,8 @@ final class EtcdLog: SharedLog {
     private func resync(_ range: RangeResponse, at revision: Int64) {
         modRevisions.removeAll()
         ephemeralKeys.removeAll()
-        store.applySnapshot(state(of: range, at: revision))
+        store.applySnapshot(state(of: range, at: revision, seen: store.rev))
+        resyncedAt = UInt64(revision)
         startWatch()
     }
 
@@ -850,8 +956,13 @@ final class EtcdLog: SharedLog {
     }
 
     /// The state a range of the whole prefix as of `revision` holds; the records it reads are
-    /// noted as applied.
-    private func state(of range: RangeResponse, at revision: Int64) -> StoredState {
+    /// noted as applied. Those this host cannot read are skipped, and counted unless it had seen
+    /// them: committed at `seen` or before, the revision it had applied (read again after a
+    /// compaction).
+    private func state(of range: RangeResponse, at revision: Int64, seen: UInt64 = 0) -> StoredState {
+        func skip(_ kv: KeyValue, _ why: String) {
+            if UInt64(kv.modRevision) > seen { self.skip(kv.key, at: UInt64(kv.modRevision), why) }
+        }
         var state = StoredState(rev: UInt64(revision))
         etcdRevision = max(etcdRevision, range.header.revision)
         // A name with both a value and a definition record (a plain `set` that committed after a
@@ -867,7 +978,7 @@ final class EtcdLog: SharedLog {
         }
         for kv in range.kvs {
             guard let (kind, name) = records.parse(kv.key) else {
-                skip(kv.key, "not a record of obsd's")
+                skip(kv, "not a record of obsd's")
                 continue
             }
             modRevisions[kv.key] = kv.modRevision
@@ -887,7 +998,7 @@ final class EtcdLog: SharedLog {
                 case .meta: break
                 }
             } catch {
-                skip(kv.key, error.message)
+                skip(kv, error.message)
             }
         }
         return state

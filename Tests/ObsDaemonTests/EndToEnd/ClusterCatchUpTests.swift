@@ -65,11 +65,18 @@ final class ClusterCatchUpTests: XCTestCase {
         return ("\(revisions - 1)-\(pad)", last)
     }
 
+    /// Makes every watch of the host ask etcd for fragments, which etcd 3.4 sends slowly (in a
+    /// time that grows with the square of their events): a debug build's test hook. The tests
+    /// that need a host to apply etcd's history for a while set it (a host asks for fragments
+    /// only after a message of etcd's was too large).
+    static let slowHistory = ["OBSD_TEST_WATCH_FRAGMENTS": "1"]
+
     /// Starts host `index` again (killed before) without waiting for it to listen: it has read
-    /// the state it starts from once it logs that it applies etcd's history.
+    /// the state it starts from once it logs that it applies etcd's history. Its watches ask
+    /// for fragments (`slowHistory`), so that it takes a while.
     private func startApplyingHistory(_ hosts: ClusterHosts, _ index: Int) throws -> ObsdProcess {
         let obsd = try ObsdProcess(hosts.sandbox, arguments: hosts.arguments(index) + ["--config", hosts.sandbox.root + "/h\(index).conf"],
-                                   name: "h\(index).again")
+                                   environment: Self.slowHistory, name: "h\(index).again")
         waitFor("host \(index) to apply etcd's history") { obsd.log.contains("applying etcd's history") || obsd.log.contains("error:") }
         return obsd
     }
@@ -127,9 +134,10 @@ final class ClusterCatchUpTests: XCTestCase {
         XCTAssertEqual(ClusterHosts.event(client)["rev"] as? Int, last - 4, obsd.log)
     }
 
-    /// etcd 3.4 sends a watch that fell behind slowly when its revisions hold many small events:
-    /// it splits a message into fragments in a time that grows with the square of their events
-    /// (here seconds with nothing sent). A host that starts waits for them while etcd answers
+    /// etcd 3.4 sends a watch that fell behind slowly when its revisions hold many small events
+    /// and the watch asks for fragments (`slowHistory`): it splits a message into fragments in a
+    /// time that grows with the square of their events (here seconds with nothing sent). A host
+    /// that starts waits for them while etcd answers
     /// (the lease's renewals are far apart here: the host asks), asks systemd for more time as it
     /// goes, and starts with etcd's state.
     func test_aHistoryEtcdSendsSlowly_theHostWaitsWhileEtcdAnswers_andStarts() throws {
@@ -157,7 +165,7 @@ final class ClusterCatchUpTests: XCTestCase {
         let notify = NotifyListener(hosts.sandbox)
         let started = Date()
         let obsd = try ObsdProcess(hosts.sandbox, arguments: hosts.arguments(1) + ["--config", hosts.sandbox.root + "/h1.conf"],
-                                   environment: ["NOTIFY_SOCKET": notify.path], name: "h1.again")
+                                   environment: Self.slowHistory.merging(["NOTIFY_SOCKET": notify.path]) { $1 }, name: "h1.again")
         var messages: [String] = []
         while !messages.contains(where: { $0.contains("READY=1") }) {
             let message = notify.next()
@@ -175,6 +183,87 @@ final class ClusterCatchUpTests: XCTestCase {
         let reports = obsd.log.components(separatedBy: "cluster: applying etcd's history: at revision").count - 1
         XCTAssertEqual(extensions.count, reports, "in \(took) s: \(messages)\n\(obsd.log)")
         print("started in \(took) s, \(reports) times asking systemd for more time")
+    }
+
+    /// A host behind on large values (10 MB of 100 KiB values, sent in fragments of about
+    /// 1.5 MB as after a message too large) applies etcd's history slower than etcd sends it,
+    /// and more of it waits in its watch than the client keeps (`maxWatchBacklogBytes`, 32 MiB,
+    /// here 1 MiB: a debug build's test hook): the client stops reading and hands over what it
+    /// kept, and the host watches again at once from the last revision it applied, without
+    /// taking etcd for unavailable (nor waiting a second to go on, nor letting its lease run
+    /// out), and starts with etcd's state.
+    func test_aHostBehindOnLargeValues_appliesHistorySlowerThanEtcdSends_withoutTakingEtcdForUnavailable() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2)
+        hosts.kill(1)
+        let pad = String(repeating: "v", count: 100 << 10)
+        let client = try hosts.client(0)
+        let revisions = 100
+        var sent = 0, answered = 0, last = 0
+        while answered < revisions {
+            while sent < revisions, sent - answered < 16 {
+                client.send(#"{"op":"set","key":"k.\#(sent % 50)","value":"\#(sent)-\#(pad)"}"# + "\n")
+                sent += 1
+            }
+            let answer = json(client.readLine())
+            XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer.keys)")
+            last = max(last, answer["rev"] as? Int ?? 0)
+            answered += 1
+        }
+
+        let started = Date()
+        let obsd = try ObsdProcess(hosts.sandbox, arguments: hosts.arguments(1) + ["--config", hosts.sandbox.root + "/h1.conf"],
+                                   environment: Self.slowHistory.merging(["OBSD_TEST_WATCH_BACKLOG_BYTES": "\(1 << 20)"]) { $1 },
+                                   name: "h1.again")
+        XCTAssertTrue(waitFor("host 1 to start", timeout: 300) { obsd.log.contains(" listening on ") || obsd.log.contains("error:") }, obsd.log)
+        let log = obsd.log
+        let behind = log.components(separatedBy: "applies etcd's history slower than etcd sends it").count - 1
+        // (A host that applies as fast as etcd sends has nothing to show here.)
+        print("started in \(Date().timeIntervalSince(started)) s; said it was slower than its watch \(behind) times")
+        XCTAssertTrue(obsd.waitUntilListening(hosts.socket(1)), log)
+        let read = try hosts.request(1, #"{"op":"get","key":"k.49"}"#)
+        XCTAssertEqual(read["value"] as? String, "\(revisions - 1)-\(pad)", log)
+        XCTAssertEqual(read["rev"] as? Int, last)
+        XCTAssertTrue(log.contains("applied etcd's history"), log)
+        XCTAssertFalse(log.contains("etcd unavailable"), log)
+        XCTAssertFalse(log.contains("etcd answers again"), log)
+        XCTAssertFalse(log.contains("expired or was revoked"), log)
+        XCTAssertLessThanOrEqual(behind, 1, log)
+        let stats = try hosts.request(1, #"{"op":"stats"}"#)["cluster"] as? [String: Any] ?? [:]
+        XCTAssertEqual(stats["state"] as? String, "connected", "\(stats)")
+    }
+
+    /// etcd compacts its history past the revision of a host that applies it at start (here the
+    /// host is stopped meanwhile, and etcd holds its watch back): the host reads everything
+    /// again, starts with etcd's state, and says its history starts at that read, not at the
+    /// older revision it started from (what came before the read is gone from its history).
+    func test_etcdCompactsWhileAHostAppliesItsHistory_theHostSaysItsHistoryStartsAtTheReadAgain() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 2)
+        hosts.kill(1)
+        _ = try writeHistory(hosts, revisions: 500)
+
+        let obsd = try startApplyingHistory(hosts, 1)
+        obsd.signal(SIGSTOP)
+        // More changes than etcd queues for a watch whose reader is stopped: it holds the watch
+        // back, to send from its history later, which the compaction then removes.
+        let client = try hosts.client(0)
+        var last = 0
+        for index in 0..<300 { client.send(#"{"op":"set","key":"small","value":\#(index)}"# + "\n") }
+        for _ in 0..<300 { last = max(last, json(client.readLine())["rev"] as? Int ?? 0) }
+        try etcd.etcdctl(["compaction", "\(last)"])
+        obsd.signal(SIGCONT)
+
+        XCTAssertTrue(obsd.waitUntilListening(hosts.socket(1)), obsd.log)
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"small"}"#)["value"] as? Int, 299, obsd.log)
+        let log = obsd.log
+        XCTAssertTrue(log.contains("etcd compacted its history to revision"), log)
+        let line = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("applied etcd's history from revision") }, log)
+        let from = try XCTUnwrap(Int(line.split(separator: " ").drop { $0 != "revision" }.dropFirst().first ?? ""), String(line))
+        XCTAssertGreaterThanOrEqual(from, last, String(line))
+        XCTAssertTrue(line.contains("read again at revision \(from)") && line.contains("may resume from \(from) on"), String(line))
     }
 
     /// The host's endpoints name members of two etcd clusters, and the one it read its state
