@@ -37,17 +37,32 @@ public final class ObsConnection {
     /// Makes a blocked call on another thread return `connectionLost` (used to cancel a watch).
     public func shutDown() { socket.shutDown() }
 
+    /// Whether the last `send` found the connection closed before a byte of its request went out:
+    /// the daemon never saw that request, so it is safe to send again on another connection.
+    private(set) var lastSendReachedNoOne = false
+
     /// Sends a request without waiting for its answer, waiting at most until `deadline` for the
     /// daemon to take it (`.timedOut`). Answers that come meanwhile are kept for `response`.
+    ///
+    /// A daemon that closed the connection may have answered first: the requests sent before
+    /// this one, and this one too (a line over its limit is answered `too_large`, then closed).
+    /// Then `send` returns, and `response` hands those answers over in order, then throws
+    /// `.connectionLost` for the requests left unanswered. With nothing left to read, `send`
+    /// throws `.connectionLost` itself.
     public func send(_ op: String, _ fields: [String: JSONValue] = [:], deadline: Double? = nil) throws(ClientError) {
         var object = fields
         object["op"] = .string(op)
         object["id"] = .int(nextID)
         nextID += 1
+        lastSendReachedNoOne = false
         switch socket.send(Array(JSONValue.object(object).encoded.utf8), deadline: deadline) {
         case .sent: return
         case .timedOut: throw .timedOut
-        case .closed: throw answerBeforeClosing()
+        case .closed(let partly):
+            lastSendReachedNoOne = !partly
+            // Not read here: the answers before the close belong to their requests, in order (an
+            // error among them is that request's, not this one's).
+            guard socket.hasUnread else { throw lost }
         }
     }
 
@@ -79,21 +94,6 @@ public final class ObsConnection {
             try send(request.op, request.fields, deadline: deadline())
         }
         while answered < requests.count { try takeAnswer() }
-    }
-
-    /// Why a send failed: the daemon closed the connection, and it may have said why first (a line
-    /// over its limit is answered `too_large`, then closed). That answer is the error, not the loss.
-    private func answerBeforeClosing() -> ClientError {
-        // The daemon has closed: what it sent is already here, so this does not wait.
-        let deadline = monotonicNow() + 1
-        while let (fields, line) = try? readMessage(deadline: deadline) {
-            if fields["event"] != nil {
-                events.append(WatchEvent(fields: fields, line: line))
-            } else if fields["ok"]?.boolValue != true {
-                return .server(Self.error(fields["error"]))
-            }
-        }
-        return lost
     }
 
     /// The next response; an error answer throws `.server`.

@@ -44,6 +44,29 @@ final class RequestFlowTests: XCTestCase {
         XCTAssertEqual(stats["keys"] as? Int, 0, "\(stats)")
     }
 
+    /// A daemon that closes the connection while obsctl still sends (here after answering a
+    /// request line over its `max_line_bytes` with `too_large`) has answered the requests before
+    /// it. Those answers used to be read and dropped when a send failed, the first error among
+    /// them (a missing key's `not_found`) taken for the command's: `get` printed nothing at all.
+    /// Now each answer is printed in its place, the one the daemon refused too, and then obsctl
+    /// says the connection was lost (the keys after it have no answer).
+    func test_getPipeline_daemonClosesWhileObsctlSends_printsEveryAnswerItGave() throws {
+        let daemon = try Daemon(config: "max_line_bytes = 4096\n")
+        XCTAssertEqual(try obsctl(daemon, ["set", "present", "1"]).status, 0)
+        // Keys far over the daemon's line, together more than the socket holds: a send is under
+        // way when the daemon closes.
+        let long = String(repeating: "k", count: 100_000)
+        let result = try obsctl(daemon, ["get", "present", "missing"] + Array(repeating: long, count: 5))
+        XCTAssertEqual(result.stdout, "1\n\n\n", result.description)
+        XCTAssertEqual(result.status, 2, result.description)
+        XCTAssertEqual(result.stderr, """
+            obsctl: not_found: no key 'missing'
+            obsctl: too_large: request line longer than 4096 bytes
+            obsctl: lost the connection to \(daemon.socket): is obsd running?
+
+            """)
+    }
+
     /// A request line larger than the socket holds, to a stopped obsd (which the kernel still
     /// connects to): the send waits for room, until the request's deadline. It used to block in
     /// send(2) for ever (the call here never returned).
