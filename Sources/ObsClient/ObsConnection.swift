@@ -8,6 +8,8 @@ public final class ObsConnection {
     public let path: String
     private let socket: LineSocket
     private var nextID: Int64 = 1
+    /// Requests sent whose answer has not been read yet.
+    private var unanswered = 0
     private var events: [WatchEvent] = []
     private var eventsStart = 0
     /// The daemon's `goodbye` reason, once it said goodbye.
@@ -44,10 +46,11 @@ public final class ObsConnection {
     /// Sends a request without waiting for its answer, waiting at most until `deadline` for the
     /// daemon to take it (`.timedOut`). Answers that come meanwhile are kept for `response`.
     ///
-    /// A daemon that closed the connection may have answered first: the requests sent before
-    /// this one, and this one too (a line over its limit is answered `too_large`, then closed).
-    /// Then `send` returns, and `response` hands those answers over in order, then throws
-    /// `.connectionLost` for the requests left unanswered. With nothing left to read, `send`
+    /// A daemon that stopped taking requests (it closed the connection, or is stopping) may still
+    /// answer: the requests sent before this one (a daemon that stops reads no more, and answers
+    /// what it had read), and this one too (a line over its limit is answered `too_large`, then
+    /// closed). Then `send` returns, and `response` hands those answers over in order, then throws
+    /// `.connectionLost` for the requests left unanswered. With no answer to wait for, `send`
     /// throws `.connectionLost` itself.
     public func send(_ op: String, _ fields: [String: JSONValue] = [:], deadline: Double? = nil) throws(ClientError) {
         var object = fields
@@ -56,14 +59,27 @@ public final class ObsConnection {
         nextID += 1
         lastSendReachedNoOne = false
         switch socket.send(Array(JSONValue.object(object).encoded.utf8), deadline: deadline) {
-        case .sent: return
-        case .timedOut: throw .timedOut
+        case .sent:
+            unanswered += 1
+        case .timedOut:
+            throw .timedOut
         case .closed(let partly):
             lastSendReachedNoOne = !partly
-            // Not read here: the answers before the close belong to their requests, in order (an
-            // error among them is that request's, not this one's).
-            guard socket.hasUnread else { throw lost }
+            // Not read here: the answers that come belong to their requests, in order (an error
+            // among them is that request's, not this one's).
+            guard socket.hasUnread || unanswered > 0 else { throw lostAfterGoodbye(deadline: deadline) }
+            unanswered += 1
         }
+    }
+
+    /// The loss, once the daemon's `goodbye` (which says why) is read, if it comes: a daemon that
+    /// is stopping stops reading first and says goodbye a moment later. Waits a second at most.
+    private func lostAfterGoodbye(deadline: Double?) -> ClientError {
+        let until = min(deadline ?? .infinity, monotonicNow() + 1)
+        while goodbye == nil, let (fields, line) = try? readMessage(deadline: until) {
+            if fields["event"] != nil { events.append(WatchEvent(fields: fields, line: line)) }
+        }
+        return lost
     }
 
     /// How many requests `pipeline` keeps unanswered at most.
@@ -104,6 +120,7 @@ public final class ObsConnection {
                 events.append(WatchEvent(fields: fields, line: line))
                 continue
             }
+            unanswered = max(0, unanswered - 1)
             if fields["ok"]?.boolValue == true {
                 return Response(fields: fields, line: String(decoding: line, as: UTF8.self))
             }
@@ -132,7 +149,10 @@ public final class ObsConnection {
         do {
             let (fields, line) = try readMessage(deadline: deadline)
             // A stray response (a request sent and not awaited) is not an event.
-            if fields["event"] == nil { return try nextEvent(deadline: deadline) }
+            if fields["event"] == nil {
+                unanswered = max(0, unanswered - 1)
+                return try nextEvent(deadline: deadline)
+            }
             return WatchEvent(fields: fields, line: line)
         } catch .timedOut {
             return nil

@@ -67,6 +67,34 @@ final class RequestFlowTests: XCTestCase {
             """)
     }
 
+    /// A daemon that stops reads nothing more, but answers what it had read: a request sent
+    /// after that fails to go out while an earlier one's answer is still to come. That send used
+    /// to read and drop the answer, and throw. Now it returns, and the answer comes to
+    /// `response`, then the loss.
+    func test_aSendToAStoppingDaemon_leavesTheEarlierAnswerToResponse() throws {
+        let daemon = try Daemon()
+        let connection = try ObsConnection(path: daemon.socket, deadline: monotonicNow() + 30)
+        try connection.request("set", ["key": "a", "value": 1], deadline: monotonicNow() + 30)
+        daemon.suspend()
+        try connection.send("get", ["key": "a"], deadline: monotonicNow() + 30)
+        let obsd = try XCTUnwrap(daemon.obsd)
+        obsd.signal(SIGTERM)
+        daemon.resume()
+        obsd.process.waitUntilExit()
+        try connection.send("ping", deadline: monotonicNow() + 30)
+        // Read before the daemon stopped: answered, either way (its value, or `shutting_down`).
+        do throws(ClientError) {
+            let answer = try connection.response(deadline: monotonicNow() + 30)
+            XCTAssertEqual(answer["value"], 1)
+        } catch {
+            guard case .server(let failure) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(failure.code, .shuttingDown)
+        }
+        XCTAssertThrowsError(try connection.response(deadline: monotonicNow() + 30)) { error in
+            guard case .connectionLost = error as? ClientError else { return XCTFail("\(error)") }
+        }
+    }
+
     /// A request line larger than the socket holds, to a stopped obsd (which the kernel still
     /// connects to): the send waits for room, until the request's deadline. It used to block in
     /// send(2) for ever (the call here never returned).
