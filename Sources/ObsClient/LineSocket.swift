@@ -157,6 +157,7 @@ final class LineSocket {
 
     /// The next line (without its newline), waiting at most until `deadline` (monotonic seconds).
     func readLine(deadline: Double?) -> Read {
+        var looked = false
         while true {
             if next < lines.count {
                 let line = lines[next]
@@ -167,7 +168,15 @@ final class LineSocket {
                 }
                 return .line(line)
             }
-            guard let waitMs = Self.pollTimeout(until: deadline) else { return .timedOut }
+            guard let waitMs = Self.pollTimeout(until: deadline) else {
+                // The deadline passed: what the socket holds already is still taken, once, without
+                // waiting (so `nextEvent(deadline: monotonicNow())` sees events and the close that
+                // are there, not only lines read before).
+                if looked { return .timedOut }
+                looked = true
+                if receive() == .closed { return .closed }
+                continue
+            }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, waitMs)
             if ready < 0, errno == EINTR { continue }

@@ -36,6 +36,11 @@ public final class ObsConnection {
         self.path = path
     }
 
+    /// The socket's descriptor, to poll(2) alongside others: readable when a message, or the
+    /// daemon's close, is there for `nextEvent` or `response` (with a deadline that has passed,
+    /// they take it without waiting). Not to be read or written directly.
+    public var descriptor: Int32 { socket.fd }
+
     /// Makes a blocked call on another thread return `connectionLost` (used to cancel a watch).
     public func shutDown() { socket.shutDown() }
 
