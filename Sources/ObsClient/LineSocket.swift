@@ -132,6 +132,14 @@ final class LineSocket {
         return Int32(min(left * 1000 + 1, 1_000_000))
     }
 
+    /// Reads what the daemon has sent, waiting at most `seconds` for something to come, and keeps
+    /// it for `readLine`. (A close is left for `readLine` to find.)
+    func takeArrived(waitingAtMost seconds: Double) {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(max(0, seconds * 1000))) > 0 else { return }
+        while receive() == .data {}
+    }
+
     /// Whether lines were read that `readLine` has not returned yet.
     var hasUnread: Bool { next < lines.count }
 

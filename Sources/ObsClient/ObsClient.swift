@@ -57,8 +57,10 @@ public final class ObsClient: Sendable {
                     // Only an error answer leaves the connection in step. After a timeout the
                     // answer may still come (and would be taken for the next request's), or the
                     // request went out in part: a connection in doubt is closed, and the next
-                    // request opens another.
-                    if case .server = error {} else { current = nil }
+                    // request opens another. So is one answered `too_large`: a line over the
+                    // daemon's limit is answered so, and the daemon closes it then, maybe only
+                    // after the next request went out (taken by the socket, never read).
+                    if case .server(let failure) = error, failure.code != .tooLarge {} else { current = nil }
                     if mayRetry, case .connectionLost = error, open?.lastSendReachedNoOne == true {
                         mayRetry = false
                         continue

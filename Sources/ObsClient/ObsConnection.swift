@@ -41,6 +41,14 @@ public final class ObsConnection {
     /// they take it without waiting). Not to be read or written directly.
     public var descriptor: Int32 { socket.fd }
 
+    /// Takes what the daemon has sent, waiting at most `seconds` for something to come, and keeps
+    /// it for `response` and `nextEvent`. For a caller held up elsewhere (a slow stdout) with
+    /// requests under way: obsd stops reading a connection whose answers wait unread past its
+    /// `output_buffer_bytes`, and drops it after `client_timeout`.
+    public func takeArrived(waitingAtMost seconds: Double) {
+        socket.takeArrived(waitingAtMost: seconds)
+    }
+
     /// Makes a blocked call on another thread return `connectionLost` (used to cancel a watch).
     public func shutDown() { socket.shutDown() }
 

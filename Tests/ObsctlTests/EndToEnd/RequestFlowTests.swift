@@ -44,6 +44,27 @@ final class RequestFlowTests: XCTestCase {
         XCTAssertEqual(stats["keys"] as? Int, 0, "\(stats)")
     }
 
+    /// A reader of obsctl's stdout that stops reading for a while (`obsctl get ... | less`, left
+    /// on its first page). obsctl, blocked writing, used to leave the daemon's answers to the
+    /// requests under way unread: past `output_buffer_bytes` the daemon stopped reading it, and
+    /// after `client_timeout` dropped it (`lost the connection`, exit 2, most keys unprinted).
+    /// Lines are now written by a thread of their own while the answers are taken off the socket.
+    func test_getOfManyLargeValues_toAReaderThatPauses_printsEveryAnswer() throws {
+        let daemon = try Daemon(config: "output_buffer_bytes = 64K\nclient_timeout = 3s\n")
+        let value = String(repeating: "v", count: 20_000)
+        XCTAssertEqual(try obsctl(daemon, ["set", "big", "\"\(value)\""]).status, 0)
+        let keys = 200
+        let get = try Obsctl(daemon, ["get"] + Array(repeating: "big", count: keys))
+        XCTAssertEqual(get.readLine(), value)
+        // Longer than client_timeout without reading (a pause, not a bound: a slower machine
+        // only makes it longer).
+        sleep(5)
+        let result = get.finish()
+        XCTAssertEqual(result.status, 0, result.description)
+        XCTAssertEqual(result.stderr, "")
+        XCTAssertEqual(result.stdout.split(separator: "\n").filter { $0 == value }.count, keys - 1)
+    }
+
     /// A daemon that closes the connection while obsctl still sends (here after answering a
     /// request line over its `max_line_bytes` with `too_large`) has answered the requests before
     /// it. Those answers used to be read and dropped when a send failed, the first error among
