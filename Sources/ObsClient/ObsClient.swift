@@ -42,8 +42,8 @@ public final class ObsClient: Sendable {
         if let deadline, monotonicNow() >= deadline { return .failure(.timedOut) }
         return connection.withLock { current in
             // A connection kept from an earlier request may have been closed by the daemon since
-            // (it restarted, or it closes after answering `too_large`). A request that found it
-            // closed before a byte went out reached no one: it goes again, once, on a new one.
+            // (it restarted). A request that found it closed before a byte went out reached no
+            // one: it goes again, once, on a new one.
             var mayRetry = current != nil
             while true {
                 var open: ObsConnection?
