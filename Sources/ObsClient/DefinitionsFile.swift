@@ -33,9 +33,9 @@ public struct DefinitionsFile: Sendable {
     public init(parsing text: String) throws(Failure) {
         var entries: [Entry] = []
         var warnings: [(line: Int, message: String)] = []
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, line) in Self.lines(text).enumerated() {
             do throws(UsageError) {
-                let words = try ShellWords.split(String(line))
+                let words = try ShellWords.split(line)
                 guard let name = words.first else { continue }
                 guard let spec = WriteCommands.all.first(where: { $0.name == name }) else {
                     throw UsageError("unknown command '\(name)' (a definitions file holds set, define, bind, unbind and del)")
@@ -54,6 +54,15 @@ public struct DefinitionsFile: Sendable {
         }
         self.entries = entries
         self.warnings = warnings
+    }
+
+    /// The lines of `text`: each ends at "\n", and loses a "\r" before it (a file saved with CRLF
+    /// line ends). Split by scalars, not Characters: Swift takes "\r\n" as one Character, which
+    /// is not "\n", so a CRLF file would be one line.
+    static func lines(_ text: String) -> [String] {
+        text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { scalars in
+            String(Substring(scalars.last == "\r" ? scalars.dropLast() : scalars))
+        }
     }
 
     /// What applying did: the revision committed, or nil when the state already matched the file.

@@ -86,7 +86,10 @@ final class LineSocket {
 
     enum Sent {
         case sent
-        case closed
+        /// The daemon had closed the connection (or it broke). `partly`: some of the line went out
+        /// before; if not, the daemon never saw a byte of it. What the daemon sent before closing
+        /// is kept for `readLine` (`hasUnread`).
+        case closed(partly: Bool)
         case timedOut
     }
 
@@ -106,7 +109,12 @@ final class LineSocket {
             }
             let code = errno
             if sent < 0, code == EINTR { continue }
-            guard sent < 0, code == EAGAIN || code == EWOULDBLOCK else { return .closed }
+            guard sent < 0, code == EAGAIN || code == EWOULDBLOCK else {
+                // A daemon closes after its last answers (a `too_large`, a `goodbye`): they are
+                // in the socket still, and are the answers to the requests before this one.
+                while receive() == .data {}
+                return .closed(partly: offset > 0)
+            }
             // Once the daemon's side has ended, its end reads ready for ever: only room is waited for.
             var poller = pollfd(fd: fd, events: Int16(readEnded ? POLLOUT : POLLOUT | POLLIN), revents: 0)
             guard let waitMs = Self.pollTimeout(until: deadline) else { return .timedOut }
@@ -114,7 +122,7 @@ final class LineSocket {
             if ready < 0, errno == EINTR { continue }
             // Answers first: taking them is what lets the daemon read on. A daemon that closed
             // fails the next write (its last answers, such as a `too_large`, are kept).
-            if ready > 0, !readEnded, poller.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, !receive() { readEnded = true }
+            if ready > 0, !readEnded, poller.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, receive() == .closed { readEnded = true }
         }
         return .sent
     }
@@ -127,21 +135,40 @@ final class LineSocket {
         return Int32(min(left * 1000 + 1, 1_000_000))
     }
 
-    /// Reads what the socket holds into `lines`; false when the daemon closed the connection.
-    private func receive() -> Bool {
+    /// Reads what the daemon has sent, waiting at most `seconds` for something to come, and keeps
+    /// it for `readLine`. (A close is left for `readLine` to find.)
+    func takeArrived(waitingAtMost seconds: Double) {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(max(0, seconds * 1000))) > 0 else { return }
+        while receive() == .data {}
+    }
+
+    /// Whether lines were read that `readLine` has not returned yet.
+    var hasUnread: Bool { next < lines.count }
+
+    enum Received {
+        case data
+        /// Nothing to read now (or a signal came first).
+        case nothing
+        case closed
+    }
+
+    /// Reads what the socket holds into `lines`, without waiting.
+    private func receive() -> Received {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = recv(fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
-        if count < 0 { return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK }
-        guard count > 0 else { return false }
+        if count < 0 { return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK ? .nothing : .closed }
+        guard count > 0 else { return .closed }
         chunk.withUnsafeBytes { raw in
             // An unlimited framer never refuses a line.
             try? framer.append(UnsafeRawBufferPointer(rebasing: raw[..<count])) { lines.append(Array($0)) }
         }
-        return true
+        return .data
     }
 
     /// The next line (without its newline), waiting at most until `deadline` (monotonic seconds).
     func readLine(deadline: Double?) -> Read {
+        var looked = false
         while true {
             if next < lines.count {
                 let line = lines[next]
@@ -152,12 +179,20 @@ final class LineSocket {
                 }
                 return .line(line)
             }
-            guard let waitMs = Self.pollTimeout(until: deadline) else { return .timedOut }
+            guard let waitMs = Self.pollTimeout(until: deadline) else {
+                // The deadline passed: what the socket holds already is still taken, once, without
+                // waiting (so `nextEvent(deadline: monotonicNow())` sees events and the close that
+                // are there, not only lines read before).
+                if looked { return .timedOut }
+                looked = true
+                if receive() == .closed { return .closed }
+                continue
+            }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, waitMs)
             if ready < 0, errno == EINTR { continue }
             if ready == 0 { continue }
-            guard receive() else { return .closed }
+            guard receive() != .closed else { return .closed }
         }
     }
 }

@@ -41,17 +41,32 @@ public final class ObsClient: Sendable {
         // Only the queue's thread gets here, so the connection is used by one thread at a time.
         if let deadline, monotonicNow() >= deadline { return .failure(.timedOut) }
         return connection.withLock { current in
-            do throws(ClientError) {
-                let open: ObsConnection
-                if let current { open = current } else { open = try ObsConnection(path: path, deadline: deadline) }
-                current = open
-                return .success(try open.request(op, fields, deadline: deadline))
-            } catch {
-                // Only an error answer leaves the connection in step. After a timeout the answer
-                // may still come (and would be taken for the next request's), or the request went
-                // out in part: a connection in doubt is closed, and the next request opens another.
-                if case .server = error {} else { current = nil }
-                return .failure(error)
+            // A connection kept from an earlier request may have been closed by the daemon since
+            // (it restarted). A request that found it closed before a byte went out reached no
+            // one: it goes again, once, on a new one.
+            var mayRetry = current != nil
+            while true {
+                var open: ObsConnection?
+                do throws(ClientError) {
+                    let connection: ObsConnection
+                    if let current { connection = current } else { connection = try ObsConnection(path: path, deadline: deadline) }
+                    open = connection
+                    current = connection
+                    return .success(try connection.request(op, fields, deadline: deadline))
+                } catch {
+                    // Only an error answer leaves the connection in step. After a timeout the
+                    // answer may still come (and would be taken for the next request's), or the
+                    // request went out in part: a connection in doubt is closed, and the next
+                    // request opens another. So is one answered `too_large`: a line over the
+                    // daemon's limit is answered so, and the daemon closes it then, maybe only
+                    // after the next request went out (taken by the socket, never read).
+                    if case .server(let failure) = error, failure.code != .tooLarge {} else { current = nil }
+                    if mayRetry, case .connectionLost = error, open?.lastSendReachedNoOne == true {
+                        mayRetry = false
+                        continue
+                    }
+                    return .failure(error)
+                }
             }
         }
     }

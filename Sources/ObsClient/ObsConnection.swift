@@ -8,6 +8,8 @@ public final class ObsConnection {
     public let path: String
     private let socket: LineSocket
     private var nextID: Int64 = 1
+    /// Requests sent whose answer has not been read yet.
+    private var unanswered = 0
     private var events: [WatchEvent] = []
     private var eventsStart = 0
     /// The daemon's `goodbye` reason, once it said goodbye.
@@ -34,21 +36,63 @@ public final class ObsConnection {
         self.path = path
     }
 
+    /// The socket's descriptor, to poll(2) alongside others: readable when a message, or the
+    /// daemon's close, is there for `nextEvent` or `response` (with a deadline that has passed,
+    /// they take it without waiting). Not to be read or written directly.
+    public var descriptor: Int32 { socket.fd }
+
+    /// Takes what the daemon has sent, waiting at most `seconds` for something to come, and keeps
+    /// it for `response` and `nextEvent`. For a caller held up elsewhere (a slow stdout) with
+    /// requests under way: obsd stops reading a connection whose answers wait unread past its
+    /// `output_buffer_bytes`, and drops it after `client_timeout`.
+    public func takeArrived(waitingAtMost seconds: Double) {
+        socket.takeArrived(waitingAtMost: seconds)
+    }
+
     /// Makes a blocked call on another thread return `connectionLost` (used to cancel a watch).
     public func shutDown() { socket.shutDown() }
 
+    /// Whether the last `send` found the connection closed before a byte of its request went out:
+    /// the daemon never saw that request, so it is safe to send again on another connection.
+    private(set) var lastSendReachedNoOne = false
+
     /// Sends a request without waiting for its answer, waiting at most until `deadline` for the
     /// daemon to take it (`.timedOut`). Answers that come meanwhile are kept for `response`.
+    ///
+    /// A daemon that stopped taking requests (it closed the connection, or is stopping) may still
+    /// answer: the requests sent before this one (a daemon that stops reads no more, and answers
+    /// what it had read), and this one too (a line over its limit is answered `too_large`, then
+    /// closed). Then `send` returns, and `response` hands those answers over in order, then throws
+    /// `.connectionLost` for the requests left unanswered. With no answer to wait for, `send`
+    /// throws `.connectionLost` itself.
     public func send(_ op: String, _ fields: [String: JSONValue] = [:], deadline: Double? = nil) throws(ClientError) {
         var object = fields
         object["op"] = .string(op)
         object["id"] = .int(nextID)
         nextID += 1
+        lastSendReachedNoOne = false
         switch socket.send(Array(JSONValue.object(object).encoded.utf8), deadline: deadline) {
-        case .sent: return
-        case .timedOut: throw .timedOut
-        case .closed: throw answerBeforeClosing()
+        case .sent:
+            unanswered += 1
+        case .timedOut:
+            throw .timedOut
+        case .closed(let partly):
+            lastSendReachedNoOne = !partly
+            // Not read here: the answers that come belong to their requests, in order (an error
+            // among them is that request's, not this one's).
+            guard socket.hasUnread || unanswered > 0 else { throw lostAfterGoodbye(deadline: deadline) }
+            unanswered += 1
         }
+    }
+
+    /// The loss, once the daemon's `goodbye` (which says why) is read, if it comes: a daemon that
+    /// is stopping stops reading first and says goodbye a moment later. Waits a second at most.
+    private func lostAfterGoodbye(deadline: Double?) -> ClientError {
+        let until = min(deadline ?? .infinity, monotonicNow() + 1)
+        while goodbye == nil, let (fields, line) = try? readMessage(deadline: until) {
+            if fields["event"] != nil { events.append(WatchEvent(fields: fields, line: line)) }
+        }
+        return lost
     }
 
     /// How many requests `pipeline` keeps unanswered at most.
@@ -81,21 +125,6 @@ public final class ObsConnection {
         while answered < requests.count { try takeAnswer() }
     }
 
-    /// Why a send failed: the daemon closed the connection, and it may have said why first (a line
-    /// over its limit is answered `too_large`, then closed). That answer is the error, not the loss.
-    private func answerBeforeClosing() -> ClientError {
-        // The daemon has closed: what it sent is already here, so this does not wait.
-        let deadline = monotonicNow() + 1
-        while let (fields, line) = try? readMessage(deadline: deadline) {
-            if fields["event"] != nil {
-                events.append(WatchEvent(fields: fields, line: line))
-            } else if fields["ok"]?.boolValue != true {
-                return .server(Self.error(fields["error"]))
-            }
-        }
-        return lost
-    }
-
     /// The next response; an error answer throws `.server`.
     public func response(deadline: Double? = nil) throws(ClientError) -> Response {
         while true {
@@ -104,6 +133,7 @@ public final class ObsConnection {
                 events.append(WatchEvent(fields: fields, line: line))
                 continue
             }
+            unanswered = max(0, unanswered - 1)
             if fields["ok"]?.boolValue == true {
                 return Response(fields: fields, line: String(decoding: line, as: UTF8.self))
             }
@@ -132,7 +162,10 @@ public final class ObsConnection {
         do {
             let (fields, line) = try readMessage(deadline: deadline)
             // A stray response (a request sent and not awaited) is not an event.
-            if fields["event"] == nil { return try nextEvent(deadline: deadline) }
+            if fields["event"] == nil {
+                unanswered = max(0, unanswered - 1)
+                return try nextEvent(deadline: deadline)
+            }
             return WatchEvent(fields: fields, line: line)
         } catch .timedOut {
             return nil

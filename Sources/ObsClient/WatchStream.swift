@@ -272,8 +272,15 @@ public final class WatchStream: @unchecked Sendable {
                 if !told { waiting?(error) }
                 told = true
             }
-            if let deadline, monotonicNow() + backoff > deadline { return false }
-            cancellation.sleep(backoff)
+            // Up to the deadline itself, with a last attempt there: a daemon that starts in the
+            // last second of the wait is not missed for a pause that would have ended past it.
+            var pause = backoff
+            if let deadline {
+                let left = deadline - monotonicNow()
+                if left <= 0 { return false }
+                pause = min(pause, left)
+            }
+            cancellation.sleep(pause)
             backoff = min(backoff * 2, Self.maxBackoff)
         }
         throw .connectionLost(path: path, reason: nil)

@@ -166,7 +166,7 @@ final class LiveFeed: StreamingBody, Cancellable, @unchecked Sendable {
                 return
             }
             var next: WatchEvent? = first
-            // A deadline already past returns only what has been read off the socket.
+            // A deadline already past takes only what is there already, without waiting.
             while let event = next {
                 lastHeard = monotonicNow()
                 if event.kind != "progress" {

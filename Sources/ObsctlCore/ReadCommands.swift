@@ -5,21 +5,33 @@ import ObsCore
 enum ReadCommands {
     static func get(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let connection = try context.connect()
-        // Pipelined: the answers are printed as they come, while later requests go out.
+        // Pipelined: the answers are printed as they come, while later requests go out. Printed
+        // by a thread of their own: while stdout is slow, the answers under way are taken off the
+        // socket (at most a window's worth more: no request goes out meanwhile).
         var status: Int32 = 0
+        let output = context.output
+        let json = parsed.has("--json")
+        let printer = LinePrinter(capacity: ObsConnection.pipelineWindow)
+        defer { printer.finish() }
         let requests = parsed.positionals.map { (op: "get", fields: ["key": JSONValue.string($0)]) }
         try connection.pipeline(requests, deadline: { context.deadline }) { _, result in
+            let write: @Sendable () -> Void
             switch result {
             case .success(let response):
-                context.output.line(render(response["value"] ?? .null, json: parsed.has("--json")))
+                let line = render(response["value"] ?? .null, json: json)
+                write = { output.line(line) }
             case .failure(let error):
                 // A key that cannot be read (missing, or a computed in error) does not stop the rest,
                 // and prints an empty line: line N is always key N, for `read a b c`.
                 guard case .server(let failure) = error else { throw error }
-                context.output.error(ClientError.describe(failure))
-                context.output.line("")
+                let message = ClientError.describe(failure)
+                write = {
+                    output.error(message)
+                    output.line("")
+                }
                 status = 1
             }
+            printer.enqueue(write) { connection.takeArrived(waitingAtMost: 0) }
         }
         return status
     }

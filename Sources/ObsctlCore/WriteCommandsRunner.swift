@@ -33,7 +33,7 @@ enum WriteCommandsRunner {
             if let warning = WriteCommands.stringWarning(parsed.positionals[1], mode: mode) { context.output.error(warning) }
             let connection = try context.connect()
             try connection.request("set", fields, deadline: context.deadline)
-            if parsed.has("--ephemeral") { holdUntilStdinCloses() }
+            if parsed.has("--ephemeral") { try holdUntilStdinCloses(connection) }
             return 0
         }
         // `sensor | obsctl set temp -`: each line as it arrives, on one connection.
@@ -50,16 +50,26 @@ enum WriteCommandsRunner {
     /// signal's default action ends the process, which closes the connection just the same.
     /// What stdin brings meanwhile is read and dropped a chunk at a time, never held: Swift's
     /// readLine would hold a line without a newline (`cat /dev/zero`) until memory ran out.
-    private static func holdUntilStdinCloses() {
+    /// The connection is watched too: once the daemon has gone (a restart loses the key), obsctl
+    /// ends with `connectionLost` (exit 2) rather than run on without its key, so that whatever
+    /// started it (a supervisor, a loop) can set the key again.
+    private static func holdUntilStdinCloses(_ connection: ObsConnection) throws(ClientError) {
         var chunk = [UInt8](repeating: 0, count: 65536)
+        var pollers = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0)]
         while true {
+            pollers[0].revents = 0
+            pollers[1].revents = 0
+            if poll(&pollers, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            // Only a `goodbye` or the close come on this connection: nothing to keep.
+            if pollers[1].revents != 0 { while try connection.nextEvent(deadline: monotonicNow()) != nil {} }
+            guard pollers[0].revents != 0 else { continue }
             let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if count > 0 { continue }
             if count == 0 || (errno != EINTR && errno != EAGAIN) { return }
-            if errno == EAGAIN {
-                var poller = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
-                _ = poll(&poller, 1, -1)
-            }
         }
     }
 

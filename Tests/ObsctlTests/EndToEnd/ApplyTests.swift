@@ -26,6 +26,22 @@ final class ApplyTests: XCTestCase {
         XCTAssertEqual(try obsctl(daemon, ["apply", "-"], stdin: "unbind bar.wifi\ndel volume\n").stdout, "-: unchanged\n")
     }
 
+    /// A file saved with CRLF line ends (a Windows editor, git's autocrlf): Swift takes "\r\n"
+    /// as one character, so the file was split on no line at all and refused as one line
+    /// (`bar.obs:1: unexpected argument ... for 'set'`). Lines now end at "\n" and lose a "\r"
+    /// before it, as request lines and `set KEY -` lines do; and a failing line is named by its
+    /// own number.
+    func test_apply_aFileWithCRLFLineEnds_appliesAsWritten() throws {
+        let daemon = try Daemon()
+        let file = daemon.write(Self.statusBar.replacingOccurrences(of: "\n", with: "\r\n") + "\r\n", to: "bar.obs")
+        XCTAssertEqual(try obsctl(daemon, ["apply", file]), Result(status: 0, stdout: "\(file): applied at revision 1\n", stderr: ""))
+        XCTAssertEqual(try obsctl(daemon, ["get", "--json", "volume.label", "battery.low", "bar.wifi"]).stdout,
+                       "\"40%\"\nfalse\n\"home\"\n")
+        let bad = daemon.write("set a 1\r\nset b 'open\r\n", to: "bad.obs")
+        XCTAssertEqual(try obsctl(daemon, ["apply", bad]),
+                       Result(status: 64, stdout: "", stderr: "obsctl: \(bad):2: unterminated single quote\nSee 'obsctl --help'.\n"))
+    }
+
     func test_apply_failingLine_appliesNothing_andNamesTheLine() throws {
         let daemon = try Daemon()
         let file = daemon.write("set a 1\n\n# fine so far\ndefine b '$a +'\n", to: "bad.obs")

@@ -94,6 +94,22 @@ final class CommandTests: XCTestCase {
         waitFor("the ephemeral key to go") { (try? obsctl(daemon, ["get", "lock"]).status) == 1 }
     }
 
+    /// The key goes with the daemon's connection: a daemon restarted (its ephemeral keys lost)
+    /// used to leave `set --ephemeral` running for ever without its key, so a supervisor never
+    /// started it again. It now ends as soon as the connection does, with exit 2.
+    func test_setEphemeral_endsWhenTheDaemonGoes() throws {
+        let daemon = try Daemon()
+        let holder = try Obsctl(daemon, ["set", "--ephemeral", "presence", "online"])
+        waitFor("the ephemeral key") { (try? obsctl(daemon, ["get", "presence"]).stdout) == "online\n" }
+        daemon.stop()
+        try daemon.start()
+        // stdin stays open: only the lost connection can end it.
+        waitFor("obsctl to exit") { !holder.process.isRunning }
+        let result = holder.finish()
+        XCTAssertEqual(result.status, 2, result.description)
+        XCTAssertEqual(result.stderr, "obsctl: lost the connection to \(daemon.socket) (shutdown): is obsd running?\n")
+    }
+
     func test_delIncrDefineBindUnbind() throws {
         let daemon = try Daemon()
         XCTAssertEqual(try obsctl(daemon, ["incr", "c"]).stdout, "1\n")

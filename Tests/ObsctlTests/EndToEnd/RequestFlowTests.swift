@@ -44,6 +44,78 @@ final class RequestFlowTests: XCTestCase {
         XCTAssertEqual(stats["keys"] as? Int, 0, "\(stats)")
     }
 
+    /// A reader of obsctl's stdout that stops reading for a while (`obsctl get ... | less`, left
+    /// on its first page). obsctl, blocked writing, used to leave the daemon's answers to the
+    /// requests under way unread: past `output_buffer_bytes` the daemon stopped reading it, and
+    /// after `client_timeout` dropped it (`lost the connection`, exit 2, most keys unprinted).
+    /// Lines are now written by a thread of their own while the answers are taken off the socket.
+    func test_getOfManyLargeValues_toAReaderThatPauses_printsEveryAnswer() throws {
+        let daemon = try Daemon(config: "output_buffer_bytes = 64K\nclient_timeout = 3s\n")
+        let value = String(repeating: "v", count: 20_000)
+        XCTAssertEqual(try obsctl(daemon, ["set", "big", "\"\(value)\""]).status, 0)
+        let keys = 200
+        let get = try Obsctl(daemon, ["get"] + Array(repeating: "big", count: keys))
+        XCTAssertEqual(get.readLine(), value)
+        // Longer than client_timeout without reading (a pause, not a bound: a slower machine
+        // only makes it longer).
+        sleep(5)
+        let result = get.finish()
+        XCTAssertEqual(result.status, 0, result.description)
+        XCTAssertEqual(result.stderr, "")
+        XCTAssertEqual(result.stdout.split(separator: "\n").filter { $0 == value }.count, keys - 1)
+    }
+
+    /// A daemon that closes the connection while obsctl still sends (here after answering a
+    /// request line over its `max_line_bytes` with `too_large`) has answered the requests before
+    /// it. Those answers used to be read and dropped when a send failed, the first error among
+    /// them (a missing key's `not_found`) taken for the command's: `get` printed nothing at all.
+    /// Now each answer is printed in its place, the one the daemon refused too, and then obsctl
+    /// says the connection was lost (the keys after it have no answer).
+    func test_getPipeline_daemonClosesWhileObsctlSends_printsEveryAnswerItGave() throws {
+        let daemon = try Daemon(config: "max_line_bytes = 4096\n")
+        XCTAssertEqual(try obsctl(daemon, ["set", "present", "1"]).status, 0)
+        // Keys far over the daemon's line, together more than the socket holds: a send is under
+        // way when the daemon closes.
+        let long = String(repeating: "k", count: 100_000)
+        let result = try obsctl(daemon, ["get", "present", "missing"] + Array(repeating: long, count: 5))
+        XCTAssertEqual(result.stdout, "1\n\n\n", result.description)
+        XCTAssertEqual(result.status, 2, result.description)
+        XCTAssertEqual(result.stderr, """
+            obsctl: not_found: no key 'missing'
+            obsctl: too_large: request line longer than 4096 bytes
+            obsctl: lost the connection to \(daemon.socket): is obsd running?
+
+            """)
+    }
+
+    /// A daemon that stops reads nothing more, but answers what it had read: a request sent
+    /// after that fails to go out while an earlier one's answer is still to come. That send used
+    /// to read and drop the answer, and throw. Now it returns, and the answer comes to
+    /// `response`, then the loss.
+    func test_aSendToAStoppingDaemon_leavesTheEarlierAnswerToResponse() throws {
+        let daemon = try Daemon()
+        let connection = try ObsConnection(path: daemon.socket, deadline: monotonicNow() + 30)
+        try connection.request("set", ["key": "a", "value": 1], deadline: monotonicNow() + 30)
+        daemon.suspend()
+        try connection.send("get", ["key": "a"], deadline: monotonicNow() + 30)
+        let obsd = try XCTUnwrap(daemon.obsd)
+        obsd.signal(SIGTERM)
+        daemon.resume()
+        obsd.process.waitUntilExit()
+        try connection.send("ping", deadline: monotonicNow() + 30)
+        // Read before the daemon stopped: answered, either way (its value, or `shutting_down`).
+        do throws(ClientError) {
+            let answer = try connection.response(deadline: monotonicNow() + 30)
+            XCTAssertEqual(answer["value"], 1)
+        } catch {
+            guard case .server(let failure) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(failure.code, .shuttingDown)
+        }
+        XCTAssertThrowsError(try connection.response(deadline: monotonicNow() + 30)) { error in
+            guard case .connectionLost = error as? ClientError else { return XCTFail("\(error)") }
+        }
+    }
+
     /// A request line larger than the socket holds, to a stopped obsd (which the kernel still
     /// connects to): the send waits for room, until the request's deadline. It used to block in
     /// send(2) for ever (the call here never returned).

@@ -460,6 +460,18 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(try obsctl(nil, ["watch", "k", "--socket", missing]).status, 2, "without --reconnect it fails at once")
     }
 
+    /// `--reconnect --timeout` waits for the daemon until the timeout, not less: it used to give
+    /// up as soon as its next pause (doubling up to 2 s) would end past it, so `--timeout 5s`
+    /// stopped after about 3.2 s, and a daemon that started in the seconds left was missed.
+    func test_reconnect_waitsForADaemonNotRunningYet_untilTheTimeoutItself() throws {
+        let missing = NSTemporaryDirectory() + "/obsctl-\(UUID().uuidString.prefix(8))/obsd.sock"
+        let started = monotonicNow()
+        let result = try obsctl(nil, ["watch", "k", "--reconnect", "--timeout", "5s", "--socket", missing])
+        let elapsed = monotonicNow() - started
+        XCTAssertEqual(result.status, 3, result.description)
+        XCTAssertGreaterThanOrEqual(elapsed, 5, "gave up before its --timeout")
+    }
+
     func test_command_getsTheEventOnStdinAndInTheEnvironment() throws {
         let daemon = try Daemon()
         try obsctl(daemon, ["set", "k", "\"old\""])
