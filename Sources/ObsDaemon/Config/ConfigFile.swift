@@ -130,7 +130,10 @@ enum ConfigFile {
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         var seen: [String: Int] = [:]
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Split by scalars: Swift takes "\r\n" as one Character, which is not "\n", so a file with
+        // CRLF line ends would be one line.
+        for scalars in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
+            let rawLine = Substring(scalars)
             lineNumber += 1
             let line = withoutComment(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine).trimmingSpaces()
             if line.isEmpty { continue }

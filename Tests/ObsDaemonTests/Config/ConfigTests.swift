@@ -150,6 +150,17 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(result.socket, "/a#b.sock")
     }
 
+    /// A file saved with CRLF line ends throughout (Windows editors): every line is a setting.
+    /// Swift takes "\r\n" as one Character, so a split at "\n" saw one line (after a comment, the
+    /// whole file was the comment, and every setting was ignored without a word); the line
+    /// numbers of errors are those of the file.
+    func test_aFileWithCRLFLineEnds_appliesEverySetting() throws {
+        let result = try settings("# conf\r\nmax_line_bytes = 4096\r\nlog_level = warn\r\n")
+        XCTAssertEqual(result.limits.maxLineBytes, 4096)
+        XCTAssertEqual(result.logLevel, .warn)
+        assertError("log_level = warn\r\n\r\nsockett = /x\r\n", "/etc/obsd/obsd.conf:3: unknown setting 'sockett'")
+    }
+
     func test_unknownSetting_isRejectedWithItsLine() {
         assertError("log_level = info\n\nsockett = /x", "/etc/obsd/obsd.conf:3: unknown setting 'sockett'")
     }
