@@ -57,6 +57,8 @@ public enum Obsctl {
             parsed = arguments
             if let value = arguments.value("--socket") { socket = value }
             if let value = try arguments.duration("--timeout") { timeout = value }
+            // 0 would give up before anything could happen (even `wait` of a true expression).
+            if let timeout, timeout <= 0 { throw UsageError("--timeout must be longer than 0") }
             let context = Context(socketPath: defaultSocketPath(explicit: socket, environment: environment),
                                   timeout: timeout, output: output, environment: environment)
             return try command.run(context, arguments)

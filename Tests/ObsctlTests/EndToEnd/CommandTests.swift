@@ -316,7 +316,9 @@ final class CommandTests: XCTestCase {
                      (["watch", "k", "--throttle", "99999999999999999999"], "invalid duration '99999999999999999999' for --throttle" + duration),
                      (["--timeout", endless, "get", "k"], "invalid duration '\(endless)' for --timeout" + duration),
                      (["watch", "k", "--throttle", "0"], "--throttle must be at least 1ms, not '0'"),
-                     (["watch", "k", "--debounce", "0.2ms"], "--debounce must be at least 1ms, not '0.2ms'")]
+                     (["watch", "k", "--debounce", "0.2ms"], "--debounce must be at least 1ms, not '0.2ms'"),
+                     (["--timeout", "0", "get", "k"], "--timeout must be longer than 0"),
+                     (["wait", "true", "--timeout", "0s"], "--timeout must be longer than 0")]
         for (arguments, message) in usage {
             XCTAssertEqual(try obsctl(nil, arguments, environment: ["OBSD_SOCKET": missing]),
                            Result(status: 64, stdout: "", stderr: "obsctl: \(message)\nSee 'obsctl --help'.\n"), "\(arguments)")
