@@ -124,6 +124,41 @@ final class DocumentedExampleTests: XCTestCase {
         _ = watch.finish()
     }
 
+    /// The service that holds an ephemeral key: its ExecStart, as systemd runs it with stdin
+    /// closed (`StandardInput=null`), holds the key, and ends (exit 2) when obsd stops, so that
+    /// `Restart=always` sets it again.
+    func test_ephemeralServiceExample_holdsTheKey_andEndsWhenObsdStops() throws {
+        let daemon = try Daemon()
+        let unit = try block(containing: "ExecStart=/bin/bash -c 'exec obsctl set --ephemeral")
+        let execStart = try XCTUnwrap(unit.split(separator: "\n").first { $0.hasPrefix("ExecStart=") }).dropFirst("ExecStart=".count)
+        XCTAssertTrue(unit.contains("Restart=always"), unit)
+        // Output to files, as systemd's journal takes it: `sleep` keeps what it inherits open,
+        // and would hold the harness's pipes.
+        let log = daemon.root + "/service.log"
+        let service = try Obsctl(daemon, [], environment: try commands(daemon),
+                                 shell: "exec \(execStart) < /dev/null > \(log) 2>&1")
+        // Its `sleep`, which systemd would stop with the service.
+        var children: [Int32] = []
+        defer { for pid in children { kill(pid, SIGKILL) } }
+        waitFor("the key") { (try? obsctl(daemon, ["get", "presence.laptop"]).stdout) == "online\n" }
+        XCTAssertTrue(service.process.isRunning)
+        let pid = service.process.processIdentifier
+        children = ((try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? "")
+            .split(separator: " ").compactMap { Int32($0) }
+        daemon.stop()
+        // obsctl ends (a zombie until reaped); then its `sleep` goes, as systemd would stop it:
+        // the harness learns of the end only once every process holding what it gave is gone.
+        waitFor("obsctl to end") {
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            return stat.isEmpty || stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+        }
+        for child in children { kill(child, SIGKILL) }
+        let result = service.finish()
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTAssertEqual(result.status, 2, output)
+        XCTAssertTrue(output.contains("lost the connection"), output)
+    }
+
     /// The deploy script: it waits until every instance reports the new version, then publishes.
     func test_deployScriptExample_waitsForEveryInstance() throws {
         let daemon = try Daemon()
