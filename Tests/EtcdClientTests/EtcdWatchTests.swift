@@ -129,20 +129,7 @@ class EtcdWatchTests: SharedClusterTestCase {
         let value = String(repeating: "v", count: 512)
         var revisions: [Int64] = []
         for index in 0..<200 { revisions.append(try driver.put(prefix + "k\(index)", value).header.revision) }
-        var largest = 0
-        var calls = 0
-        var events: [WatchEvent] = []
-        let deadline = Date().addingTimeInterval(30)
-        while events.count < revisions.count, Date() < deadline {
-            var descriptor = pollfd(fd: slow.client.completionFD, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 5000) == 1 else { break }
-            var taken: [WatchEvent] = []
-            for case .watch(watch, .events(_, let batch)) in slow.client.takeCompletions() { taken += batch }
-            // The client's estimate of what a completion holds (CompletionSize.swift).
-            largest = max(largest, taken.reduce(64) { $0 + 64 + 48 + $1.kv.key.count + $1.kv.value.count })
-            calls += taken.isEmpty ? 0 : 1
-            events += taken
-        }
+        let (events, largest, calls) = takeEvents(of: watch, from: slow, count: revisions.count)
         XCTAssertEqual(events.map(\.revision), revisions)
         // libcurl hands over at most 16 KiB a read; all 200 events at once would be ~140 KB.
         XCTAssertLessThan(largest, bound + 20_000)
@@ -162,11 +149,22 @@ class EtcdWatchTests: SharedClusterTestCase {
         for index in 0..<200 { revisions.append(try driver.put(prefix + "k\(index)", value).header.revision) }
         let slow = try ClientDriver(cluster) { $0.maxBytesPerTake = bound }
         let watch = slow.client.watch(.prefix(bytes(prefix), startRevision: revisions[0]))
+        let (events, largest, calls) = takeEvents(of: watch, from: slow, count: revisions.count)
+        XCTAssertEqual(events.map(\.revision), revisions)
+        // All 200 at once would be ~140 KB; a round takes what is left of its bound, then a slice.
+        XCTAssertLessThan(largest, 2 * bound + 1_000)
+        XCTAssertGreaterThan(calls, 20)
+    }
+
+    /// Takes `watch`'s events from `slow`'s completions, call after call, until `count` came (or
+    /// 30 s passed): the events, the largest call's estimated size as the client counts it
+    /// (CompletionSize.swift), and how many calls brought events.
+    private func takeEvents(of watch: EtcdRequestID, from slow: ClientDriver, count: Int) -> (events: [WatchEvent], largest: Int, calls: Int) {
         var largest = 0
         var calls = 0
         var events: [WatchEvent] = []
         let deadline = Date().addingTimeInterval(30)
-        while events.count < revisions.count, Date() < deadline {
+        while events.count < count, Date() < deadline {
             var descriptor = pollfd(fd: slow.client.completionFD, events: Int16(POLLIN), revents: 0)
             guard poll(&descriptor, 1, 5000) == 1 else { break }
             var taken: [WatchEvent] = []
@@ -175,10 +173,7 @@ class EtcdWatchTests: SharedClusterTestCase {
             calls += taken.isEmpty ? 0 : 1
             events += taken
         }
-        XCTAssertEqual(events.map(\.revision), revisions)
-        // All 200 at once would be ~140 KB; a round takes what is left of its bound, then a slice.
-        XCTAssertLessThan(largest, 2 * bound + 1_000)
-        XCTAssertGreaterThan(calls, 20)
+        return (events, largest, calls)
     }
 
     /// One message a call, over a backlog of more than a thousand: every change comes, in order
