@@ -77,9 +77,9 @@ public enum EventFormat {
 
     /// The environment of a `-- COMMAND` run: OBS_EVENT (the event's JSON), OBS_KEY, OBS_VALUE,
     /// OBS_OLD, OBS_REV, OBS_CHANNEL, OBS_RUN (as `{run}`), each empty when the event lacks it. A variable longer than
-    /// the kernel passes to a program (`longestVariable`) is left empty and named in
-    /// OBS_TOO_LARGE (the event is whole on the command's stdin): with it, the command could not
-    /// be started at all.
+    /// the kernel passes to a program (`longestVariable`), or holding a NUL (which ends a
+    /// variable), is left empty and named in OBS_TOO_LARGE (the event is whole on the command's
+    /// stdin): with it, the command could not be started at all, or would see the value cut.
     public static func environment(_ event: WatchEvent) -> [String: String] {
         var variables = [
             "OBS_EVENT": event.line,
@@ -90,7 +90,9 @@ public enum EventFormat {
             "OBS_CHANNEL": event["channel"].map(ValueArgument.render) ?? "",
             "OBS_RUN": event.run ?? "",
         ]
-        let tooLarge = variables.filter { $0.key.utf8.count + 1 + $0.value.utf8.count > longestVariable }.keys.sorted()
+        // A NUL cannot be passed either: the program would see the value cut at it.
+        let tooLarge = variables.filter { $0.key.utf8.count + 1 + $0.value.utf8.count > longestVariable || $0.value.utf8.contains(0) }
+            .keys.sorted()
         for name in tooLarge { variables[name] = "" }
         variables["OBS_TOO_LARGE"] = tooLarge.joined(separator: " ")
         return variables

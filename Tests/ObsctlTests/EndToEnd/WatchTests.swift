@@ -512,6 +512,22 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(result.status, 0)
     }
 
+    /// A value holding a NUL character cannot be passed in the environment (a variable ends at
+    /// its first NUL): it was passed cut there (`a` for "a\u{0}b"). It is left empty and named
+    /// in OBS_TOO_LARGE, as a value too long is; the event is whole on stdin (`\u0000`).
+    func test_command_ofAValueWithANUL_namesIt_ratherThanPassItCut() throws {
+        let daemon = try Daemon()
+        let script = "printf '%s|%s|%s|' \"$OBS_TOO_LARGE\" \"$OBS_VALUE\" \"$OBS_KEY\"; cat"
+        let watch = try Obsctl(daemon, ["watch", "k", "--no-initial", "-n", "1", "--", "sh", "-c", script])
+        daemon.waitForWatches(1)
+        let connection = try ObsConnection(path: daemon.socket)
+        try connection.request("set", ["key": "k", "value": .string("a\u{0}b")])
+        let result = watch.finish()
+        XCTAssertEqual(result.stdout, #"OBS_VALUE||k|{"event":"change","key":"k","new":"a\u0000b","rev":1,"created":true}"# + "\n")
+        XCTAssertEqual(result.stderr, "")
+        XCTAssertEqual(result.status, 0)
+    }
+
     func test_command_thatCannotRun_stopsTheWatchAtOnce() throws {
         let daemon = try Daemon()
         // Before watching: nothing to wait for, a usage error.
