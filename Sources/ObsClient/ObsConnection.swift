@@ -54,7 +54,7 @@ public final class ObsConnection {
 
     /// Whether the last `send` found the connection closed before a byte of its request went out:
     /// the daemon never saw that request, so it is safe to send again on another connection.
-    private(set) var lastSendReachedNoOne = false
+    public private(set) var lastSendReachedNoOne = false
 
     /// Sends a request without waiting for its answer, waiting at most until `deadline` for the
     /// daemon to take it (`.timedOut`). Answers that come meanwhile are kept for `response`.

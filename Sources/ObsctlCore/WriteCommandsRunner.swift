@@ -37,11 +37,11 @@ enum WriteCommandsRunner {
             return 0
         }
         // `sensor | obsctl set temp -`: each line as it arrives, on one connection.
-        let connection = try context.connect()
+        var connection = try context.connect()
         var lines = StdinLines(command: "set", maxLineBytes: try daemonLimits(connection, context).line)
         while let line = try lines.next() {
             let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(line, mode: mode))
-            try lines.send { () throws(ClientError) in _ = try connection.request("set", fields, deadline: context.deadline) }
+            try lines.send { () throws(ClientError) in try streamRequest(&connection, context, "set", fields) }
         }
         return 0
     }
@@ -101,7 +101,7 @@ enum WriteCommandsRunner {
     static func publish(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let mode = try WriteCommands.valueMode(parsed)
         let channel = JSONValue.string(parsed.positionals[0])
-        let connection = try context.connect()
+        var connection = try context.connect()
         guard parsed.positionals.count > 1, parsed.positionals[1] == "-" else {
             let payload = try parsed.positionals.count > 1 ? WriteCommands.value(parsed.positionals[1], mode: mode) : .null
             if parsed.positionals.count > 1, let warning = WriteCommands.stringWarning(parsed.positionals[1], mode: mode) {
@@ -114,10 +114,26 @@ enum WriteCommandsRunner {
         while let line = try lines.next() {
             let payload = try WriteCommands.value(line, mode: mode)
             try lines.send { () throws(ClientError) in
-                _ = try connection.request("publish", ["channel": channel, "payload": payload], deadline: context.deadline)
+                try streamRequest(&connection, context, "publish", ["channel": channel, "payload": payload])
             }
         }
         return 0
+    }
+
+    /// One request of `set KEY -` or `publish CHANNEL -`. Between two lines obsd may have
+    /// restarted (an upgrade, `systemctl restart`), closing the connection: a line whose request
+    /// found it closed before a byte went out reached no one, and goes again, once, on a new
+    /// connection, so that a sensor's pipeline outlives the restart. (A request that went out
+    /// and lost its answer is not sent again: it may have been applied.)
+    static func streamRequest(_ connection: inout ObsConnection, _ context: Context, _ op: String,
+                              _ fields: [String: JSONValue]) throws(ClientError) {
+        do throws(ClientError) {
+            _ = try connection.request(op, fields, deadline: context.deadline)
+        } catch {
+            guard case .connectionLost = error, connection.lastSendReachedNoOne else { throw error }
+            connection = try context.connect()
+            _ = try connection.request(op, fields, deadline: context.deadline)
+        }
     }
 
     static func restore(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {

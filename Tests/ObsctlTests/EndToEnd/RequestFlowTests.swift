@@ -169,6 +169,30 @@ final class RequestFlowTests: XCTestCase {
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
+    /// `sensor | obsctl set temp -` and `publish -` outlive a restart of obsd between two lines:
+    /// the line that finds the connection closed (before a byte of it went out) goes again on a
+    /// new one. They used to exit 2 at that line, which reached no daemon.
+    func test_setAndPublishFromStdin_goOnAcrossARestartOfObsd() throws {
+        let daemon = try Daemon()
+        let set = try Obsctl(daemon, ["set", "temp", "-"])
+        let publish = try Obsctl(daemon, ["publish", "alerts", "-"])
+        set.send("20\n")
+        publish.send("\"first\"\n")
+        waitFor("the first line") { (try? obsctl(daemon, ["get", "temp"]).stdout) == "20\n" }
+        daemon.stop()
+        try daemon.start()
+        let watch = try Obsctl(daemon, ["watch", "alerts", "--no-initial", "-n", "1"])
+        daemon.waitForWatches(1)
+        set.send("21\n")
+        publish.send("\"second\"\n")
+        waitFor("the line after the restart") { (try? obsctl(daemon, ["get", "temp"]).stdout) == "21\n" }
+        XCTAssertEqual(watch.finish().stdout.split(separator: "\n").last, #"{"event":"publish","channel":"alerts","payload":"second"}"#)
+        set.closeInput()
+        publish.closeInput()
+        XCTAssertEqual(set.finish(), Result(status: 0, stdout: "", stderr: ""))
+        XCTAssertEqual(publish.finish(), Result(status: 0, stdout: "", stderr: ""))
+    }
+
     /// The library's `request(timeout:)`: after a timeout the answer may still come, and was read
     /// as the next request's answer on the same connection. Now a connection in doubt is closed.
     func test_theLibrary_afterATimeout_theNextRequestGetsItsOwnAnswer() async throws {
