@@ -56,6 +56,7 @@ public enum Obsctl {
             let arguments = try spec.parse(Array(words))
             parsed = arguments
             if let value = arguments.value("--socket") { socket = value }
+            if socket?.isEmpty == true { throw UsageError("--socket needs a path, not an empty one") }
             if let value = try arguments.duration("--timeout") { timeout = value }
             // 0 would give up before anything could happen (even `wait` of a true expression).
             if let timeout, timeout <= 0 { throw UsageError("--timeout must be longer than 0") }

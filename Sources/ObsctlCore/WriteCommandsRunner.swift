@@ -358,7 +358,9 @@ struct StdinLines {
             if ended {
                 guard start < buffer.count else { return nil }
                 defer { buffer = []; start = 0 }
-                return try decode(buffer[start...])
+                // The last line, without a newline: its `\r` goes as a line's before `\n` does.
+                let line = buffer[start...]
+                return try decode(line.last == 0x0D ? line.dropLast() : line)
             }
             // No newline yet in more than a line may hold (and its `\r`): it cannot end in time.
             if buffer.count - start - 1 > maxLineBytes { throw tooLong(number + 1) }

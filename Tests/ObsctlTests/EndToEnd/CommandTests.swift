@@ -70,6 +70,16 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(sensor.finish(), Result(status: 0, stdout: "", stderr: ""))
     }
 
+    /// CRLF input: each line loses its `\r`, the last one too when no newline ends it (it kept
+    /// its `\r`: `"b\r"`).
+    func test_setDash_CRLFLines_loseTheirCarriageReturn_theLastToo() throws {
+        let daemon = try Daemon()
+        XCTAssertEqual(try obsctl(daemon, ["set", "a", "-"], stdin: "x\r\ny\r\n"), Result(status: 0, stdout: "", stderr: ""))
+        XCTAssertEqual(try obsctl(daemon, ["get", "--json", "a"]).stdout, "\"y\"\n")
+        XCTAssertEqual(try obsctl(daemon, ["set", "b", "-"], stdin: "x\r\ny\r"), Result(status: 0, stdout: "", stderr: ""))
+        XCTAssertEqual(try obsctl(daemon, ["get", "--json", "b"]).stdout, "\"y\"\n")
+    }
+
     /// A line over the daemon's limit is answered `too_large` before the daemon closes the
     /// connection: that answer is the error (exit 1), not a lost connection, and the daemon lives on.
     func test_setDash_lineOverTheLimit_isTooLarge_notALostConnection() throws {
@@ -294,7 +304,9 @@ final class CommandTests: XCTestCase {
                      (["watch", "k", "--"], "'--' must be followed by a COMMAND"),
                      (["set", "--ttl", "later", "k", "1"], "invalid duration 'later' for --ttl (expected e.g. 250ms, 5s, 2m, 1h or 10)"),
                      (["set", "--string", "--json", "k", "1"], "--string and --json exclude each other"),
-                     (["completion", "tcsh"], "completion: unknown shell 'tcsh' (bash, zsh or fish)")]
+                     (["completion", "tcsh"], "completion: unknown shell 'tcsh' (bash, zsh or fish)"),
+                     (["--socket", "", "get", "k"], "--socket needs a path, not an empty one"),
+                     (["get", "k", "--socket="], "--socket needs a path, not an empty one")]
         for (arguments, message) in usage {
             XCTAssertEqual(try obsctl(nil, arguments, environment: ["OBSD_SOCKET": missing]),
                            Result(status: 64, stdout: "", stderr: "obsctl: \(message)\nSee 'obsctl --help'.\n"), "\(arguments)")
