@@ -53,6 +53,32 @@ public enum EventFormat {
         return result
     }
 
+    /// The placeholders `--format` knows.
+    static let placeholderNames = ["key", "new", "old", "rev", "event", "channel", "payload", "time", "run"]
+
+    /// What in `format` reads as a placeholder (`{name}` or `{name:json}`, a name of lowercase
+    /// letters and underscores) but is none: printed as it is, so most likely a typo (`{vaule}`).
+    /// Other braces (`{"a":1}`, a lone `{`) are text, as `render` takes them.
+    public static func unknownPlaceholders(_ format: String) -> [String] {
+        var unknown: [String] = []
+        var rest = Substring(format)
+        while let open = rest.firstIndex(of: "{") {
+            let after = rest.index(after: open)
+            if after < rest.endIndex, rest[after] == "{" {
+                rest = rest[rest.index(after: after)...]
+                continue
+            }
+            guard let close = rest[after...].firstIndex(of: "}") else { break }
+            let inside = rest[after..<close]
+            let name = inside.hasSuffix(":json") ? inside.dropLast(5) : inside
+            if !name.isEmpty, name.allSatisfy({ ("a"..."z").contains($0) || $0 == "_" }), !placeholderNames.contains(String(name)) {
+                unknown.append("{\(inside)}")
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        return unknown
+    }
+
     private static func placeholder(_ placeholder: String, _ event: WatchEvent, now: Date) -> String? {
         let json = placeholder.hasSuffix(":json")
         let name = json ? String(placeholder.dropLast(5)) : placeholder

@@ -51,6 +51,11 @@ enum WatchCommand {
         options.reconnect = parsed.has("--reconnect")
         let limit = try parsed.count("-n")
         let style: Style = parsed.has("--values") ? .values : parsed.value("--format").map { .format($0) } ?? .json
+        // Printed as they are, as any text is: said once, as they are most likely typos.
+        for unknown in parsed.value("--format").map(EventFormat.unknownPlaceholders) ?? [] {
+            context.output.error("warning: --format: \(unknown) is no placeholder, so it is printed as it is "
+                                 + "(placeholders: \(EventFormat.placeholderNames.map { "{\($0)}" }.joined(separator: " ")); {{ for a brace)")
+        }
 
         // With -n the timeout bounds the whole wait; otherwise the quiet time between events.
         let overall = limit != nil ? context.deadline : nil

@@ -31,21 +31,27 @@ final class WatchTests: XCTestCase {
         XCTAssertEqual(watch.finish(), Result(status: 0, stdout: "{\"a\":1}\n\nback\n", stderr: ""))
     }
 
+    /// Every placeholder, doubled braces, and braces that are no placeholder: printed as they
+    /// are, one that reads as a placeholder (`{unknown}`, a typo most likely) with a warning once.
     func test_format_everyPlaceholder_andBraces() throws {
         let daemon = try Daemon()
         try obsctl(daemon, ["set", "vol", "0.4"])
-        let format = "{event}|{key}|{new}|{old}|{rev}|{channel}|{payload}|{{literal}}|{unknown}"
+        let format = #"{event}|{key}|{new}|{old}|{rev}|{channel}|{payload}|{{literal}}|{unknown}|{"a":1}"#
         let watch = try Obsctl(daemon, ["watch", "vol", "bar.*", "--format", format, "-n", "3"])
-        XCTAssertEqual(watch.readLine(), "initial|vol|0.4||1|||{literal}|{unknown}")
+        XCTAssertEqual(watch.readLine(), #"initial|vol|0.4||1|||{literal}|{unknown}|{"a":1}"#)
         try obsctl(daemon, ["set", "vol", "\"loud\""])
         try obsctl(daemon, ["publish", "bar.click", "{\"b\":1}"])
         try obsctl(daemon, ["del", "vol"])
-        XCTAssertEqual(watch.finish(), Result(status: 0, stdout: """
-            change|vol|loud|0.4|2|||{literal}|{unknown}
-            publish|||||bar.click|{"b":1}|{literal}|{unknown}
-            delete|vol||loud|3|||{literal}|{unknown}
+        XCTAssertEqual(watch.finish(), Result(status: 0, stdout: #"""
+            change|vol|loud|0.4|2|||{literal}|{unknown}|{"a":1}
+            publish|||||bar.click|{"b":1}|{literal}|{unknown}|{"a":1}
+            delete|vol||loud|3|||{literal}|{unknown}|{"a":1}
 
-            """, stderr: ""))
+            """#, stderr: """
+            obsctl: warning: --format: {unknown} is no placeholder, so it is printed as it is (placeholders: {key} {new} \
+            {old} {rev} {event} {channel} {payload} {time} {run}; {{ for a brace)
+
+            """))
     }
 
     func test_time_placeholder_isISO8601() throws {
