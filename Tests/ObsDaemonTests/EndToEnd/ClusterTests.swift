@@ -760,13 +760,7 @@ final class ClusterTests: XCTestCase {
         defer { etcd.shutDown() }
         let files = try Sandbox()
         let (cert, key) = (files.root + "/client.crt", files.root + "/client.key")
-        func install(_ certSource: String, _ keySource: String) throws {
-            for (source, target) in [(certSource, cert), (keySource, key)] {
-                try? FileManager.default.removeItem(atPath: target)
-                try FileManager.default.copyItem(atPath: source, toPath: target)
-            }
-            chmod(key, 0o600)
-        }
+        func install(_ certSource: String, _ keySource: String) throws { try installClientFiles(certSource, keySource, as: (cert, key)) }
         try install(etcd.clientCertFile!, etcd.clientKeyFile!)
         let hosts = try ClusterHosts(etcd, count: 2, timeout: "2s", clientFiles: (cert, key))
         let host = try XCTUnwrap(hosts.hosts[0])
@@ -814,13 +808,7 @@ final class ClusterTests: XCTestCase {
         defer { etcd.shutDown() }
         let files = try Sandbox()
         let (cert, key) = (files.root + "/client.crt", files.root + "/client.key")
-        func install(_ certSource: String, _ keySource: String) throws {
-            for (source, target) in [(certSource, cert), (keySource, key)] {
-                try? FileManager.default.removeItem(atPath: target)
-                try FileManager.default.copyItem(atPath: source, toPath: target)
-            }
-            chmod(key, 0o600)
-        }
+        func install(_ certSource: String, _ keySource: String) throws { try installClientFiles(certSource, keySource, as: (cert, key)) }
         try install(etcd.clientCertFile!, etcd.clientKeyFile!)
         let hosts = try ClusterHosts(etcd, count: 1, timeout: "5s", clientFiles: (cert, key))
         let host = try XCTUnwrap(hosts.hosts[0])
@@ -1163,4 +1151,14 @@ final class ClusterFailureTests: XCTestCase {
         XCTAssertEqual(change["new"] as? String, "after")
         XCTAssertEqual(change["rev"] as? Int, status["rev"] as? Int)
     }
+}
+
+/// Puts a client certificate and key where a host's configuration names them (replacing what is
+/// there, as an operator renewing them does), the key readable by its owner only.
+private func installClientFiles(_ certSource: String, _ keySource: String, as target: (cert: String, key: String)) throws {
+    for (source, path) in [(certSource, target.cert), (keySource, target.key)] {
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.copyItem(atPath: source, toPath: path)
+    }
+    chmod(target.key, 0o600)
 }
