@@ -41,7 +41,9 @@ public struct DefinitionsFile: Sendable {
                     throw UsageError("unknown command '\(name)' (a definitions file holds set, define, bind, unbind and del)")
                 }
                 let parsed = try spec.parse(Array(words.dropFirst()))
-                if parsed.has("--ephemeral") { throw UsageError("--ephemeral has no meaning in a definitions file") }
+                for option in ["--ephemeral", "--hold"] where parsed.has(option) {
+                    throw UsageError("\(option) has no meaning in a definitions file")
+                }
                 if name == "set", let warning = WriteCommands.stringWarning(parsed.positionals[1], mode: try WriteCommands.valueMode(parsed)) {
                     warnings.append((index + 1, warning))
                 }

@@ -17,6 +17,7 @@ public enum WriteCommands {
             OptionSpec(["--if-rev"], value: "N", "Set only if the key's revision is N (0: only if missing)."),
             OptionSpec(["--ttl"], value: "DURATION", "Delete the key after DURATION."),
             OptionSpec(["--ephemeral"], "Keep the key only while this obsctl runs (until stdin closes or a signal)."),
+            OptionSpec(["--hold"], "With --ephemeral: hold the key until a signal, not reading stdin."),
             OptionSpec(["--always"], "Notify watchers even if the value is unchanged."),
         ])
     public static let define = CommandSpec(
@@ -71,6 +72,7 @@ public enum WriteCommands {
         if let rev = try parsed.count("--if-rev") { fields["if_rev"] = .int(Int64(rev)) }
         if let ttl = try parsed.duration("--ttl") { fields["ttl_ms"] = .int(Int64((ttl * 1000).rounded())) }
         if parsed.has("--ephemeral") { fields["ephemeral"] = .bool(true) }
+        if parsed.has("--hold"), !parsed.has("--ephemeral") { throw UsageError("--hold needs --ephemeral: only an ephemeral key is held") }
         if parsed.has("--always") { fields["always"] = .bool(true) }
         return fields
     }

@@ -28,12 +28,15 @@ enum WriteCommandsRunner {
 
     static func set(_ context: Context, _ parsed: ParsedArguments) throws -> Int32 {
         let mode = try WriteCommands.valueMode(parsed)
+        if parsed.has("--hold"), parsed.positionals[1] == "-" {
+            throw UsageError("--hold does not go with VALUE -: it holds a key set once, reading no stdin")
+        }
         guard parsed.positionals[1] == "-" else {
             let fields = try WriteCommands.setFields(parsed, value: WriteCommands.value(parsed.positionals[1], mode: mode))
             if let warning = WriteCommands.stringWarning(parsed.positionals[1], mode: mode) { context.output.error(warning) }
             let connection = try context.connect()
             try connection.request("set", fields, deadline: context.deadline)
-            if parsed.has("--ephemeral") { try holdUntilStdinCloses(connection) }
+            if parsed.has("--ephemeral") { try holdEphemeralKey(connection, readingStdin: !parsed.has("--hold")) }
             return 0
         }
         // `sensor | obsctl set temp -`: each line as it arrives, on one connection.
@@ -46,17 +49,19 @@ enum WriteCommandsRunner {
         return 0
     }
 
-    /// An ephemeral key lives as long as its connection: obsctl stays until stdin closes, and a
-    /// signal's default action ends the process, which closes the connection just the same.
-    /// What stdin brings meanwhile is read and dropped a chunk at a time, never held: Swift's
-    /// readLine would hold a line without a newline (`cat /dev/zero`) until memory ran out.
+    /// An ephemeral key lives as long as its connection: obsctl stays until stdin closes (or,
+    /// with `--hold`, without reading stdin at all: a service's stdin is /dev/null, which closes at
+    /// once), and a signal's default action ends the process, which closes the connection just
+    /// the same. What stdin brings meanwhile is read and dropped a chunk at a time, never held:
+    /// Swift's readLine would hold a line without a newline (`cat /dev/zero`) until memory ran out.
     /// The connection is watched too: once the daemon has gone (a restart loses the key), obsctl
     /// ends with `connectionLost` (exit 2) rather than run on without its key, so that whatever
     /// started it (a supervisor, a loop) can set the key again.
-    private static func holdUntilStdinCloses(_ connection: ObsConnection) throws(ClientError) {
+    private static func holdEphemeralKey(_ connection: ObsConnection, readingStdin: Bool) throws(ClientError) {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        var pollers = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0)]
+        // poll(2) leaves an entry with a negative descriptor out: stdin is not watched when held.
+        var pollers = [pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: readingStdin ? 0 : -1, events: Int16(POLLIN), revents: 0)]
         while true {
             pollers[0].revents = 0
             pollers[1].revents = 0
@@ -65,8 +70,8 @@ enum WriteCommandsRunner {
                 return
             }
             // Only a `goodbye` or the close come on this connection: nothing to keep.
-            if pollers[1].revents != 0 { while try connection.nextEvent(deadline: monotonicNow()) != nil {} }
-            guard pollers[0].revents != 0 else { continue }
+            if pollers[0].revents != 0 { while try connection.nextEvent(deadline: monotonicNow()) != nil {} }
+            guard pollers[1].revents != 0 else { continue }
             let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if count > 0 { continue }
             if count == 0 || (errno != EINTR && errno != EAGAIN) { return }

@@ -124,39 +124,54 @@ final class DocumentedExampleTests: XCTestCase {
         _ = watch.finish()
     }
 
-    /// The service that holds an ephemeral key: its ExecStart, as systemd runs it with stdin
-    /// closed (`StandardInput=null`), holds the key, and ends (exit 2) when obsd stops, so that
-    /// `Restart=always` sets it again.
-    func test_ephemeralServiceExample_holdsTheKey_andEndsWhenObsdStops() throws {
+    /// The systemd unit for an ephemeral key: its `ExecStart` line, run as systemd runs it (stdin
+    /// /dev/null), holds the key; `systemctl stop`'s SIGTERM ends it and the key goes; and when
+    /// obsd stops, it ends with exit 2 for `Restart=always` to set the key again.
+    func test_ephemeralServiceExample_holdsTheKey_untilStopped_andEndsWhenObsdStops() throws {
         let daemon = try Daemon()
-        let unit = try block(containing: "ExecStart=/bin/bash -c 'exec obsctl set --ephemeral")
-        let execStart = try XCTUnwrap(unit.split(separator: "\n").first { $0.hasPrefix("ExecStart=") }).dropFirst("ExecStart=".count)
+        let unit = try block(containing: "ExecStart=/usr/local/bin/obsctl set --ephemeral --hold")
         XCTAssertTrue(unit.contains("Restart=always"), unit)
-        // Output to files, as systemd's journal takes it: `sleep` keeps what it inherits open,
-        // and would hold the harness's pipes.
-        let log = daemon.root + "/service.log"
-        let service = try Obsctl(daemon, [], environment: try commands(daemon),
-                                 shell: "exec \(execStart) < /dev/null > \(log) 2>&1")
-        // Its `sleep`, which systemd would stop with the service.
-        var children: [Int32] = []
-        defer { for pid in children { kill(pid, SIGKILL) } }
-        waitFor("the key") { (try? obsctl(daemon, ["get", "presence.laptop"]).stdout) == "online\n" }
-        XCTAssertTrue(service.process.isRunning)
-        let pid = service.process.processIdentifier
-        children = ((try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? "")
-            .split(separator: " ").compactMap { Int32($0) }
-        daemon.stop()
-        // obsctl ends (a zombie until reaped); then its `sleep` goes, as systemd would stop it:
-        // the harness learns of the end only once every process holding what it gave is gone.
-        waitFor("obsctl to end") {
-            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-            return stat.isEmpty || stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+        let execStart = try XCTUnwrap(unit.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
+            .dropFirst("ExecStart=/usr/local/bin/".count)
+        let environment = try commands(daemon)
+        func start() throws -> Obsctl {
+            let service = try Obsctl(daemon, [], environment: environment, shell: "exec \(execStart) < /dev/null 2>&1")
+            waitFor("the key") { (try? obsctl(daemon, ["get", "presence.laptop"]).stdout) == "online\n" }
+            // Held, not ended by the stdin that closed at once.
+            Thread.sleep(forTimeInterval: 0.3)
+            XCTAssertTrue(service.process.isRunning)
+            XCTAssertEqual(try obsctl(daemon, ["get", "presence.laptop"]).stdout, "online\n")
+            return service
         }
-        for child in children { kill(child, SIGKILL) }
+
+        let stopped = try start()
+        kill(stopped.process.processIdentifier, SIGTERM)
+        stopped.process.waitUntilExit()
+        XCTAssertEqual(stopped.process.terminationReason, .uncaughtSignal)
+        waitFor("the key to go") { (try? obsctl(daemon, ["get", "presence.laptop"]))?.status == 1 }
+
+        let service = try start()
+        daemon.stop()
         let result = service.finish()
-        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        XCTAssertEqual(result.status, 2, output)
-        XCTAssertTrue(output.contains("lost the connection"), output)
+        XCTAssertEqual(result.status, 2, result.stdout)
+        XCTAssertTrue(result.stdout.contains("lost the connection"), result.stdout)
+    }
+
+    /// `--hold` holds a key set once: without `--ephemeral`, or with `VALUE -`, it is refused
+    /// before anything is set; and a definitions file refuses it as it refuses `--ephemeral`.
+    func test_hold_isRefusedWhereItMeansNothing() throws {
+        let daemon = try Daemon()
+        let plain = try obsctl(daemon, ["set", "--hold", "k", "1"])
+        XCTAssertEqual(plain.status, 64)
+        XCTAssertTrue(plain.stderr.contains("--hold needs --ephemeral"), plain.stderr)
+        let fromStdin = try obsctl(daemon, ["set", "--ephemeral", "--hold", "k", "-"], stdin: "1\n")
+        XCTAssertEqual(fromStdin.status, 64)
+        XCTAssertTrue(fromStdin.stderr.contains("--hold does not go with VALUE -"), fromStdin.stderr)
+        let file = daemon.write("set --hold k 1\n", to: "held.obs")
+        let applied = try obsctl(daemon, ["apply", file])
+        XCTAssertEqual(applied.status, 64, applied.stderr)
+        XCTAssertTrue(applied.stderr.contains("--hold has no meaning in a definitions file"), applied.stderr)
+        XCTAssertEqual(try obsctl(daemon, ["get", "k"]).status, 1)
     }
 
     /// The deploy script: it waits until every instance reports the new version, then publishes.

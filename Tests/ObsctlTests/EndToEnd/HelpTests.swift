@@ -87,7 +87,7 @@ final class HelpTests: XCTestCase {
         VALUE that parses as JSON is that JSON (42, true, null, "x", [1], {"a":1}); anything else is a
         string. VALUE - reads stdin and sets each line in turn, as it arrives.
 
-        USAGE: obsctl set KEY VALUE [--string] [--json] [--if-rev N] [--ttl DURATION] [--ephemeral]
+        USAGE: obsctl set KEY VALUE [--string] [--json] [--if-rev N] [--ttl DURATION] [--ephemeral] [--hold]
                           [--always]
 
         ARGUMENTS:
@@ -100,6 +100,7 @@ final class HelpTests: XCTestCase {
           --if-rev N              Set only if the key's revision is N (0: only if missing).
           --ttl DURATION          Delete the key after DURATION.
           --ephemeral             Keep the key only while this obsctl runs (until stdin closes or a signal).
+          --hold                  With --ephemeral: hold the key until a signal, not reading stdin.
           --always                Notify watchers even if the value is unchanged.
           --timeout DURATION      Give up after DURATION (250ms, 5s, 2m, 1h, or seconds) and exit 3.
           -h, --help              Print this help and exit.
