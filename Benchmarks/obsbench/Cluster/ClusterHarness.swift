@@ -151,22 +151,23 @@ func loadAverages() -> String {
     ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
 }
 
-/// Prints the table: one row per figure, one column per system, and each later column's ratio to
-/// the first (the raw etcd baseline): the ratio of the figures over every round, and the median
-/// of the rounds' own ratios. Each round measures every system one right after the other, so a
-/// round's figures are a pair taken on the same machine; on a shared machine whose speed moves
-/// from round to round, the median of the rounds' ratios is the steadier comparison.
-func printClusterTable(_ columns: [ClusterColumn], inFlight: [Int]) {
-    guard let baseline = columns.first else { return }
+/// Prints the table: one row per figure, one column per system, then each later column's ratio
+/// to each of the first `baselines` columns (raw etcd's): the ratio of the figures over every
+/// round, and the median of the rounds' own ratios. Each round measures every system one right
+/// after the other, so a round's figures are a pair taken on the same machine; on a shared machine
+/// whose speed moves from round to round, the median of the rounds' ratios is the steadier
+/// comparison.
+func printClusterTable(_ columns: [ClusterColumn], baselines: Int, inFlight: [Int]) {
+    let pairs = columns.dropFirst(baselines).flatMap { column in columns.prefix(baselines).map { (column, $0) } }
     var header = "| figure |"
     var rule = "|---|"
-    for (index, column) in columns.enumerated() {
+    for column in columns {
         header += " \(column.name) |"
         rule += "---:|"
-        if index > 0 {
-            header += " \(column.name) / \(baseline.name) | rounds' ratios: median |"
-            rule += "---:|---:|"
-        }
+    }
+    for (column, baseline) in pairs {
+        header += " \(column.name) / \(baseline.name) | rounds' ratios: median |"
+        rule += "---:|---:|"
     }
     print(header)
     print(rule)
@@ -184,9 +185,8 @@ func printClusterTable(_ columns: [ClusterColumn], inFlight: [Int]) {
     }
     for (name, figure, format) in rows {
         var line = "| \(name) |"
-        for (index, column) in columns.enumerated() {
-            line += " \(String(format: format, figure.all(column))) |"
-            guard index > 0 else { continue }
+        for column in columns { line += " \(String(format: format, figure.all(column))) |" }
+        for (column, baseline) in pairs {
             let paired = zip(figure.rounds(column), figure.rounds(baseline)).map { $0 / $1 }
             line += " \(String(format: "%.2f", figure.all(column) / figure.all(baseline))) |"
             line += " \(paired.isEmpty ? "n/a" : String(format: "%.2f", median(paired))) |"

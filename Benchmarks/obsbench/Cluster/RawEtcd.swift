@@ -4,22 +4,22 @@
 // poll(2) on both clients' descriptors, then takeCompletions() of each. The watcher takes every
 // event in the throughput rows too (and drops them), as obsd's hosts apply every write.
 //
-// By default one put is seen by one watcher, the comparison cluster mode's goal is stated
-// against. With `--raw-watches 2` the writer's client watches the prefix too (and drops what it
-// sees): hosts that share a state through etcd each watch it, the writer's host included, since it
-// must see the others' writes; obsd's hosts do. Every put is then sent to two watch streams, which
-// costs etcd about as much CPU as a third of the put itself (docs/performance.md).
+// With one watch a put is seen by one watcher, the comparison cluster mode's goal is stated
+// against. With two the writer's client watches the prefix too (and drops what it sees): hosts
+// that share a state through etcd each watch it, the writer's host included, since it must see
+// the others' writes; obsd's hosts do. Every put is then sent to two watch streams, which costs
+// etcd about as much CPU as a third of the put itself (docs/performance.md).
 import EtcdClient
 import Foundation
 import Glibc
 
 final class RawEtcd: MeasuredSystem {
-    let name = "raw etcd"
+    let name: String
     let writer: EtcdClient
     let watcher: EtcdClient
     private let prefix: [UInt8]
     private let watch: EtcdRequestID
-    /// The writer's host's own watch of the prefix (`--raw-watches 2`), if it has one.
+    /// The writer's host's own watch of the prefix (with two watches), if it has one.
     private let writerWatch: EtcdRequestID?
     private let parts: CPUParts
     /// The values the watcher has seen and not yet been asked about.
@@ -27,7 +27,8 @@ final class RawEtcd: MeasuredSystem {
     /// The next latency sample's value.
     private var nextValue = 0
 
-    init(endpoints: [String], prefix: String, parts: CPUParts, watches: Int, api: EtcdAPI) throws(BenchError) {
+    init(name: String, endpoints: [String], prefix: String, parts: CPUParts, watches: Int, api: EtcdAPI) throws(BenchError) {
+        self.name = name
         self.parts = parts
         self.prefix = Array(prefix.utf8)
         do {
