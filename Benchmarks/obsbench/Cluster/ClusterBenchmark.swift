@@ -130,9 +130,20 @@ func runClusterBenchmark() {
                                        parts: CPUParts(parts: [("etcd", etcdPIDs), ("obsbench", [getpid()])]), watches: watches, api: options.api))
         }
         systems.append(try ObsdSystem(cluster, obsdPath: options.obsdPath, api: options.api.rawValue))
-        let columns = try measureAlternately(systems, rounds: options.rounds, samples: options.samples,
+        let columns: [ClusterColumn]
+        do throws(BenchError) {
+            columns = try measureAlternately(systems, rounds: options.rounds, samples: options.samples,
                                              seconds: options.seconds, inFlight: options.inFlight,
                                              metrics: options.etcdMetrics ? EtcdMetrics(urls: cluster.members.map(\.clientURL), pids: etcdPIDs) : nil)
+        } catch {
+            // What etcd said meanwhile (its warnings: slow disk, a lost leader) tells a stall of
+            // etcd's from one of the client's.
+            for member in cluster.members {
+                let lines = member.log.split(separator: "\n").suffix(20)
+                FileHandle.standardError.write(Data("\(member.name)'s log, last \(lines.count) lines:\n\(lines.joined(separator: "\n"))\n".utf8))
+            }
+            throw error
+        }
         printClusterTable(columns, baselines: options.rawWatches.count, inFlight: options.inFlight)
         print()
         printCPUPerWrite(columns, inFlight: options.inFlight)

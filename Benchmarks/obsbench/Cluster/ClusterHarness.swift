@@ -58,16 +58,28 @@ struct ClusterColumn {
 func measureAlternately(_ systems: [any MeasuredSystem], rounds: Int, samples: Int, seconds: Double,
                         inFlight: [Int], metrics: EtcdMetrics? = nil) throws(BenchError) -> [ClusterColumn] {
     var columns = systems.map { ClusterColumn(name: $0.name) }
+    /// A failure, named by the system, row and round it came in.
+    func during<T>(_ system: any MeasuredSystem, _ row: String, _ round: Int, _ body: () throws(BenchError) -> T) throws(BenchError) -> T {
+        do throws(BenchError) {
+            return try body()
+        } catch {
+            throw BenchError("\(system.name), \(row), round \(round + 1): \(error)")
+        }
+    }
     for round in 0..<rounds {
         for (index, system) in systems.enumerated() {
-            let latencies = try system.latencies(samples: samples / rounds, warmUp: round == 0 ? 20 : 5)
+            let latencies = try during(system, "latency", round) { () throws(BenchError) in
+                try system.latencies(samples: samples / rounds, warmUp: round == 0 ? 20 : 5)
+            }
             columns[index].latencies += latencies
             columns[index].roundLatencies.append(latencies)
         }
         for depth in inFlight {
             for (index, system) in systems.enumerated() {
                 let before = try metrics?.scrape()
-                let row = try system.throughput(seconds: seconds, inFlight: depth)
+                let row = try during(system, "\(depth) in flight", round) { () throws(BenchError) in
+                    try system.throughput(seconds: seconds, inFlight: depth)
+                }
                 columns[index].throughput[depth, default: []].append(row)
                 if let metrics, let before {
                     columns[index].counters[depth, default: CounterDeltas()].add(before: before, after: try metrics.scrape(), writes: row.writes)

@@ -26,6 +26,8 @@ final class RawEtcd: MeasuredSystem {
     private var seen: Set<String> = []
     /// The next latency sample's value.
     private var nextValue = 0
+    /// Latency puts sent and not yet acknowledged (at most one).
+    private var unacknowledged = 0
 
     init(name: String, endpoints: [String], prefix: String, parts: CPUParts, watches: Int, api: EtcdAPI) throws(BenchError) {
         self.name = name
@@ -62,9 +64,14 @@ final class RawEtcd: MeasuredSystem {
 
     func latencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double] {
         defer { nextValue += warmUp + samples }
-        return try measureLatency(samples: samples, warmUp: warmUp, first: nextValue,
-                                  write: { (value: Int) throws(BenchError) in write(value) },
-                                  awaitSeen: { (value: Int) throws(BenchError) in try awaitSeen(value) })
+        // As for obsd, the time is the put's until the watcher saw it: its acknowledgement is taken
+        // just before the next put, and the last one's before the row ends, so that no put is left
+        // under way for a later row to count (or to time out in while other systems are measured).
+        let latencies = try measureLatency(samples: samples, warmUp: warmUp, first: nextValue,
+                                           write: { (value: Int) throws(BenchError) in try write(value) },
+                                           awaitSeen: { (value: Int) throws(BenchError) in try awaitSeen(value) })
+        try awaitEveryAcknowledgement()
+        return latencies
     }
 
     func throughput(seconds: Double, inFlight: Int) throws(BenchError) -> ThroughputRow {
@@ -74,9 +81,22 @@ final class RawEtcd: MeasuredSystem {
                                      awaitAcknowledged: { () throws(BenchError) -> Int in try awaitAcknowledged() })
     }
 
-    /// Sends a put of value `index` to the key `latency` (acknowledgements are drained later).
-    private func write(_ index: Int) {
+    /// Sends a put of value `index` to the key `latency`, once the put before it is acknowledged.
+    private func write(_ index: Int) throws(BenchError) {
+        try awaitEveryAcknowledgement()
         _ = writer.submit(.put(PutRequest(key: prefix + Array("latency".utf8), value: Array(String(index).utf8))))
+        unacknowledged += 1
+    }
+
+    /// Blocks until every put sent is acknowledged.
+    private func awaitEveryAcknowledgement() throws(BenchError) {
+        let deadline = benchNow() + 30
+        while unacknowledged > 0 {
+            guard benchNow() < deadline else { throw BenchError("a put not acknowledged within 30 s") }
+            let (written, watched) = wait()
+            unacknowledged -= try checkAcknowledgements(written)
+            try see(watched)
+        }
     }
 
     /// Blocks until the watcher has seen value `index`.
@@ -86,17 +106,22 @@ final class RawEtcd: MeasuredSystem {
         while !seen.contains(wanted) {
             guard benchNow() < deadline else { throw BenchError("put \(index) not seen by the watch within 30 s") }
             let (written, watched) = wait()
-            try checkAcknowledgements(written)
-            for completion in watched {
-                switch completion {
-                case .watch(_, .events(_, let events)):
-                    for event in events { seen.insert(String(decoding: event.kv.value, as: UTF8.self)) }
-                case .watch(_, .failed(let error)): throw BenchError("the watch failed: \(error)")
-                default: break
-                }
-            }
+            unacknowledged -= try checkAcknowledgements(written)
+            try see(watched)
         }
         seen.remove(wanted)
+    }
+
+    /// Takes the values the watcher's completions carry.
+    private func see(_ watched: [EtcdCompletion]) throws(BenchError) {
+        for completion in watched {
+            switch completion {
+            case .watch(_, .events(_, let events)):
+                for event in events { seen.insert(String(decoding: event.kv.value, as: UTF8.self)) }
+            case .watch(_, .failed(let error)): throw BenchError("the watch failed: \(error)")
+            default: break
+            }
+        }
     }
 
     /// Sends a put to one of 1,000 keys, without waiting.
@@ -108,9 +133,8 @@ final class RawEtcd: MeasuredSystem {
     private func awaitAcknowledged() throws(BenchError) -> Int {
         while true {
             let (written, watched) = wait()
-            try checkAcknowledgements(written)
+            let acknowledged = try checkAcknowledgements(written)
             for case .watch(_, .failed(let error)) in watched { throw BenchError("the watch failed: \(error)") }
-            let acknowledged = written.count { if case .response = $0 { true } else { false } }
             if acknowledged > 0 { return acknowledged }
         }
     }
@@ -122,9 +146,11 @@ final class RawEtcd: MeasuredSystem {
     }
 
     /// Checks the writer's completions: the answers to its puts, and its own watch's events.
-    private func checkAcknowledgements(_ completions: [EtcdCompletion]) throws(BenchError) {
+    /// Returns how many puts they acknowledge.
+    private func checkAcknowledgements(_ completions: [EtcdCompletion]) throws(BenchError) -> Int {
         for case .response(_, .failure(let error)) in completions { throw BenchError("a put failed: \(error)") }
         for case .watch(_, .failed(let error)) in completions { throw BenchError("the writer's watch failed: \(error)") }
+        return completions.count { if case .response = $0 { true } else { false } }
     }
 
     /// Waits up to a second for either client, then takes what each has.
