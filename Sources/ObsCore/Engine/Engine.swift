@@ -119,9 +119,20 @@ final class Engine: @unchecked Sendable {
     /// Runs the queued watchers and releases nodes that lost their last reader.
     private func settle() {
         if !pendingEffects.isEmpty || !pendingObservers.isEmpty { flush() }
-        while let node = pendingReleases.popLast() {
-            node.release()
-        }
+        if !pendingReleases.isEmpty { releaseDropped() }
+    }
+
+    /// Releases the nodes that lost their last reader. A release may run any deinit (of what a
+    /// computed's closure captured, say), and a deinit may write: the watchers such a write
+    /// reached run in this transaction too (they used to wait for some later transaction).
+    @inline(never)
+    private func releaseDropped() {
+        repeat {
+            while let node = pendingReleases.popLast() {
+                node.release()
+            }
+            if !pendingEffects.isEmpty || !pendingObservers.isEmpty { flush() }
+        } while !pendingReleases.isEmpty
     }
 
     /// Step 3 of Propagation.swift: effects (which may write, in this transaction), then observers.
