@@ -129,6 +129,10 @@ final class Engine: @unchecked Sendable {
     private func releaseDropped() {
         repeat {
             while let node = pendingReleases.popLast() {
+                // A watcher cancelled by code the engine ran (ReactiveNode.dispose) is unlinked now.
+                if node.flags.contains(.disposed), node.deps != nil {
+                    purgeDependencies(of: node.takeUnretainedValue(), after: nil)
+                }
                 node.release()
             }
             if !pendingEffects.isEmpty || !pendingObservers.isEmpty { flush() }
@@ -180,7 +184,8 @@ final class Engine: @unchecked Sendable {
             watcher.flags = flags.subtracting([.dirty, .pending])
             return
         }
-        if flags.contains(.dirty) || (flags.contains(.pending) && checkDirty(watcher)) {
+        // The walk runs closures, which may cancel this watcher: it is then kept, but must not run.
+        if flags.contains(.dirty) || (flags.contains(.pending) && checkDirty(watcher) && !watcher.flags.contains(.disposed)) {
             watcher.flags.remove([.dirty, .pending])
             watcher._withUnsafeGuaranteedRef { $0.runWatcher() }
         } else {
