@@ -133,6 +133,9 @@ final class Engine: @unchecked Sendable {
                 if node.flags.contains(.disposed), node.deps != nil {
                     purgeDependencies(of: node.takeUnretainedValue(), after: nil)
                 }
+                // The queues do not retain: a watcher a deinit's write queued again since the
+                // flush is run (a disposed one only unqueued) before it can go.
+                if node.flags.contains(.queued) { flush() }
                 node.release()
             }
             if !pendingEffects.isEmpty || !pendingObservers.isEmpty { flush() }

@@ -289,4 +289,54 @@ extension ReentrancyTests {
         XCTAssertEqual(watched.value, 8, "the engine goes on")
         observer.token = nil
     }
+
+    /// A watcher cancelled by a computed's closure waits, linked, for the transaction to settle;
+    /// if, meanwhile, the release of something that closure stopped reading writes what the
+    /// watcher observes (an owner's deinit), the watcher is queued again: it is still never
+    /// called, and it is taken out of the queue (which does not retain) before it is freed.
+    /// ```
+    /// switcher --> parent (reads dropped while switcher is true; when false cancels the
+    ///              watcher of `closed` and stops reading dropped, whose owner then writes `closed`)
+    /// ```
+    func test_watcherCancelledInAClosure_andWrittenByAReleaseBeforeItGoes_isNeverCalled() {
+        final class Owner: Sendable {
+            let closed: Observable<Int>
+            init(_ closed: Observable<Int>) { self.closed = closed }
+            deinit { closed.value = 1 }
+        }
+        let closed = Observable(0), switcher = Observable(true)
+        let watcher = TokenHolder()
+        let log = Log<String>()
+        weak var weakDropped: Computed<Int>?
+        let parent: Computed<Int>
+        do {
+            let owner = Owner(closed)
+            let dropped = Computed { withExtendedLifetime(owner) { 0 } }
+            weakDropped = dropped
+            parent = Computed { [unowned dropped] () -> Int in
+                if switcher.value { return dropped.value }
+                watcher.token?.cancel()
+                return 2
+            }
+            XCTAssertEqual(parent.value, 0, "now parent's link holds dropped")
+        }
+        /// Freed with the watcher, under the engine lock: says whether a watcher was still queued.
+        final class QueueWitness: Sendable {
+            let log: Log<String>
+            init(_ log: Log<String>) { self.log = log }
+            deinit { log.append(engine.pendingObservers.isEmpty ? "freed" : "freed while queued") }
+        }
+        do {
+            let captured = QueueWitness(log)
+            watcher.token = closed.observe { change in withExtendedLifetime(captured) { log.append("closed \(change.newValue)") } }
+        }
+        let reader = parent.observe { change in log.append("parent \(change.newValue)") }
+        XCTAssertNotNil(weakDropped, "held by parent's link alone")
+        switcher.value = false
+        XCTAssertNil(weakDropped)
+        XCTAssertEqual(closed.value, 1)
+        XCTAssertEqual(log.entries, ["freed", "parent 2"])
+        reader.cancel()
+        watcher.token = nil
+    }
 }
