@@ -18,9 +18,9 @@ import Glibc
 struct StackGuard {
     /// Kept free below any evaluation: one expression at the parser's nesting limit needs about
     /// 1.3 MiB of stack in a debug build (far less in a release build), and 16 nested evaluations
-    /// of ordinary closures some tens of KiB. A thread whose stack is smaller than four times this
-    /// keeps a quarter of it: with the whole reserve, a thread of 3 MiB or less (one a program made
-    /// with a smaller stack) could not nest 16 evaluations at all.
+    /// of ordinary closures some tens of KiB. A thread whose stack is smaller than twice this keeps
+    /// half of it: with the whole reserve, a thread of 3 MiB or less (one a program made with a
+    /// smaller stack) could not nest 16 evaluations at all.
     static let reserve: UInt = 3 << 20
 
     private var thread: UInt = 0
@@ -46,7 +46,7 @@ struct StackGuard {
     private static func limit() -> UInt {
         let (lowest, size) = stackBounds()
         guard lowest != 0 else { return 0 }
-        return lowest + min(reserve, size / 4)
+        return lowest + min(reserve, size / 2)
     }
 
     /// The lowest address and the size of the current thread's stack, or 0s if unknown.
