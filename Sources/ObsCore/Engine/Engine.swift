@@ -119,9 +119,27 @@ final class Engine: @unchecked Sendable {
     /// Runs the queued watchers and releases nodes that lost their last reader.
     private func settle() {
         if !pendingEffects.isEmpty || !pendingObservers.isEmpty { flush() }
-        while let node = pendingReleases.popLast() {
-            node.release()
-        }
+        if !pendingReleases.isEmpty { releaseDropped() }
+    }
+
+    /// Releases the nodes that lost their last reader. A release may run any deinit (of what a
+    /// computed's closure captured, say), and a deinit may write: the watchers such a write
+    /// reached run in this transaction too (they used to wait for some later transaction).
+    @inline(never)
+    private func releaseDropped() {
+        repeat {
+            while let node = pendingReleases.popLast() {
+                // A watcher cancelled by code the engine ran (ReactiveNode.dispose) is unlinked now.
+                if node.flags.contains(.disposed), node.deps != nil {
+                    purgeDependencies(of: node.takeUnretainedValue(), after: nil)
+                }
+                // The queues do not retain: a watcher a deinit's write queued again since the
+                // flush is run (a disposed one only unqueued) before it can go.
+                if node.flags.contains(.queued) { flush() }
+                node.release()
+            }
+            if !pendingEffects.isEmpty || !pendingObservers.isEmpty { flush() }
+        } while !pendingReleases.isEmpty
     }
 
     /// Step 3 of Propagation.swift: effects (which may write, in this transaction), then observers.
@@ -169,7 +187,8 @@ final class Engine: @unchecked Sendable {
             watcher.flags = flags.subtracting([.dirty, .pending])
             return
         }
-        if flags.contains(.dirty) || (flags.contains(.pending) && checkDirty(watcher)) {
+        // The walk runs closures, which may cancel this watcher: it is then kept, but must not run.
+        if flags.contains(.dirty) || (flags.contains(.pending) && checkDirty(watcher) && !watcher.flags.contains(.disposed)) {
             watcher.flags.remove([.dirty, .pending])
             watcher._withUnsafeGuaranteedRef { $0.runWatcher() }
         } else {

@@ -38,10 +38,20 @@ extension ReactiveNode {
     /// Stops a watcher for good: it never runs again (if it is queued in the transaction under way,
     /// it stays alive until that settles) and its dependencies are unlinked. `alsoInside` runs in
     /// the same transaction, first.
+    ///
+    /// Cancelled from code the engine is running (a computed's closure, a binding's transform,
+    /// which may let go of a token too), the watcher may be the one running, or on the stack of
+    /// the dependency walk with its links: it stays alive and linked until the transaction has
+    /// settled (`Engine.releaseDropped` unlinks it then).
     final func dispose(_ alsoInside: (Engine) -> Void = { _ in }) {
         engine.enter()
         alsoInside(engine)
         flags.insert(.disposed)
+        if engine.evaluationDepth > 0 {
+            engine.keepUntilSettled(self)
+            engine.exit()
+            return
+        }
         if flags.contains(.queued) { engine.keepUntilSettled(self) }
         engine.exit()
         engine.detachDependencies(of: self)

@@ -38,8 +38,17 @@ extension ObservableValue {
 
     private func rateLimited(_ mode: RateLimiter<Value>.Mode, interval: Duration, scheduler: some DelayScheduler) -> Observable<Value> {
         let output = Observable(peek(), isEqual: isEqual)
-        let limiter = RateLimiter(mode: mode, interval: interval, scheduler: scheduler, output: WeakReference(output))
-        let token = observe { change in limiter.receive(change.newValue) }
+        let weakOutput = WeakReference(output)
+        let limiter = RateLimiter(mode: mode, interval: interval, scheduler: scheduler, output: weakOutput)
+        // The initial call brings the copy to the value the subscription starts from: one written
+        // since `peek()` (by another thread) would otherwise be missing until the next change.
+        let token = observe(initial: true) { change in
+            if change.isInitial {
+                weakOutput.object?.value = change.newValue
+            } else {
+                limiter.receive(change.newValue)
+            }
+        }
         output.retained.append(token)
         return output
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Observation
+import Synchronization
 import XCTest
 @testable import ObsCore
 import TestSupport
@@ -131,6 +132,26 @@ final class RateLimitingTests: XCTestCase {
         source.value = 4
         XCTAssertEqual(seen.entries, [1, 3, 4], "a quiet interval reopens the window")
         token.cancel()
+    }
+
+    /// A change of the source between the copy's first value and its subscription (another
+    /// thread's write; here a write its first evaluation queued) is not lost: the copy starts
+    /// from the value the subscription saw, not stays on the older one until the next change.
+    func test_rateLimited_changeWhileBeingMade_isNotLost() {
+        for mode in ["throttled", "debounced"] {
+            let clock = ManualDelayScheduler()
+            let a = Observable(0)
+            let first = Atomic<Bool>(true)
+            let source = Computed { () -> Int in
+                let value = a.value
+                if first.exchange(false, ordering: .relaxed) { a.value = 5 }   // applied right after
+                return value
+            }
+            let copy = mode == "throttled" ? source.throttled(for: .milliseconds(100), scheduler: clock)
+                                           : source.debounced(for: .milliseconds(100), scheduler: clock)
+            clock.advance(by: .milliseconds(100))
+            XCTAssertEqual(copy.value, 5, mode)
+        }
     }
 
     func test_throttled_burstEndingWhereItStartedProducesNothing() {

@@ -223,4 +223,120 @@ extension ReentrancyTests {
         outer.cancel()
         added.token?.cancel()
     }
+
+    /// Logs when it goes away: what a handler or transform captures, freed with its subscription.
+    final class Witness: Sendable {
+        let log: Log<String>
+        init(_ log: Log<String>) { self.log = log }
+        deinit { log.append("freed") }
+    }
+
+    /// A binding whose transform cancels the binding itself (bind until a condition holds), then
+    /// reads a value it never read before: the run under way finishes with the binding alive and
+    /// linked (the new read is linked like any other, and unlinked with the rest once the
+    /// transaction has settled), nothing runs after it, and a write to `extra` reaches nothing.
+    /// ```
+    /// a -----bind(transform cancels at 3, then reads extra)--> b
+    /// extra -'
+    /// ```
+    func test_transformCancellingItsOwnBinding_stopsItThere() {
+        let a = Observable(0), b = Observable(0), extra = Observable(100)
+        let binding = TokenHolder()
+        let log = Log<String>()
+        do {
+            let captured = Witness(log)
+            binding.token = bind(a, to: b) { value in
+                withExtendedLifetime(captured) { log.append("run \(value)") }
+                guard value == 3 else { return value }
+                binding.token?.cancel()
+                log.append("cancelled")
+                return value + extra.value
+            }
+        }
+        for value in 1...6 { a.value = value }
+        extra.value = 200
+        XCTAssertEqual(b.value, 103, "the run that cancelled finished its write; none after")
+        XCTAssertEqual(log.entries, ["run 0", "run 1", "run 2", "run 3", "cancelled", "freed"])
+        XCTAssertFalse(extra.hasSubscribers, "nothing is left linked to what the last run read")
+        binding.token = nil
+    }
+
+    /// A computed whose closure cancels the observer of it (an owner letting go of its token, say):
+    /// the observer is kept, with its links, until the transaction settles (the engine is walking
+    /// through them: it used to free them under the walk), is never called again, and is freed then.
+    /// ```
+    /// c --> doubled --> watched (closure cancels watched's observer at 4) --> observer
+    /// ```
+    func test_computedClosureCancellingItsObserver_neverCallsItAgainAndFreesIt() {
+        let c = Observable(0)
+        let doubled = Computed { c.value * 2 }
+        let observer = TokenHolder()
+        let log = Log<String>()
+        let watched = Computed { () -> Int in
+            let value = doubled.value
+            if value == 4 {
+                observer.token?.cancel()
+                log.append("cancelled")
+            }
+            return value
+        }
+        do {
+            let captured = Witness(log)
+            observer.token = watched.observe { change in withExtendedLifetime(captured) { log.append("seen \(change.newValue)") } }
+        }
+        for value in 1...4 { c.value = value }
+        XCTAssertEqual(log.entries, ["seen 2", "cancelled", "freed"])
+        XCTAssertEqual(watched.value, 8, "the engine goes on")
+        observer.token = nil
+    }
+
+    /// A watcher cancelled by a computed's closure waits, linked, for the transaction to settle;
+    /// if, meanwhile, the release of something that closure stopped reading writes what the
+    /// watcher observes (an owner's deinit), the watcher is queued again: it is still never
+    /// called, and it is taken out of the queue (which does not retain) before it is freed.
+    /// ```
+    /// switcher --> parent (reads dropped while switcher is true; when false cancels the
+    ///              watcher of `closed` and stops reading dropped, whose owner then writes `closed`)
+    /// ```
+    func test_watcherCancelledInAClosure_andWrittenByAReleaseBeforeItGoes_isNeverCalled() {
+        final class Owner: Sendable {
+            let closed: Observable<Int>
+            init(_ closed: Observable<Int>) { self.closed = closed }
+            deinit { closed.value = 1 }
+        }
+        let closed = Observable(0), switcher = Observable(true)
+        let watcher = TokenHolder()
+        let log = Log<String>()
+        weak var weakDropped: Computed<Int>?
+        let parent: Computed<Int>
+        do {
+            let owner = Owner(closed)
+            let dropped = Computed { withExtendedLifetime(owner) { 0 } }
+            weakDropped = dropped
+            parent = Computed { [unowned dropped] () -> Int in
+                if switcher.value { return dropped.value }
+                watcher.token?.cancel()
+                return 2
+            }
+            XCTAssertEqual(parent.value, 0, "now parent's link holds dropped")
+        }
+        /// Freed with the watcher, under the engine lock: says whether a watcher was still queued.
+        final class QueueWitness: Sendable {
+            let log: Log<String>
+            init(_ log: Log<String>) { self.log = log }
+            deinit { log.append(engine.pendingObservers.isEmpty ? "freed" : "freed while queued") }
+        }
+        do {
+            let captured = QueueWitness(log)
+            watcher.token = closed.observe { change in withExtendedLifetime(captured) { log.append("closed \(change.newValue)") } }
+        }
+        let reader = parent.observe { change in log.append("parent \(change.newValue)") }
+        XCTAssertNotNil(weakDropped, "held by parent's link alone")
+        switcher.value = false
+        XCTAssertNil(weakDropped)
+        XCTAssertEqual(closed.value, 1)
+        XCTAssertEqual(log.entries, ["freed", "parent 2"])
+        reader.cancel()
+        watcher.token = nil
+    }
 }

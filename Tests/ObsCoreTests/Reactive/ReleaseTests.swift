@@ -231,4 +231,29 @@ final class ReleaseTests: XCTestCase {
         defer { engine.exit() }
         return node.subs != nil
     }
+
+    /// Something a computed's closure holds writes an observable as it goes away (an owner's
+    /// deinit): released at the end of a transaction, it is still part of it, and the observers
+    /// of that write are called before the transaction's writer goes on, not at some later write.
+    func test_writeFromADeinitRunByARelease_isDeliveredAtOnce() {
+        final class Owner: Sendable {
+            let closed: Observable<Bool>
+            init(_ closed: Observable<Bool>) { self.closed = closed }
+            deinit { closed.value = true }
+        }
+        let closed = Observable(false)
+        let seen = Log<Bool>()
+        let watcher = closed.observe { seen.append($0.newValue) }
+        var token: ObservationToken?
+        do {
+            let owner = Owner(closed)
+            let a = Observable(0)
+            let computed = Computed { withExtendedLifetime(owner) { a.value } }
+            token = computed.observe { _ in }
+        }
+        token = nil   // the observer lets go of `computed`, which lets go of `owner`
+        XCTAssertNil(token)
+        XCTAssertEqual(seen.entries, [true])
+        watcher.cancel()
+    }
 }

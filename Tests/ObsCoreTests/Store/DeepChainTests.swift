@@ -53,4 +53,31 @@ final class StackGuardTests: XCTestCase {
         done.wait()
         XCTAssertEqual(outcome.entries, ["nested too deeply"])
     }
+
+    /// A thread whose stack is smaller than the guard's reserve (1 MiB here; a program may make
+    /// such threads) still evaluates ordinary nesting: 40 computeds read first at the far end.
+    /// The guard keeps a part of such a stack free, not more than the whole of it.
+    func test_aThreadWithASmallStack_stillNestsOrdinaryDepths() {
+        let head = Observable(0)
+        var last = Computed { head.value }
+        for _ in 0..<40 {
+            let previous = last
+            last = Computed { try previous.get() + 1 }
+        }
+        let tail = last
+        let outcome = Log<String>()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do {
+                outcome.append("value \(try tail.get())")
+            } catch {
+                outcome.append("\(error)")
+            }
+            done.signal()
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+        done.wait()
+        XCTAssertEqual(outcome.entries, ["value 40"])
+    }
 }
