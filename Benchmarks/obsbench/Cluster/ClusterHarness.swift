@@ -16,6 +16,9 @@ protocol MeasuredSystem: AnyObject {
     var name: String { get }
     /// `samples` write-to-watcher latencies, seconds (after `warmUp` unmeasured writes).
     func latencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double]
+    /// `samples` write-to-acknowledgement latencies of the writer's host, seconds: the part of a
+    /// write's way to a watcher that its writer waits for.
+    func acknowledgementLatencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double]
     /// One throughput row: `inFlight` writes outstanding for `seconds`, with the CPU per write.
     func throughput(seconds: Double, inFlight: Int) throws(BenchError) -> ThroughputRow
 }
@@ -36,6 +39,8 @@ struct ClusterColumn {
     var latencies: [Double] = []
     /// The same, round by round.
     var roundLatencies: [[Double]] = []
+    /// Write-to-acknowledgement latencies, seconds, round by round.
+    var roundAcknowledgements: [[Double]] = []
     /// Each round's throughput row, by writes in flight.
     var throughput: [Int: [ThroughputRow]] = [:]
     /// etcd's counters over every round's throughput row, by writes in flight (`--etcd-metrics`).
@@ -73,6 +78,9 @@ func measureAlternately(_ systems: [any MeasuredSystem], rounds: Int, samples: I
             }
             columns[index].latencies += latencies
             columns[index].roundLatencies.append(latencies)
+            columns[index].roundAcknowledgements.append(try during(system, "acknowledgement latency", round) { () throws(BenchError) in
+                try system.acknowledgementLatencies(samples: samples / rounds, warmUp: 5)
+            })
         }
         for depth in inFlight {
             for (index, system) in systems.enumerated() {
@@ -188,9 +196,13 @@ func printClusterTable(_ columns: [ClusterColumn], baselines: Int, inFlight: [In
     func latency(_ p: Double) -> Figure {
         ({ $0.percentile(p) * 1000 }, { $0.roundLatencies.map { quantile($0, p) * 1000 } })
     }
+    func acknowledgement(_ p: Double) -> Figure {
+        ({ quantile($0.roundAcknowledgements.flatMap { $0 }, p) * 1000 }, { $0.roundAcknowledgements.map { quantile($0, p) * 1000 } })
+    }
     var rows: [(String, Figure, String)] = [
         ("write seen by a watcher, p50 (ms)", latency(0.5), "%.3f"),
         ("write seen by a watcher, p99 (ms)", latency(0.99), "%.3f"),
+        ("write acknowledged to its writer, p50 (ms)", acknowledgement(0.5), "%.3f"),
     ]
     for depth in inFlight {
         rows.append(("writes/s, \(depth) in flight", ({ $0.writesPerSecond(depth) }, { ($0.throughput[depth] ?? []).map(\.writesPerSecond) }), "%.0f"))

@@ -136,6 +136,8 @@ final class ObsdSystem: MeasuredSystem {
     /// key already has (an earlier row's) changes nothing, and obsd sends etcd no write for it,
     /// only a transaction of compares, where raw etcd's every put is a write.
     private var nextLoadValue = 0
+    /// The next value of the acknowledgement row's key.
+    private var nextAcknowledgedValue = 0
 
     init(_ cluster: EtcdCluster, obsdPath: String, api: String) throws(BenchError) {
         hosts = try ObsdClusterHosts(cluster, obsdPath: obsdPath, prefix: "/bench/obsd/", api: api)
@@ -167,6 +169,15 @@ final class ObsdSystem: MeasuredSystem {
         })
         if unacknowledged { try acknowledged(writer.readLine()) }
         return latencies
+    }
+
+    func acknowledgementLatencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double] {
+        // A key the watcher does not watch: only host A's answer is waited for. Each value new, so
+        // that every set is a write.
+        defer { nextAcknowledgedValue += warmUp + samples }
+        return try measureLatency(samples: samples, warmUp: warmUp, first: nextAcknowledgedValue, write: { (value: Int) throws(BenchError) in
+            writer.send(#"{"op":"set","key":"bench.acknowledged","value":\#(value)}"#)
+        }, awaitSeen: { (_: Int) throws(BenchError) in try acknowledged(writer.readLine()) })
     }
 
     func throughput(seconds: Double, inFlight: Int) throws(BenchError) -> ThroughputRow {

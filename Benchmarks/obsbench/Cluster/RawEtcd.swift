@@ -74,6 +74,15 @@ final class RawEtcd: MeasuredSystem {
         return latencies
     }
 
+    func acknowledgementLatencies(samples: Int, warmUp: Int) throws(BenchError) -> [Double] {
+        defer { drainWatcher() }
+        let key = prefix + Array("acknowledged".utf8)
+        return try measureLatency(samples: samples, warmUp: warmUp, first: 0, write: { (value: Int) throws(BenchError) in
+            _ = writer.submit(.put(PutRequest(key: key, value: Array(String(value).utf8))))
+            unacknowledged += 1
+        }, awaitSeen: { (_: Int) throws(BenchError) in try awaitEveryAcknowledgement() })
+    }
+
     func throughput(seconds: Double, inFlight: Int) throws(BenchError) -> ThroughputRow {
         defer { drainWatcher() }
         return try measureThroughput(seconds: seconds, inFlight: inFlight, parts: parts,
