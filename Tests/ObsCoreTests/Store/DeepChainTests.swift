@@ -26,12 +26,26 @@ final class StackGuardTests: XCTestCase {
     /// A chain never evaluated, read at its far end on a thread with a small stack: the evaluation
     /// that would overflow the stack fails with eval_error instead, and the process lives on.
     func test_firstEvaluationTooDeepForTheStack_failsInsteadOfCrashing() {
-        let head = Observable(0)
-        var last = Computed { head.value }
         // 10,000 links: evaluating them nested needs far more than the thread's 4 MiB, and
         // releasing them (closures holding closures, one deinit inside the next) still fits the
         // test thread's stack.
-        for _ in 0..<10_000 {
+        XCTAssertEqual(readChainFirstTime(links: 10_000, onAThreadWithStack: 4 << 20), ["nested too deeply"])
+    }
+
+    /// A thread whose stack is smaller than the guard's reserve (1 MiB here; a program may make
+    /// such threads) still evaluates ordinary nesting: 40 computeds read first at the far end.
+    /// The guard keeps a part of such a stack free, not more than the whole of it.
+    func test_aThreadWithASmallStack_stillNestsOrdinaryDepths() {
+        XCTAssertEqual(readChainFirstTime(links: 40, onAThreadWithStack: 1 << 20), ["value 40"])
+    }
+
+    /// Builds a chain of `links` computeds after a head, each one more than the one before, none
+    /// evaluated, and reads its far end once on a new thread of `stackSize` bytes: what it read,
+    /// or the error.
+    private func readChainFirstTime(links: Int, onAThreadWithStack stackSize: Int) -> [String] {
+        let head = Observable(0)
+        var last = Computed { head.value }
+        for _ in 0..<links {
             let previous = last
             last = Computed { try previous.get() + 1 }
         }
@@ -48,36 +62,9 @@ final class StackGuardTests: XCTestCase {
             }
             done.signal()
         }
-        thread.stackSize = 4 << 20
+        thread.stackSize = stackSize
         thread.start()
         done.wait()
-        XCTAssertEqual(outcome.entries, ["nested too deeply"])
-    }
-
-    /// A thread whose stack is smaller than the guard's reserve (1 MiB here; a program may make
-    /// such threads) still evaluates ordinary nesting: 40 computeds read first at the far end.
-    /// The guard keeps a part of such a stack free, not more than the whole of it.
-    func test_aThreadWithASmallStack_stillNestsOrdinaryDepths() {
-        let head = Observable(0)
-        var last = Computed { head.value }
-        for _ in 0..<40 {
-            let previous = last
-            last = Computed { try previous.get() + 1 }
-        }
-        let tail = last
-        let outcome = Log<String>()
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            do {
-                outcome.append("value \(try tail.get())")
-            } catch {
-                outcome.append("\(error)")
-            }
-            done.signal()
-        }
-        thread.stackSize = 1 << 20
-        thread.start()
-        done.wait()
-        XCTAssertEqual(outcome.entries, ["value 40"])
+        return outcome.entries
     }
 }
