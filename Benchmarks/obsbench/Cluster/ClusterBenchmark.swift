@@ -18,8 +18,15 @@
 // same in both columns, as when etcd runs on machines of its own. `--pin none` lets every process
 // run anywhere, so that whatever the hosts spend is taken from etcd's members.
 //
-// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2|1,2] [--api grpc|json]
-//                         [--tmpfs] [--etcd-metrics] [--obsd PATH] [--pin CLIENTS,ETCD|none]
+// Which member leads decides much of a write's path (a put sent to a member that does not lead is
+// forwarded to the leader, and answered once that member applied it), and etcd elects whichever
+// member first calls an election: the run prints the leader at its start and end, and `--leader N`
+// hands the leadership to member N before measuring. The writers' first endpoint is member 1, the
+// watchers' member 2.
+//
+// Usage: obsbench cluster [--samples N] [--seconds S] [--rounds R] [--raw-watches 1|2|1,2] [--in-flight 1,16]
+//                         [--leader 1|2|3] [--api grpc|json] [--tmpfs] [--etcd-metrics] [--obsd PATH]
+//                         [--pin CLIENTS,ETCD|none]
 import EtcdClient
 import EtcdTestCluster
 import Foundation
@@ -34,10 +41,13 @@ private struct ClusterOptions {
     /// The API both columns speak to etcd.
     var api = EtcdAPI.grpc
     var tmpfs = false
+    /// The member made leader before measuring (0-based), or nil: whichever etcd elected.
+    var leader: Int?
     /// Read etcd's counters around each throughput row and print them per write (EtcdMetrics.swift).
     var etcdMetrics = false
     var obsdPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("obsd").path
-    let inFlight = [1, 16]
+    /// The throughput rows, by the writes each keeps under way.
+    var inFlight = [1, 16]
     /// The CPU of this program and obsd's hosts, and the CPU of etcd's members (nil: anywhere).
     var clientCore: Int? = ProcessInfo.processInfo.activeProcessorCount >= 2 ? 0 : nil
     var etcdCore: Int? = ProcessInfo.processInfo.activeProcessorCount >= 2 ? 1 : nil
@@ -66,6 +76,14 @@ private struct ClusterOptions {
                     throw BenchError("--raw-watches takes 1, 2 or 1,2")
                 }
                 rawWatches = counts
+            case "--in-flight":
+                let depths = value.split(separator: ",").compactMap { Int($0) }
+                guard !depths.isEmpty, depths.count == value.split(separator: ",").count, depths.allSatisfy({ $0 >= 1 && $0 <= 256 }),
+                      Set(depths).count == depths.count else { throw BenchError("--in-flight takes counts from 1 to 256, such as 1,16") }
+                inFlight = depths
+            case "--leader":
+                guard let member = Int(value), (1...3).contains(member) else { throw BenchError("--leader is 1, 2 or 3") }
+                leader = member - 1
             case "--obsd": obsdPath = value
             case "--pin":
                 let cores = value.split(separator: ",").compactMap { Int($0) }
@@ -93,6 +111,15 @@ func startBenchmarkCluster(tmpfs: Bool) throws(BenchError) -> EtcdCluster {
     }
 }
 
+/// The member that leads ("m1" ...), or why none is known.
+private func leaderName(_ cluster: EtcdCluster) -> String {
+    switch Result(catching: { try cluster.leader() }) {
+    case .success(let index?): cluster.members[index].name
+    case .success(nil): "none"
+    case .failure(let error): "unknown (\(error))"
+    }
+}
+
 /// The name of raw etcd's column with `watches` watches of the prefix.
 private func rawName(_ watches: Int) -> String { watches == 1 ? "raw etcd, 1 watch" : "raw etcd, \(watches) watches" }
 
@@ -105,6 +132,14 @@ func runClusterBenchmark() {
         let cluster = try startBenchmarkCluster(tmpfs: options.tmpfs)
         defer { cluster.shutDown() }
         if pinned, let core = options.clientCore { pinned = pinThisProcess(to: core) }
+        if let leader = options.leader {
+            do {
+                try cluster.moveLeader(to: leader)
+            } catch {
+                throw BenchError("cannot make member \(leader + 1) the leader: \(error)")
+            }
+        }
+        let leaderAtStart = leaderName(cluster)
         let version = (try? cluster.etcdctl(["version"]))?.split(separator: "\n").first.map(String.init) ?? "?"
         print("## obsbench cluster: a 3-member etcd cluster on loopback")
         print()
@@ -120,6 +155,7 @@ func runClusterBenchmark() {
         print("- pinned: " + (options.clientCore == nil ? "no (--pin none)"
             : pinned ? "etcd's members on CPU \(options.etcdCore ?? 1), this program and obsd's hosts on CPU \(options.clientCore ?? 0) (taskset; --pin none: anywhere)"
             : "no: taskset could not pin to CPUs \(options.clientCore ?? 0) and \(options.etcdCore ?? 1)"))
+        print("- etcd's leader at the start: \(leaderAtStart)" + (options.leader == nil ? " (as elected; --leader N chooses)" : " (--leader)"))
         print("- load average at the start: \(loadAverages())")
         print()
         let etcdPIDs = cluster.members.compactMap(\.processIdentifier)
@@ -152,6 +188,7 @@ func runClusterBenchmark() {
             printCountersPerWrite(columns, inFlight: options.inFlight)
             print()
         }
+        print("- etcd's leader at the end: \(leaderName(cluster))")
         print("- load average at the end: \(loadAverages())")
         print()
     } catch {
