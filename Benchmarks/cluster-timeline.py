@@ -2,15 +2,17 @@
 """Where one cluster write's time goes, step by step: obsd against raw etcd. A benchmark, not a test.
 
 `obsbench cluster` gives each column's whole latency and throughput; this tells what a write one at
-a time is made of. It runs `obsbench cluster --raw-watches 1 --rounds 1 --in-flight 1` under bpftrace, which
-records the time of every read and write system call of obsbench's and obsd's threads (and when
-each of those threads was woken and when it got a CPU), finds which descriptor is which connection
-(`ss`, sampled while the benchmark runs), and cuts each write acknowledged one at a time into its
-steps:
+a time is made of. It runs `obsbench cluster --raw-watches 1 --rounds 1 --in-flight 1 --samples 10`
+under bpftrace, which records the time of every read and write system call of obsbench's and
+obsd's threads (and when each of those threads was woken and when it got a CPU), finds which
+descriptor is which connection (`ss`, sampled while the benchmark runs), and cuts each write
+sent right after the answer to the one before (the acknowledgement and 1-in-flight rows; the
+short latency rows, where a write also waits for the watcher's event, are left out) into its
+steps, from one answer to the next:
 
-  obsd      obsbench sends the `set` -> host A reads it -> host A sends etcd the put -> the first
-            bytes of etcd's answer (or of its watch's copy) read by host A -> host A answers ->
-            obsbench reads the answer
+  obsd      obsbench reads an answer -> sends the next `set` -> host A reads it -> host A sends
+            etcd the put -> host A reads the first bytes of etcd's answer (or of its watch's
+            copy) -> host A answers -> obsbench reads the answer
   raw etcd  obsbench reads a put's answer -> sends the next put -> reads its answer
 
 Each step's mean and median are printed in microseconds, with the time each process spent
@@ -20,9 +22,10 @@ cluster` gives without tracing.
 
 Needs root and bpftrace (`apt-get install --no-upgrade bpftrace`), and release builds:
   swift build -c release --product obsd && swift build -c release --product obsbench
-  /usr/bin/python3 Benchmarks/cluster-timeline.py [--build .build/release] [--samples 1002] [--seconds 2]
+  /usr/bin/python3 Benchmarks/cluster-timeline.py [--build .build/release] [--seconds 2] [--leader 1|2|3]
 """
 import argparse
+import bisect
 import os
 import re
 import shutil
@@ -37,9 +40,12 @@ import time
 # Reads that return data, writes as they start, and each wake-up's wait for a CPU, of obsbench's
 # and obsd's threads. `nsecs` is CLOCK_MONOTONIC, as Python's time.monotonic_ns().
 PROGRAM = r"""
-tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_enter_sendto,
+tracepoint:syscalls:sys_enter_write /comm == "obsd" || comm == "obsbench"/ {
+  printf("W %llu %d %d %d %d\n", nsecs, pid, tid, args->fd, args->count); }
+tracepoint:syscalls:sys_enter_sendto /comm == "obsd" || comm == "obsbench"/ {
+  printf("W %llu %d %d %d %d\n", nsecs, pid, tid, args->fd, args->len); }
 tracepoint:syscalls:sys_enter_sendmsg, tracepoint:syscalls:sys_enter_writev
-/comm == "obsd" || comm == "obsbench"/ { printf("W %llu %d %d %d\n", nsecs, pid, tid, args->fd); }
+/comm == "obsd" || comm == "obsbench"/ { printf("W %llu %d %d %d -1\n", nsecs, pid, tid, args->fd); }
 
 tracepoint:syscalls:sys_enter_read, tracepoint:syscalls:sys_enter_recvfrom,
 tracepoint:syscalls:sys_enter_recvmsg, tracepoint:syscalls:sys_enter_readv
@@ -56,7 +62,9 @@ tracepoint:sched:sched_switch /@woken[args->next_pid]/ {
 }
 """
 
-# An answer or a watch message of etcd's carries more than this; PING and WINDOW_UPDATE frames less.
+# An answer or a watch message of etcd's, or a request's frames, carry more than this; PING,
+# SETTINGS and WINDOW_UPDATE frames and an eventfd's wake-up less. A size of -1 is not known
+# (sendmsg, writev).
 MESSAGE_BYTES = 40
 
 
@@ -129,16 +137,18 @@ def connections(samples):
 def read_trace(path, bench, pids):
     tids = {}
     events = []
+    lost = 0
     for line in open(path):
         fields = line.split()
-        if len(fields) < 4 or fields[0] not in "WRQ":
+        if line.startswith("Lost "):
+            lost += int(fields[1])  # bpftrace: "Lost N events"
+        if not fields or fields[0] not in ("W", "R", "Q") or len(fields) != (4 if fields[0] == "Q" else 6):
             continue
         if fields[0] == "Q":
             events.append(("Q", int(fields[1]), int(fields[2]), 0, int(fields[3])))
         else:
             tids[int(fields[3])] = int(fields[2])
-            size = int(fields[5]) if fields[0] == "R" else 0
-            events.append((fields[0], int(fields[1]), int(fields[2]), int(fields[4]), size))
+            events.append((fields[0], int(fields[1]), int(fields[2]), int(fields[4]), int(fields[5])))
     names = {bench: "obsbench", pids.get("A"): "A", pids.get("B"): "B"}
     timeline = []
     for kind, at, pid, fd, size in events:
@@ -147,63 +157,78 @@ def read_trace(path, bench, pids):
         if pid in names:
             timeline.append((at, names[pid], kind, fd, size))
     timeline.sort()
-    return timeline
+    return timeline, lost
+
+
+def waits_between(waits, who, start, end):
+    """The CPU waits of `who` that ended in (start, end], from the sorted list `waits`."""
+    times = [e[0] for e in waits]
+    return sum(e[4] for e in waits[bisect.bisect_right(times, start):bisect.bisect_right(times, end)] if e[1] == who)
 
 
 def obsd_writes(timeline, to_host):
-    """Each `set` sent to host A while no other was under way, cut into its steps (ns)."""
+    """Each `set` obsbench sent host A right after the answer to the one before (one write under
+    way, the latency row's writes left out: there obsbench also waits for host B's event),
+    cut into its steps (ns)."""
     steps = {}
-    starts = [i for i, (_, who, kind, fd, _) in enumerate(timeline)
-              if who == "obsbench" and kind == "W" and to_host.get(fd, ("",))[0] == "A"]
+    waits = [e for e in timeline if e[2] == "Q"]
+    events = [e for e in timeline if e[2] != "Q"]
+    host = {fd: role for fd, (role, _) in to_host.items()}
+    starts = [i for i, (_, who, kind, fd, _) in enumerate(events)
+              if who == "obsbench" and kind == "W" and host.get(fd) == "A"]
     for position, start in enumerate(starts):
-        at, _, _, bench_fd, _ = timeline[start]
+        at, _, _, bench_fd, _ = events[start]
         host_fd = to_host[bench_fd][1]
-        end = starts[position + 1] if position + 1 < len(starts) else len(timeline)
-        window = timeline[start + 1:end]
+        before = next((e for e in reversed(events[max(0, start - 40):start]) if e[1] == "obsbench"), None)
+        if not (before and before[2] == "R" and host.get(before[3]) == "A"):
+            continue  # not sent right after an answer
+        end = starts[position + 1] if position + 1 < len(starts) else len(events)
+        window = events[start + 1:end]
+        if any(e[1] == "obsbench" and e[2] == "R" and host.get(e[3]) == "B" for e in window):
+            continue  # the latency row: obsbench waits for host B's event too
 
         def first(condition, after):
             return next((e for e in window if e[0] > after and condition(e)), None)
 
         read = first(lambda e: e[1] == "A" and e[2] == "R" and e[3] == host_fd, at)
-        sent = read and first(lambda e: e[1] == "A" and e[2] == "W" and e[3] != host_fd, read[0])
+        sent = read and first(lambda e: e[1] == "A" and e[2] == "W" and e[3] != host_fd and e[4] > MESSAGE_BYTES, read[0])
         answer = sent and first(lambda e: e[1] == "A" and e[2] == "R" and e[3] != host_fd and e[4] > MESSAGE_BYTES, sent[0])
         answered = answer and first(lambda e: e[1] == "A" and e[2] == "W" and e[3] == host_fd, answer[0])
         taken = answered and first(lambda e: e[1] == "obsbench" and e[2] == "R" and e[3] == bench_fd, answered[0])
         if not taken:
-            continue  # another write under way (16 in flight), or the trace lost an event
-        for name, value in (("request to host A", read[0] - at), ("host A until its put is sent", sent[0] - read[0]),
+            continue  # the trace lost an event
+        for name, value in (("obsbench from an answer to its next `set`", at - before[0]),
+                            ("the `set` to host A", read[0] - at), ("host A until its put is sent", sent[0] - read[0]),
                             ("etcd, until host A reads its answer", answer[0] - sent[0]),
                             ("host A from etcd's answer to its own", answered[0] - answer[0]),
-                            ("answer to obsbench", taken[0] - answered[0]), ("acknowledged, in all", taken[0] - at)):
+                            ("the answer to obsbench", taken[0] - answered[0]),
+                            ("a write, from answer to answer", taken[0] - before[0])):
             steps.setdefault(name, []).append(value)
         for who in ("A", "B", "obsbench"):
-            waited = sum(e[4] for e in window if e[1] == who and e[2] == "Q" and e[0] <= taken[0])
-            steps.setdefault(f"waiting for a CPU: {who}", []).append(waited)
+            steps.setdefault(f"of which waiting for a CPU: {who}", []).append(waits_between(waits, who, before[0], taken[0]))
     return steps
 
 
 def raw_writes(timeline, raw):
-    """Each raw put sent right after the answer to the one before, in steps (ns): every row runs
-    one put at a time (`--in-flight 1`)."""
+    """Each raw put obsbench sent right after the answer to the one before, in steps (ns): every
+    row runs one put at a time (`--in-flight 1`)."""
     steps = {}
     writer = raw.get("writer")
+    waits = [e for e in timeline if e[2] == "Q"]
     mine = [e for e in timeline if e[1] == "obsbench" and e[2] != "Q"]
-    waits = [e for e in timeline if e[1] == "obsbench" and e[2] == "Q"]
     for i, (at, _, kind, fd, size) in enumerate(mine):
-        if kind != "W" or fd != writer or i == 0:
-            continue
+        if kind != "W" or fd != writer or i == 0 or 0 <= size <= MESSAGE_BYTES:
+            continue  # not a put's first frames (a PING's acknowledgement, a window update)
         before = mine[i - 1]
         if not (before[2] == "R" and before[3] == writer and before[4] > MESSAGE_BYTES):
-            continue  # a put's second write, or one sent while another was under way
-        later = mine[i + 1:i + 40]
-        answer = next((e for e in later if e[2] == "R" and e[3] == writer and e[4] > MESSAGE_BYTES), None)
+            continue  # a put's second write, or not sent right after an answer
+        answer = next((e for e in mine[i + 1:i + 40] if e[2] == "R" and e[3] == writer and e[4] > MESSAGE_BYTES), None)
         if answer is None:
             continue
         steps.setdefault("obsbench from an answer to its next put", []).append(at - before[0])
         steps.setdefault("etcd, until obsbench reads its answer", []).append(answer[0] - at)
-        steps.setdefault("acknowledged, in all", []).append(answer[0] - before[0])
-        steps.setdefault("waiting for a CPU: obsbench", []).append(
-            sum(e[4] for e in waits if before[0] < e[0] <= answer[0]))
+        steps.setdefault("a write, from answer to answer", []).append(answer[0] - before[0])
+        steps.setdefault("of which waiting for a CPU: obsbench", []).append(waits_between(waits, "obsbench", before[0], answer[0]))
     return steps
 
 
@@ -218,48 +243,68 @@ def print_steps(title, steps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=".build/release", help="where obsbench and obsd are")
-    parser.add_argument("--samples", type=int, default=1002)
     parser.add_argument("--seconds", type=float, default=2)
+    parser.add_argument("--leader", choices=["1", "2", "3"], help="the etcd member made leader (obsbench's --leader)")
     options = parser.parse_args()
     if os.geteuid() != 0 or not shutil.which("bpftrace"):
         raise SystemExit("needs root and bpftrace (apt-get install --no-upgrade bpftrace)")
     if not os.path.exists("/sys/kernel/tracing/events"):
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=False)
     directory = tempfile.mkdtemp(prefix="obsd-timeline-")
+    tracer, sampler, done = None, None, threading.Event()
     try:
         program, trace = os.path.join(directory, "timeline.bt"), os.path.join(directory, "trace")
+        errors = os.path.join(directory, "bpftrace.err")
         open(program, "w").write(PROGRAM)
-        with open(trace, "w") as output:
-            tracer = subprocess.Popen(["bpftrace", "-B", "full", program], stdout=output, stderr=subprocess.DEVNULL)
-            deadline = time.time() + 30
-            while "Attaching" not in open(trace).read(200):
-                if tracer.poll() is not None or time.time() > deadline:
-                    raise SystemExit("bpftrace did not start")
-                time.sleep(0.1)
-            samples, done = [], threading.Event()
-            sampler = threading.Thread(target=sample_sockets, args=(done, samples))
-            sampler.start()
-            benchmark = subprocess.run([os.path.join(options.build, "obsbench"), "cluster", "--raw-watches", "1", "--rounds", "1", "--in-flight", "1",
-                                        "--samples", str(options.samples), "--seconds", str(options.seconds),
-                                        "--obsd", os.path.join(options.build, "obsd")], capture_output=True, text=True)
-            done.set()
-            sampler.join()
-            tracer.send_signal(signal.SIGINT)
-            tracer.wait(30)
+        with open(trace, "w") as output, open(errors, "w") as error_output:
+            tracer = subprocess.Popen(["bpftrace", "-B", "full", program], stdout=output, stderr=error_output)
+        deadline = time.time() + 30
+        while "Attaching" not in open(trace).read(200):
+            if tracer.poll() is not None or time.time() > deadline:
+                raise SystemExit("bpftrace did not start:\n" + open(errors).read())
+            time.sleep(0.1)
+        samples = []
+        sampler = threading.Thread(target=sample_sockets, args=(done, samples), daemon=True)
+        sampler.start()
+        # The latency rows are kept short (10 writes): there each write also waits for the
+        # watcher's event, which the steps below leave out; the other rows give the steps.
+        benchmark = subprocess.run([os.path.join(options.build, "obsbench"), "cluster", "--raw-watches", "1", "--rounds", "1",
+                                    "--in-flight", "1", "--samples", "10", "--seconds", str(options.seconds),
+                                    "--obsd", os.path.join(options.build, "obsd")] + (["--leader", options.leader] if options.leader else []),
+                                   capture_output=True, text=True)
+        done.set()
+        sampler.join()
+        stop(tracer)
         if benchmark.returncode:
             raise SystemExit(f"obsbench cluster failed:\n{benchmark.stderr}")
         print(benchmark.stdout)
         bench, pids, to_host, raw = connections(samples)
         if bench is None or "A" not in pids or "writer" not in raw:
             raise SystemExit("could not tell the connections apart from ss's samples")
-        timeline = read_trace(trace, bench, pids)
+        timeline, lost = read_trace(trace, bench, pids)
         print("### One write at a time, step by step (traced: for the steps' shares, not the ratios)")
         print()
+        if lost:
+            print(f"bpftrace lost {lost} events: some writes are left out.")
+            print()
         print_steps("obsd: a `set` on host A", obsd_writes(timeline, to_host))
         print_steps("raw etcd: a put", raw_writes(timeline, raw))
     finally:
+        done.set()
+        if tracer is not None:
+            stop(tracer)
         shutil.rmtree(directory, ignore_errors=True)
 
+
+def stop(tracer):
+    """Stops bpftrace (SIGINT lets it flush what it holds), killing it if it does not end."""
+    if tracer.poll() is None:
+        tracer.send_signal(signal.SIGINT)
+        try:
+            tracer.wait(30)
+        except subprocess.TimeoutExpired:
+            tracer.kill()
+            tracer.wait()
 
 if __name__ == "__main__":
     sys.exit(main())

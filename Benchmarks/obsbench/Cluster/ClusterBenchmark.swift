@@ -77,8 +77,9 @@ private struct ClusterOptions {
                 }
                 rawWatches = counts
             case "--in-flight":
-                let depths = value.split(separator: ",").compactMap { Int($0) }
-                guard !depths.isEmpty, depths.count == value.split(separator: ",").count, depths.allSatisfy({ $0 >= 1 && $0 <= 256 }),
+                let pieces = value.split(separator: ",", omittingEmptySubsequences: false)
+                let depths = pieces.compactMap { Int($0) }
+                guard !depths.isEmpty, depths.count == pieces.count, depths.allSatisfy({ $0 >= 1 && $0 <= 256 }),
                       Set(depths).count == depths.count else { throw BenchError("--in-flight takes counts from 1 to 256, such as 1,16") }
                 inFlight = depths
             case "--leader":
