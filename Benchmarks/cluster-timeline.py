@@ -160,9 +160,9 @@ def read_trace(path, bench, pids):
     return timeline, lost
 
 
-def waits_between(waits, who, start, end):
-    """The CPU waits of `who` that ended in (start, end], from the sorted list `waits`."""
-    times = [e[0] for e in waits]
+def waits_between(waits, times, who, start, end):
+    """The CPU waits of `who` that ended in (start, end], from the sorted list `waits` and its
+    times (`times`)."""
     return sum(e[4] for e in waits[bisect.bisect_right(times, start):bisect.bisect_right(times, end)] if e[1] == who)
 
 
@@ -172,6 +172,7 @@ def obsd_writes(timeline, to_host):
     cut into its steps (ns)."""
     steps = {}
     waits = [e for e in timeline if e[2] == "Q"]
+    times = [e[0] for e in waits]
     events = [e for e in timeline if e[2] != "Q"]
     host = {fd: role for fd, (role, _) in to_host.items()}
     starts = [i for i, (_, who, kind, fd, _) in enumerate(events)
@@ -205,7 +206,7 @@ def obsd_writes(timeline, to_host):
                             ("a write, from answer to answer", taken[0] - before[0])):
             steps.setdefault(name, []).append(value)
         for who in ("A", "B", "obsbench"):
-            steps.setdefault(f"of which waiting for a CPU: {who}", []).append(waits_between(waits, who, before[0], taken[0]))
+            steps.setdefault(f"of which waiting for a CPU: {who}", []).append(waits_between(waits, times, who, before[0], taken[0]))
     return steps
 
 
@@ -215,6 +216,7 @@ def raw_writes(timeline, raw):
     steps = {}
     writer = raw.get("writer")
     waits = [e for e in timeline if e[2] == "Q"]
+    times = [e[0] for e in waits]
     mine = [e for e in timeline if e[1] == "obsbench" and e[2] != "Q"]
     for i, (at, _, kind, fd, size) in enumerate(mine):
         if kind != "W" or fd != writer or i == 0 or 0 <= size <= MESSAGE_BYTES:
@@ -228,7 +230,7 @@ def raw_writes(timeline, raw):
         steps.setdefault("obsbench from an answer to its next put", []).append(at - before[0])
         steps.setdefault("etcd, until obsbench reads its answer", []).append(answer[0] - at)
         steps.setdefault("a write, from answer to answer", []).append(answer[0] - before[0])
-        steps.setdefault("of which waiting for a CPU: obsbench", []).append(waits_between(waits, "obsbench", before[0], answer[0]))
+        steps.setdefault("of which waiting for a CPU: obsbench", []).append(waits_between(waits, times, "obsbench", before[0], answer[0]))
     return steps
 
 
@@ -251,7 +253,7 @@ def main():
     if not os.path.exists("/sys/kernel/tracing/events"):
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=False)
     directory = tempfile.mkdtemp(prefix="obsd-timeline-")
-    tracer, sampler, done = None, None, threading.Event()
+    tracer, done = None, threading.Event()
     try:
         program, trace = os.path.join(directory, "timeline.bt"), os.path.join(directory, "trace")
         errors = os.path.join(directory, "bpftrace.err")
