@@ -41,6 +41,7 @@ enum PrometheusText {
         "skipped_at_start": Metric(name: "obsd_cluster_skipped_at_start", type: "gauge", help: "Records under the etcd prefix, committed before this host started, that obsd could not read and skipped."),
         "requests_sent": Metric(name: "obsd_cluster_requests_sent", type: "gauge", help: "Requests sent to etcd and not answered yet."),
         "requests_waiting": Metric(name: "obsd_cluster_requests_waiting", type: "gauge", help: "Requests waiting for one of those sent to finish."),
+        "applied_from_answers": Metric(name: "obsd_cluster_applied_from_answers_total", type: "counter", help: "Plain writes of this host applied from etcd's answer, before the watch's copy of them came."),
     ]
 
     /// The exposition lines for a `stats` answer's fields (without `id` and `ok`).

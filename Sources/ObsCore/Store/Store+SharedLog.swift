@@ -77,6 +77,15 @@ extension Store {
         if !applied.missedBindings.isEmpty { repair(applied.missedBindings, missedAt: transaction.rev) }
     }
 
+    /// The revision, creation revision and version of the value key `name` as this store holds
+    /// them; nil when no value key of that name exists (missing, or a computed key). A shared log
+    /// that learns of a write of its own host before the log's copy of it derives the write's
+    /// creation revision and version from these (EtcdLog's `applyOwnPut`).
+    public func valueKeyRevisions(_ name: String) -> (rev: UInt64, createdRev: UInt64, version: UInt64)? {
+        guard let found = view(name), found.kind == .value else { return nil }
+        return (found.rev, found.createdRev, found.version)
+    }
+
     /// Makes the store hold `state` (the whole shared state as of `state.rev`, read again after the
     /// log lost the revisions this host had not applied) as one transaction at that revision;
     /// then every watch gets `compacted` and a fresh snapshot, and `since` older than it answers

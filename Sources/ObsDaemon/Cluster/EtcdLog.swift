@@ -58,8 +58,9 @@ final class EtcdLog: SharedLog {
 
     // Under way.
     private enum Pending {
-        /// `leaseRenewed`: sent again after etcd refused it for a lease that was gone.
-        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void, leaseRenewed: Bool)
+        /// `leaseRenewed`: sent again after etcd refused it for a lease that was gone. `put`: the
+        /// record of a plain write, sent as one put (`applyOwnPut`).
+        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void, leaseRenewed: Bool, put: PutRequest?)
         case publish(done: (Result<Int, ObsError>) -> Void)
         case leaseGrant
         case keepAlive
@@ -73,6 +74,9 @@ final class EtcdLog: SharedLog {
         case historyCheck(seen: UInt64)
     }
     private var pending: [EtcdRequestID: Pending] = [:]
+    /// This host's plain writes applied from etcd's answer to them, before their watch's copy
+    /// (`applyOwnPut`): `applied_from_answers` in `stats`.
+    private var appliedFromAnswers = 0
     /// Decisions and answers waiting until this host has applied a revision, by that revision.
     private var waiting: [(rev: UInt64, deadline: Double, run: () -> Void, late: () -> Void)] = []
     /// Local watch counts of publishes, by revision, for the answers to this host's own: kept only
@@ -84,6 +88,10 @@ final class EtcdLog: SharedLog {
     private var watchRetryAt: Double?
     /// Whether every watch asks etcd for fragments (a test hook: TestHooks.alwaysFragments).
     private let alwaysFragments: Bool
+    /// How long the watch's messages wait before they are applied, and those waiting, oldest
+    /// first (a test hook: TestHooks.holdWatch; 0 in production, where none wait).
+    private let holdWatch: Double
+    private var heldWatch: [(due: Double, id: EtcdRequestID, update: WatchUpdate)] = []
     /// Set when a watch failed on a message over the client's bound (`maxResponseBytes`): the
     /// watches set up from then on ask etcd for fragments (WatchRequest.fragment), until one is
     /// set up after this host applied this revision, etcd's newest when it failed. A watch that
@@ -152,6 +160,10 @@ final class EtcdLog: SharedLog {
         var alwaysFragments = false
         /// The client's `maxWatchBacklogBytes`, for a history that passes it in a few MB.
         var watchBacklogBytes: Int?
+        /// Seconds each message of the watch waits before it is applied, as if etcd sent it that
+        /// much later: the tests of writes applied from etcd's answer (`applyOwnPut`) need the
+        /// watch's copy to come after the answer.
+        var holdWatch: Double = 0
     }
 
     static func start(_ settings: ClusterSettings, history: Int, log: Logger,
@@ -169,7 +181,8 @@ final class EtcdLog: SharedLog {
         }
         // This incarnation's name in its ephemeral keys' owners: random, so a restarted host is new.
         let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: String(UInt64.random(in: 1...UInt64.max), radix: 16))
-        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log, alwaysFragments: hooks.alwaysFragments)
+        let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log, alwaysFragments: hooks.alwaysFragments,
+                              holdWatch: hooks.holdWatch)
         let state: StoredState
         do {
             let (range, revision) = try etcdLog.startingRead(history: history)
@@ -290,11 +303,13 @@ final class EtcdLog: SharedLog {
         }
     }
 
-    private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger, alwaysFragments: Bool) {
+    private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger, alwaysFragments: Bool,
+                 holdWatch: Double) {
         self.client = client
         self.records = records
         self.log = log
         self.alwaysFragments = alwaysFragments
+        self.holdWatch = holdWatch
         timeout = settings.timeout
         leaseTTL = settings.ephemeralTTL
     }
@@ -430,8 +445,11 @@ final class EtcdLog: SharedLog {
 
     private func propose(_ proposal: Proposal, leaseRenewed: Bool, _ decided: @escaping (Decision) -> Void) {
         if let diverged { return decided(.failed(ObsError(.unavailable, diverged))) }
-        let id = client.submit(request(for: proposal), timeout: .milliseconds(Int64(timeout * 1000)))
-        pending[id] = .proposal(proposal, seen: store.rev, decided: decided, leaseRenewed: leaseRenewed)
+        let request = request(for: proposal)
+        var put: PutRequest?
+        if case .put(let record) = request { put = record }
+        let id = client.submit(request, timeout: .milliseconds(Int64(timeout * 1000)))
+        pending[id] = .proposal(proposal, seen: store.rev, decided: decided, leaseRenewed: leaseRenewed, put: put)
     }
 
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
@@ -451,6 +469,7 @@ final class EtcdLog: SharedLog {
             ("lag_revisions", .int(max(0, etcdRevision - Int64(applied)))), ("skipped_records", .int(Int64(skipped))),
             ("skipped_at_start", .int(Int64(skippedBeforeStart.count))),
             ("requests_sent", .int(Int64(client.requestsUnderWay.sent))), ("requests_waiting", .int(Int64(client.requestsUnderWay.waiting))),
+            ("applied_from_answers", .int(Int64(appliedFromAnswers))),
         ] + (lastSkipped.map { [("last_skipped", .string($0))] } ?? [])
             + ((diverged ?? lastFailure).map { [("last_failure", .string($0))] } ?? [])
     }
@@ -521,12 +540,17 @@ final class EtcdLog: SharedLog {
             switch completion {
             case .watch(let id, let update):
                 guard id == watch else { continue }
+                if holdWatch > 0 {
+                    heldWatch.append((now + holdWatch, id, update))
+                    continue
+                }
                 apply(update, now: now)
             case .response(let id, let result):
                 guard let request = pending.removeValue(forKey: id) else { continue }
                 answered(request, result, now: now)
             }
         }
+        releaseHeldWatch(now: now)
         fireWaiting(now: now)
         if Int64(store.rev) >= etcdRevision {
             behindSince = nil
@@ -570,7 +594,7 @@ final class EtcdLog: SharedLog {
                                 + "not cluster \(String(clusterID, radix: 16)) this host read its state from (its endpoints name "
                                 + "members of different clusters, or etcd was made again)")
             switch request {
-            case .proposal(_, _, let decided, _): decided(.failed(error))
+            case .proposal(_, _, let decided, _, _): decided(.failed(error))
             case .publish(let done):
                 publishAnswered()
                 done(.failure(error))
@@ -594,7 +618,7 @@ final class EtcdLog: SharedLog {
             lastFailure = nil
         }
         switch (request, result) {
-        case (.proposal(let proposal, let seen, let decided, _), .success(.txn(let response))):
+        case (.proposal(let proposal, let seen, let decided, _, _), .success(.txn(let response))):
             let rev = UInt64(response.header.revision)
             if response.succeeded {
                 if proposal.changes.isEmpty {
@@ -615,17 +639,18 @@ final class EtcdLog: SharedLog {
                 afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
                               late: { decided(.failed(self.notApplied(changedAt))) })
             }
-        case (.proposal(_, let seen, let decided, _), .success(.put(let response))):
+        case (.proposal(_, let seen, let decided, _, let put), .success(.put(let response))):
             let rev = UInt64(response.header.revision)
             if rev <= seen { return decided(.failed(wentBack(seen: seen, found: "committed a write at revision \(rev)"))) }
+            if let put, store.rev == rev - 1, applyOwnPut(put, at: rev) { appliedFromAnswers += 1 }
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
-        case (.proposal(let proposal, _, let decided, false), .failure(.leaseNotFound)):
+        case (.proposal(let proposal, _, let decided, false, _), .failure(.leaseNotFound)):
             // This host's lease is gone (revoked, or run out while etcd was out of reach) and its
             // ephemeral keys with it; etcd applied nothing. Sent again with a new lease.
             waitingForLease.append((proposal, decided))
             renewLease()
-        case (.proposal(_, _, let decided, _), .failure(let error)):
+        case (.proposal(_, _, let decided, _, _), .failure(let error)):
             decided(.failed(refusal(error) ?? failure(error)))
         case (.publish(let done), .success(let response)):
             let rev = UInt64(response.header.revision)
@@ -755,6 +780,14 @@ final class EtcdLog: SharedLog {
     private func afterApplying(_ rev: UInt64, now: Double, run: @escaping () -> Void, late: @escaping () -> Void) {
         if store.rev >= rev { return run() }
         waiting.append((rev, now + timeout, run, late))
+    }
+
+    /// The held watch messages that are due, applied in order (TestHooks.holdWatch).
+    private func releaseHeldWatch(now: Double) {
+        while let first = heldWatch.first, first.due <= now {
+            heldWatch.removeFirst()
+            if first.id == watch { apply(first.update, now: now) }
+        }
     }
 
     private func fireWaiting(now: Double) {
@@ -917,6 +950,31 @@ final class EtcdLog: SharedLog {
         }
     }
 
+    /// Applies this host's own plain write, committed at `rev`, from etcd's answer, when this host
+    /// applied every revision before it: a put is a revision of its own, of one event, whose record
+    /// is the one sent. Its watch's copy, which may come later (on a connection of its own, from
+    /// a goroutine of etcd's own), then finds the revision applied. The client's answer does not
+    /// wait for that copy. What the answer does not say, etcd's creation revision and version of
+    /// the record, follows from the record as of `rev - 1`: the next version of the value key this
+    /// host holds at that record's revision, or version 1 created at `rev` when etcd held no
+    /// record of that name. Otherwise (a record this host skipped as unreadable, or one it holds
+    /// otherwise) the copy is waited for, as for every other write.
+    private func applyOwnPut(_ put: PutRequest, at rev: UInt64) -> Bool {
+        guard let (kind, name) = records.parse(put.key), kind == .value else { return false }
+        let created: Int64, version: Int64
+        if let recordRev = modRevisions[put.key] {
+            guard let held = store.valueKeyRevisions(name), held.rev == UInt64(recordRev) else { return false }
+            (created, version) = (Int64(held.createdRev), Int64(held.version) + 1)
+        } else {
+            guard store.valueKeyRevisions(name) == nil else { return false }
+            (created, version) = (Int64(rev), 1)
+        }
+        let event = WatchEvent(kind: .put, kv: KeyValue(key: put.key, value: put.value, createRevision: created,
+                                                        modRevision: Int64(rev), version: version, lease: put.lease))
+        applyRevision(rev, [event][...])
+        return store.rev == rev
+    }
+
     /// A record that could not be read, committed at `revision` (its put or delete), which
     /// this host had not seen before (`state(of:at:seen:)`).
     private func skip(_ key: [UInt8], at revision: UInt64, _ why: String) {
@@ -1019,7 +1077,16 @@ final class EtcdLog: SharedLog {
     /// Monotonic seconds of the next thing to do: a lease renewal, a watch to set up again, an
     /// answer that waited too long.
     var nextDeadline: Double? {
-        [nextKeepAlive, watchRetryAt, watchStalledAt, waiting.map(\.deadline).min()].compactMap { $0 }.min()
+        // Without building arrays: this runs at every turn of the daemon's loop.
+        var next = nextKeepAlive
+        func consider(_ deadline: Double?) {
+            if let deadline, next.map({ deadline < $0 }) ?? true { next = deadline }
+        }
+        consider(watchRetryAt)
+        consider(watchStalledAt)
+        for entry in waiting { consider(entry.deadline) }
+        consider(heldWatch.first?.due)
+        return next
     }
 
     func tick(now: Double) {
@@ -1029,6 +1096,7 @@ final class EtcdLog: SharedLog {
         }
         if let due = watchRetryAt, due <= now, watch == nil { startWatch() }
         restartStalledWatch(now: now)
+        releaseHeldWatch(now: now)
         fireWaiting(now: now)
     }
 }
