@@ -958,9 +958,10 @@ final class EtcdLog: SharedLog {
     /// the record, follows from the record as of `rev - 1`: the next version of the value key this
     /// host holds at that record's revision, or version 1 created at `rev` when etcd held no
     /// record of that name. Otherwise (a record this host skipped as unreadable, or one it holds
-    /// otherwise) the copy is waited for, as for every other write.
+    /// otherwise) the copy is waited for, as for every other write; and nothing is applied once
+    /// this host diverged (`diverge`).
     private func applyOwnPut(_ put: PutRequest, at rev: UInt64) -> Bool {
-        guard let (kind, name) = records.parse(put.key), kind == .value else { return false }
+        guard diverged == nil, let (kind, name) = records.parse(put.key), kind == .value else { return false }
         let created: Int64, version: Int64
         if let recordRev = modRevisions[put.key] {
             guard let held = store.valueKeyRevisions(name), held.rev == UInt64(recordRev) else { return false }
