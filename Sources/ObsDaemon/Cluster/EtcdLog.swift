@@ -958,10 +958,13 @@ final class EtcdLog: SharedLog {
     /// the record, follows from the record as of `rev - 1`: the next version of the value key this
     /// host holds at that record's revision, or version 1 created at `rev` when etcd held no
     /// record of that name. Otherwise (a record this host skipped as unreadable, or one it holds
-    /// otherwise) the copy is waited for, as for every other write; and nothing is applied once
-    /// this host diverged (`diverge`).
+    /// otherwise) the copy is waited for, as for every other write; and nothing is applied from an
+    /// answer while this host has no watch (a read of everything after a compaction under way,
+    /// whose snapshot must not land on revisions applied meanwhile: `resync`) or once it diverged.
     private func applyOwnPut(_ put: PutRequest, at rev: UInt64) -> Bool {
-        guard diverged == nil, let (kind, name) = records.parse(put.key), kind == .value else { return false }
+        // No watch: etcd compacted what this host had not applied and it reads everything again
+        // (`resync`), or the watch failed; whatever the answer says waits for that.
+        guard diverged == nil, watch != nil, let (kind, name) = records.parse(put.key), kind == .value else { return false }
         let created: Int64, version: Int64
         if let recordRev = modRevisions[put.key] {
             guard let held = store.valueKeyRevisions(name), held.rev == UInt64(recordRev) else { return false }
@@ -994,6 +997,13 @@ final class EtcdLog: SharedLog {
     /// becomes the store's state in one transaction, every watch gets `compacted` and a snapshot,
     /// and the watch starts again after it.
     private func resync(_ range: RangeResponse, at revision: Int64) {
+        // Every revision up to the read's applied already (this host's own writes, applied from
+        // etcd's answers while its watch lagged): the read brings nothing, and its snapshot would
+        // take a revision etcd does not have. The watch goes on from the next.
+        guard UInt64(revision) > store.rev else {
+            log.info("cluster: this host had applied revision \(store.rev), the read of everything after the compaction was at \(revision); watching again")
+            return startWatch()
+        }
         modRevisions.removeAll()
         ephemeralKeys.removeAll()
         store.applySnapshot(state(of: range, at: revision, seen: store.rev))

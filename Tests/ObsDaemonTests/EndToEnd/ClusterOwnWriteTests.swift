@@ -7,9 +7,9 @@ import TestSupport
 import XCTest
 
 final class ClusterOwnWriteTests: XCTestCase {
-    /// Both hosts apply their watch's messages 400 ms late (a debug build's hook), so that host 0's
+    /// Both hosts apply their watch's messages late (a debug build's hook), so that host 0's
     /// answers from etcd come first, as on a watch that lags behind its host's requests.
-    private static let lateWatch = ["OBSD_TEST_HOLD_WATCH_MS": "400"]
+    private static func lateWatch(milliseconds: Int) -> [String: String] { ["OBSD_TEST_HOLD_WATCH_MS": "\(milliseconds)"] }
 
     private func appliedFromAnswers(_ hosts: ClusterHosts, _ index: Int) throws -> Int? {
         (try hosts.request(index, #"{"op":"stats"}"#)["cluster"] as? [String: Any])?["applied_from_answers"] as? Int
@@ -20,7 +20,7 @@ final class ClusterOwnWriteTests: XCTestCase {
         // running out) would make host 0 wait for its watch, rightly, and the count below differ.
         let etcd = try startEtcdCluster()
         defer { etcd.shutDown() }
-        let hosts = try ClusterHosts(etcd, count: 2, environment: Self.lateWatch)
+        let hosts = try ClusterHosts(etcd, count: 2, environment: Self.lateWatch(milliseconds: 400))
         let watcher = try watch(hosts, 0, ["own.*", "marker"])
         XCTAssertEqual(try appliedFromAnswers(hosts, 0), 0)
 
@@ -47,13 +47,16 @@ final class ClusterOwnWriteTests: XCTestCase {
         XCTAssertEqual(read["rev"] as? Int, revisions.last)
         XCTAssertEqual(read["version"] as? Int, 2)
         XCTAssertEqual(try appliedFromAnswers(hosts, 0), 2)
+        _ = try send(#"{"op":"set","key":"own.b","value":"x"}"#)
+        _ = try send(#"{"op":"set","key":"own.b","value":"y"}"#)
         _ = try send(#"{"op":"delete","key":"own.a"}"#)                  // a transaction: waits for the copy
         _ = try send(#"{"op":"set","key":"own.a","value":"again"}"#)  // created again: version 1
         _ = try send(#"{"op":"set","key":"own.t","value":{"n":[1,null]},"ttl_ms":600000}"#)
         let owner = try hosts.client(0)
         _ = try send(#"{"op":"set","key":"own.e","value":true,"ephemeral":true}"#, on: owner)
-        XCTAssertEqual(try appliedFromAnswers(hosts, 0), 5)
-        XCTAssertEqual(revisions, Array(revisions[0]..<(revisions[0] + 6)), "one revision each, none between")
+        _ = try send(#"{"op":"set","key":"own.b","value":"z"}"#)      // its third version
+        XCTAssertEqual(try appliedFromAnswers(hosts, 0), 8)
+        XCTAssertEqual(revisions, Array(revisions[0]..<(revisions[0] + 9)), "one revision each, none between")
 
         // Every revision reaches host 0's watcher once, in order, when its copy comes too.
         var events: [Int] = []
@@ -72,7 +75,7 @@ final class ClusterOwnWriteTests: XCTestCase {
             }
             XCTAssertEqual(found["rev"] as? Int, marker, "host \(index) caught up")
             let dump = try XCTUnwrap(try hosts.request(index, #"{"op":"dump"}"#)["keys"] as? [[String: Any]])
-            for key in ["own.a", "own.t"] {
+            for key in ["own.a", "own.b", "own.t"] {
                 let held = try XCTUnwrap(dump.first { $0["key"] as? String == key }, "host \(index): \(key) in \(dump)")
                 let record = try etcd.etcdctl(["get", hosts.prefix + "k/" + key, "-w", "json"])
                 let kv = try XCTUnwrap((json(record)["kvs"] as? [[String: Any]])?.first, record)
@@ -82,7 +85,7 @@ final class ClusterOwnWriteTests: XCTestCase {
             }
             let ephemeral = try hosts.request(index, #"{"op":"get","key":"own.e"}"#)
             XCTAssertEqual(ephemeral["value"] as? Bool, true, "host \(index)")
-            XCTAssertEqual(ephemeral["rev"] as? Int, revisions.last, "host \(index)")
+            XCTAssertEqual(ephemeral["rev"] as? Int, revisions[revisions.count - 2], "host \(index)")
             XCTAssertEqual(ephemeral["version"] as? Int, 1, "host \(index)")
         }
         let again = try hosts.request(0, #"{"op":"get","key":"own.a"}"#)
@@ -97,10 +100,12 @@ final class ClusterOwnWriteTests: XCTestCase {
     func test_aWriteAfterOneTheHostHasNotApplied_waitsForTheWatch() throws {
         let etcd = try startEtcdCluster()
         defer { etcd.shutDown() }
-        let hosts = try ClusterHosts(etcd, count: 2, environment: Self.lateWatch)
+        // Held 3 s: host 0 takes etcd's answer to its own write well before it applies `other`,
+        // however slow the machine (etcd_timeout is 5 s).
+        let hosts = try ClusterHosts(etcd, count: 2, environment: Self.lateWatch(milliseconds: 3000))
         let watcher = try watch(hosts, 0, ["k.*"])
         let other = try XCTUnwrap(try hosts.request(1, #"{"op":"set","key":"k.other","value":1}"#)["rev"] as? Int)
-        // Host 0 has not applied `other` yet (its watch is 400 ms late): its own write waits.
+        // Host 0 has not applied `other` yet: its own write waits.
         let own = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k.own","value":2}"#)["rev"] as? Int)
         XCTAssertEqual(own, other + 1)
         XCTAssertEqual(try appliedFromAnswers(hosts, 0), 0)
