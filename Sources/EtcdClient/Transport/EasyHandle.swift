@@ -40,6 +40,12 @@ final class EasyHandle {
         errorBuffer.initialize(to: 0)
         obs_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         obs_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        // Straight to the endpoints, whatever proxy the environment names: libcurl otherwise takes
+        // http_proxy, https_proxy and all_proxy (a desktop's or a build machine's, meant for the
+        // web) for etcd's members too, where a cluster's traffic does not belong and gRPC's plain
+        // HTTP/2 cannot pass (a proxy in front of etcd is an endpoint of its own). An empty proxy
+        // disables them, and libcurl no longer reads them for every request.
+        obs_curl_setopt_string(easy, CURLOPT_PROXY, "")
         obs_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         obs_curl_setopt_write_function(easy, { data, size, count, context in
             guard let context else { return 0 }

@@ -738,6 +738,18 @@ final class ClusterTests: XCTestCase {
         waitFor("the binding on host 0") { (try? hosts.request(0, #"{"op":"get","key":"b"}"#)["value"] as? Int) == 100 }
     }
 
+    /// A proxy the environment names (meant for the web) is not used for etcd's members: with
+    /// every proxy variable libcurl reads pointing at a closed port, the hosts start and share
+    /// writes as without them.
+    func test_proxyVariablesOfTheEnvironment_areNotUsedForEtcd() throws {
+        let closed = "http://127.0.0.1:9"
+        let proxies = Dictionary(uniqueKeysWithValues: ["http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY", "ALL_PROXY"].map { ($0, closed) })
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2, environment: proxies)
+        let watcher = try watch(hosts, 1, ["k"])
+        let rev = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k","value":1}"#)["rev"] as? Int, hosts.logs)
+        XCTAssertEqual(ClusterHosts.event(watcher)["rev"] as? Int, rev)
+    }
+
     func test_TLS_withClientCertificates() throws {
         var options = EtcdCluster.Options()
         options.tls = true
