@@ -44,8 +44,10 @@ final class EasyHandle {
         // http_proxy, https_proxy and all_proxy (a desktop's or a build machine's, meant for the
         // web) for etcd's members too, where a cluster's traffic does not belong and gRPC's plain
         // HTTP/2 cannot pass (a proxy in front of etcd is an endpoint of its own). An empty proxy
-        // disables them, and libcurl no longer reads them for every request.
+        // disables them; "no proxy for any host" also spares libcurl reading no_proxy and the
+        // others from the environment at every request.
         obs_curl_setopt_string(easy, CURLOPT_PROXY, "")
+        obs_curl_setopt_string(easy, CURLOPT_NOPROXY, "*")
         obs_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         obs_curl_setopt_write_function(easy, { data, size, count, context in
             guard let context else { return 0 }
