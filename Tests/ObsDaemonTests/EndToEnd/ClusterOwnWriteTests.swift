@@ -20,7 +20,9 @@ final class ClusterOwnWriteTests: XCTestCase {
         // running out) would make host 0 wait for its watch, rightly, and the count below differ.
         let etcd = try startEtcdCluster()
         defer { etcd.shutDown() }
-        let hosts = try ClusterHosts(etcd, count: 2, environment: Self.lateWatch(milliseconds: 400))
+        // Held 2 s: etcd's answer to each write reaches host 0 long before the copy is applied,
+        // however slow the machine, so the counts below are exact (etcd_timeout is 5 s).
+        let hosts = try ClusterHosts(etcd, count: 2, environment: Self.lateWatch(milliseconds: 2000))
         let watcher = try watch(hosts, 0, ["own.*", "marker"])
         XCTAssertEqual(try appliedFromAnswers(hosts, 0), 0)
 
