@@ -4,7 +4,8 @@
 /// nothing, and is nil when it is one the general path must make (and answer): a key that is a
 /// node, an invalid name, a value over the limit, a new key that a `match()` would see, an `incr`
 /// of anything but an integer or one that overflows. Called outside any transaction, on one host
-/// (`sharedLog == nil`).
+/// (`sharedLog == nil`). In cluster mode a revision of the shared log that puts one plain key takes
+/// the same way (`applyPlain`), with the log's revisions.
 extension Store {
     /// A write of a plain key, checked and ready to commit (valid until the store next changes).
     struct PlainWrite {
@@ -54,14 +55,41 @@ extension Store {
         guard !write.unchanged else { return rev }
         let newRev = rev + 1
         let existing = write.existing
+        let createdRev = existing?.record.createdRev ?? newRev, version = (existing?.record.version ?? 0) + 1
         if keepsCommits {
             do {
-                try storage.commitKey(name: write.name, value: write.value, rev: newRev, createdRev: existing?.record.createdRev ?? newRev,
-                                      version: (existing?.record.version ?? 0) + 1)
+                try storage.commitKey(name: write.name, value: write.value, rev: newRev, createdRev: createdRev, version: version)
             } catch {
                 throw ObsError(.internal, "storage: \(error.message)")
             }
         }
+        commitPlain(write, rev: newRev, createdRev: createdRev, version: version)
+        return newRev
+    }
+
+    /// Applies a revision of the shared log (cluster mode) that puts one value key, with no TTL
+    /// and no owner, to a value it does not hold: as `commit(_:)` commits a local write, with the
+    /// log's revision, creation revision and version, when the key is a record or missing (and
+    /// no `match()` would see it created). Whether it did; the general path (`apply`) takes every
+    /// other case: a key something reads, the same value again (a revision with no event).
+    func applyPlain(_ key: StoredKey, rev newRev: UInt64) -> Bool {
+        guard current == nil, newRev > rev, key.owner == nil, key.expiresAt == nil else { return false }
+        scratch.removeAll(keepingCapacityUpTo: 1 << 16)
+        key.value.encode(into: &scratch)
+        var name = key.key
+        return name.withUTF8 { name in
+            let name = UnsafeRawBufferPointer(name)
+            let value = scratch.bytes
+            guard let (existing, hash) = plainSlot(name), existing?.record.value.elementsEqualBytes(value) != true else { return false }
+            commitPlain(PlainWrite(name: name, value: value, existing: existing, hash: hash, unchanged: false),
+                        rev: newRev, createdRev: key.createdRev, version: key.version)
+            return true
+        }
+    }
+
+    /// A plain write's revision, event and record.
+    private func commitPlain(_ write: PlainWrite, rev newRev: UInt64, createdRev: UInt64, version: UInt64) {
+        let existing = write.existing
         rev = newRev
         watches.beginEvents(rev: newRev)
         watches.appendEvent(.change, key: write.name, created: existing == nil, old: existing.map { .encoded($0.record.value) },
@@ -69,15 +97,15 @@ extension Store {
         if let (slot, record) = existing {
             let updated = record.replacingValue(write.value)
             updated.rev = newRev
-            updated.version += 1
+            updated.createdRev = createdRev
+            updated.version = version
             if updated.address != record.address { keys.replace(at: slot, with: .record(updated), hash: write.hash) }
         } else {
-            keys.insert(.record(KeyRecord.make(name: write.name, value: write.value, rev: newRev, createdRev: newRev, version: 1)),
+            keys.insert(.record(KeyRecord.make(name: write.name, value: write.value, rev: newRev, createdRev: createdRev, version: version)),
                         hash: write.hash)
             keyCount += 1
         }
         watches.commitEvents()
-        return newRev
     }
 
     /// Where a plain key is: its slot and record, or (missing) nothing, with the name's hash; nil

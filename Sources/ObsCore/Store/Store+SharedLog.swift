@@ -62,6 +62,12 @@ extension Store {
     /// (`repair`): the first to reach the log writes the target, the others find it written.
     public func apply(_ transaction: StoredTransaction, bindingsUnseen: Bool = false) {
         guard transaction.rev > rev else { return }
+        // The usual revision: one plain key put, which nothing reads, so no binding it could set off.
+        if transaction.putKeys.count == 1, transaction.reason == nil, transaction.deletedKeys.isEmpty,
+           transaction.putDefinitions.isEmpty, transaction.deletedDefinitions.isEmpty, transaction.putBindings.isEmpty,
+           transaction.deletedBindings.isEmpty, applyPlain(transaction.putKeys[0], rev: transaction.rev) {
+            return
+        }
         let applied: Transaction
         do {
             (applied, _) = try transact(reason: transaction.reason, mode: .replicated(transaction.rev)) { () throws(ObsError) in

@@ -252,4 +252,52 @@ final class SharedLogTests: XCTestCase {
         XCTAssertEqual(hosts[0].request(#"{"op":"publish","channel":"news","payload":"hi"}"#)["delivered"], 0, "counted on the host that answers")
         XCTAssertEqual(hosts[1].events().map { $0["payload"] }, ["hi"])
     }
+
+    /// A revision that puts one plain key is applied as a local plain write is when nothing reads
+    /// the key (it stays a record), and the general way when it is a node (a computed reads it) or
+    /// a new key a `match()` sees. Both ways give the same events, revisions and versions: the
+    /// same writes made in a cluster whose computeds read `k` and `m.*` and in one whose computeds
+    /// read nothing. The same value put again (two hosts racing) is a revision with no event.
+    func test_aPlainPutApplied_toARecordOrToANode_givesTheSameEventsAndRevisions() {
+        func run(_ definitions: [String]) -> (cluster: SimulatedCluster, events: [[[String: JSONValue]]], described: [[String: JSONValue]]) {
+            let cluster = SimulatedCluster(hosts: 2)
+            let hosts = clients(cluster)
+            for definition in definitions { XCTAssertEqual(hosts[1].request(definition)["ok"], true) }
+            for host in hosts { host.request(#"{"op":"watch","keys":["k","j","m.1"],"initial":false}"#) }
+            for line in [#"{"op":"set","key":"k","value":1}"#, #"{"op":"set","key":"k","value":{"a":[1,2.5,"x"]}}"#,
+                         #"{"op":"set","key":"j","value":"new"}"#, #"{"op":"set","key":"m.1","value":true}"#,
+                         #"{"op":"set","key":"k","value":3}"#] {
+                hosts[0].session.receive(line)
+            }
+            cluster.decidesAtOnce = false
+            hosts[0].session.receive(#"{"op":"set","key":"k","value":5}"#)
+            hosts[1].session.receive(#"{"op":"set","key":"k","value":5}"#)
+            cluster.decide()
+            XCTAssertEqual(cluster.stores.map(\.rev), [9, 9], "the same value again is a revision")
+            let lines = hosts.map { $0.output.take().compactMap { (try? JSONValue.parse($0))?.objectValue } }
+            XCTAssertEqual(lines[0].filter { $0["ok"] != nil }.map { $0["ok"] }, Array(repeating: true, count: 6))
+            let events = lines.map { $0.filter { $0["event"] != nil } }
+            let described = ["k", "j", "m.1"].flatMap { key in hosts.map { $0.request(#"{"op":"describe","key":"\#(key)"}"#) } }
+            return (cluster, events, described)
+        }
+        let read = run([#"{"op":"define","key":"double","expr":"($k ?? 0) * 2"}"#,
+                        #"{"op":"define","key":"ms","expr":"len(keys(match(\"m.*\")))"}"#])
+        let unread = run([#"{"op":"define","key":"one","expr":"1"}"#, #"{"op":"define","key":"two","expr":"2"}"#])
+        for store in read.cluster.stores {
+            guard case .node = store.view("k") else { return XCTFail("k is read by a computed: a node") }
+            XCTAssertEqual(Client(store: store, access: .read).request(#"{"op":"get","key":"ms"}"#)["value"], 1, "m.1 seen by match()")
+        }
+        for store in unread.cluster.stores {
+            guard case .record = store.view("k"), case .record = store.view("m.1") else { return XCTFail("nothing reads k or m.1: records") }
+        }
+        XCTAssertEqual(unread.events[0].map { $0["rev"] }, [3, 4, 5, 6, 7, 8], "one event per changed revision, none for the same value")
+        XCTAssertEqual(unread.events[0].map { $0["created"] }, [true, false, true, true, false, false].map { JSONValue.bool($0) })
+        XCTAssertEqual(unread.events[0].map { $0["new"] }, [1, ["a": [1, 2.5, "x"]], "new", true, 3, 5])
+        for events in unread.events + read.events { XCTAssertEqual(events, unread.events[0]) }
+        XCTAssertEqual(unread.described.map { [$0["rev"], $0["created_rev"], $0["version"]] },
+                       [[9, 3, 5], [9, 3, 5], [5, 5, 1], [5, 5, 1], [6, 6, 1], [6, 6, 1]])
+        for (record, node) in zip(unread.described, read.described) {
+            for field in ["value", "rev", "created_rev", "version"] { XCTAssertEqual(record[field], node[field], field) }
+        }
+    }
 }
