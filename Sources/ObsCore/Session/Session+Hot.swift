@@ -8,11 +8,23 @@
 /// Whatever else the hot path cannot answer exactly as the general path would (a field of another
 /// type, an operation it does not take, a `get` of a key that is a node, an error it can see before
 /// writing) it leaves, before changing or counting anything, to the general path.
+///
+/// In cluster mode (`Store.sharedLog`) it takes `get`, and `set` of a plain key to a new value,
+/// which it proposes to the shared log as the one key put that the general path's transaction
+/// would propose (`Store.submitPlainSet`), without running that transaction; the answer comes
+/// once the log decided, as every write's there.
 extension Session {
     /// Answers `line` if it is a hot request; false when the general path must.
     func handleHot(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard store.answersHotRequests, store.sharedLog == nil, !store.isShuttingDown, let request = RequestScanner.scan(line) else {
+        guard store.answersHotRequests, !store.isShuttingDown, let request = RequestScanner.scan(line) else {
             return false
+        }
+        if store.sharedLog != nil {
+            switch request.operation {
+            case .get: break
+            case .set: return proposeSet(request, line)
+            case .incr, .ping, .publish: return false
+            }
         }
         switch request.operation {
         case .ping:
@@ -94,6 +106,41 @@ extension Session {
                 JSONValue.appendDigits(UInt64(delivered), to: &buffer)
                 return false
             }
+        }
+        return true
+    }
+
+    /// Cluster mode: a `set` of a plain key to a new value, proposed to the shared log; false
+    /// (nothing done) for any other `set`, which the general path takes.
+    private func proposeSet(_ request: RequestScanner.Request, _ line: UnsafeRawBufferPointer) -> Bool {
+        guard access == .write, store.writeRefusal == nil, let key = request.key, key.kind == .string, let value = request.value,
+              let write = store.prepareSet(key.contents(in: line), value.bytes(in: line)), !write.unchanged else { return false }
+        store.requestCounters.count(.set)
+        // A scanned id is a string without escapes, an integer or a literal: it encodes as sent,
+        // and the token a request before may have left for its answer is not this one's.
+        let idToken = request.id.map { Array($0.bytes(in: line)) }
+        pendingIDToken = nil
+        let name = String(decoding: key.contents(in: line), as: UTF8.self)
+        let json = value.json(in: line)
+        lines.answer {
+            store.submitPlainSet(name, json, write) { [weak self] outcome in
+                guard let self else { return }
+                guard case .success(let (changed, rev)) = outcome else {
+                    let id = idToken.flatMap { try? JSONValue.parse($0) } ?? .null
+                    return answerLater(id: id, outcome.map { Reply(fields: [("rev", .int(Int64($0.rev))), ("changed", .bool($0.changed))]) })
+                }
+                // The answer the hot path writes on one host, written now.
+                var answer: [UInt8] = []
+                answer.reserveCapacity(64)
+                answer.append(contentsOf: #"{"id":"#.utf8)
+                answer.append(contentsOf: idToken ?? Array("null".utf8))
+                answer.append(contentsOf: #","ok":true,"rev":"#.utf8)
+                answer.append(contentsOf: String(rev).utf8)
+                answer.append(contentsOf: (changed ? #","changed":true}"# : #","changed":false}"#).utf8)
+                answer.append(UInt8(ascii: "\n"))
+                answerLater(EncodedLine(body: answer))
+            }
+            return nil
         }
         return true
     }

@@ -24,7 +24,7 @@ public final class Session {
     @exclusivity(unchecked) private var waitingLines: [[UInt8]] = []
     /// The request id's own bytes, for the answer that comes later (`answerLater`) to a request
     /// whose id is a number that re-encodes differently (see `handle(line:)`).
-    @exclusivity(unchecked) private var pendingIDToken: [UInt8]?
+    @exclusivity(unchecked) var pendingIDToken: [UInt8]?
     /// The parts of a `restore` sent with `more: true`, restored with the last part.
     var restoreParts = RestoreParts()
     /// This session's watches, as the store's watch unit keeps them.
@@ -158,14 +158,19 @@ public final class Session {
     /// Gives the pending answer to request `id`, then handles the lines that waited for it.
     func answerLater(id: JSONValue, _ outcome: Result<Reply, ObsError>) {
         guard !isClosed else { return }
-        let idToken = pendingIDToken
-        pendingIDToken = nil
         switch outcome {
         case .success(let reply):
-            lines.resolve(LineEncoding.response(id: id, idToken: idToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
+            answerLater(LineEncoding.response(id: id, idToken: pendingIDToken, fields: reply.fields, raw: reply.raw, needsSync: reply.needsSync))
         case .failure(let error):
-            lines.resolve(LineEncoding.error(id: id, idToken: idToken, error))
+            answerLater(LineEncoding.error(id: id, idToken: pendingIDToken, error))
         }
+    }
+
+    /// Gives the pending answer, encoded, then handles the lines that waited for it.
+    func answerLater(_ answer: EncodedLine) {
+        guard !isClosed else { return }
+        pendingIDToken = nil
+        lines.resolve(answer)
         // Decided while its own request was being handled: whoever handles lines goes on.
         guard !lines.isHandling else { return }
         handleWaitingLines()

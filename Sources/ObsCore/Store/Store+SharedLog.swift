@@ -49,6 +49,30 @@ extension Store {
         }
     }
 
+    /// Cluster mode: proposes `set name value` of a plain key, checked by `prepareSet` to be a new
+    /// value for a record or a missing key no `match()` sees (so nothing reads it, no binding
+    /// fires, nothing is depended on): the proposal the general path's transaction would make, one
+    /// key put, without running and taking back that transaction. `done` as `submit`'s, with
+    /// whether the value changed. A proposal the log supersedes (a plain write depends on nothing,
+    /// so none should be) runs again the general way.
+    func submitPlainSet(_ name: String, _ value: JSONValue, _ write: PlainWrite,
+                        done: @escaping (Result<(changed: Bool, rev: UInt64), ObsError>) -> Void) {
+        guard let sharedLog else { preconditionFailure("submitPlainSet needs a shared log") }
+        var changes = StoredTransaction(rev: 0)
+        changes.putKeys = [StoredKey(key: name, value: value, rev: 0, createdRev: write.existing?.record.createdRev ?? 0,
+                                     version: (write.existing?.record.version ?? 0) + 1)]
+        sharedLog.propose(Proposal(changes: changes)) { [self] decision in
+            switch decision {
+            case .committed(let rev):
+                done(.success((true, rev)))
+            case .superseded:
+                submit({ [self] () throws(ObsError) in try set(name, value) }) { outcome in done(outcome.map { ($0.0, $0.1) }) }
+            case .failed(let error):
+                done(.failure(error))
+            }
+        }
+    }
+
     /// Applies a transaction the shared log decided, at its revision: every host applies every one,
     /// in the log's order. Bindings write nothing here: what they wrote where the transaction was
     /// proposed is part of it. Whatever the log holds is applied as far as it makes sense (a value

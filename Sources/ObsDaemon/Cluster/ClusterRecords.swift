@@ -14,6 +14,9 @@
 //
 // A record obsd cannot read (written by something else under the prefix) is skipped and counted,
 // never applied.
+#if canImport(Glibc)
+import Glibc
+#endif
 import EtcdClient
 import ObsCore
 
@@ -22,6 +25,16 @@ struct ClusterRecords {
     /// Names this host's incarnation in ephemeral keys' owners: a host that restarts is another
     /// host (its old keys go with its old lease).
     let host: String
+    /// The keys of the meta records, made once: every write reads the first.
+    let bindingsEpoch: [UInt8], reasonKey: [UInt8], publishKey: [UInt8]
+
+    init(prefix: [UInt8], host: String) {
+        self.prefix = prefix
+        self.host = host
+        bindingsEpoch = Self.key(prefix, .meta, "bindings")
+        reasonKey = Self.key(prefix, .meta, "reason")
+        publishKey = Self.key(prefix, .meta, "publish")
+    }
 
     enum Kind: UInt8 {
         case value = 0x6B  // "k"
@@ -32,12 +45,18 @@ struct ClusterRecords {
 
     /// The etcd key of a record.
     func key(_ kind: Kind, _ name: String) -> [UInt8] {
-        prefix + [kind.rawValue, UInt8(ascii: "/")] + Array(name.utf8)
+        Self.key(prefix, kind, name)
     }
 
-    var bindingsEpoch: [UInt8] { key(.meta, "bindings") }
-    var reasonKey: [UInt8] { key(.meta, "reason") }
-    var publishKey: [UInt8] { key(.meta, "publish") }
+    private static func key(_ prefix: [UInt8], _ kind: Kind, _ name: String) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(prefix.count + 2 + name.utf8.count)
+        key.append(contentsOf: prefix)
+        key.append(kind.rawValue)
+        key.append(UInt8(ascii: "/"))
+        key.append(contentsOf: name.utf8)
+        return key
+    }
 
     /// The kind and name of an etcd key under the prefix, if it is one of obsd's.
     func parse(_ key: [UInt8]) -> (Kind, String)? {
@@ -129,6 +148,10 @@ struct ClusterRecords {
     /// compares.
     func writtenKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> (key: StoredKey, bindingsRev: Int64?) {
         try validName(name)
+        if let (value, bindingsRev) = Self.plainRecord(kv.value) {
+            return (StoredKey(key: name, value: value, rev: UInt64(kv.modRevision), createdRev: UInt64(kv.createRevision),
+                              version: UInt64(kv.version)), bindingsRev)
+        }
         let object = try object(kv.value)
         guard let value = object["value"] else { throw Unreadable(message: "no \"value\"") }
         var key = StoredKey(key: name, value: value, rev: UInt64(kv.modRevision), createdRev: UInt64(kv.createRevision),
@@ -142,6 +165,40 @@ struct ClusterRecords {
             }
         }
         return (key, object["bindings_rev"]?.intValue)
+    }
+
+    /// The record of a plain key as hosts write it, `{"value":V}` or `{"bindings_rev":N,"value":V}`
+    /// (every write but those of TTL and ephemeral keys), read without building the object: its
+    /// value and bindings revision. Nil for any other bytes, which the general reading takes (and
+    /// reads the same, where these would be read: V one JSON value, N digits as JSON writes them).
+    static func plainRecord(_ bytes: [UInt8]) -> (value: JSONValue, bindingsRev: Int64?)? {
+        bytes.withUnsafeBytes { record -> (JSONValue, Int64?)? in
+            var position = 0
+            func skip(_ expected: StaticString) -> Bool {
+                let count = expected.utf8CodeUnitCount
+                guard record.count - position >= count,
+                      memcmp(record.baseAddress! + position, expected.utf8Start, count) == 0 else { return false }
+                position += count
+                return true
+            }
+            var bindingsRev: Int64?
+            if skip(#"{"bindings_rev":"#) {
+                let start = position
+                var number: Int64 = 0
+                while position < record.count, position - start < 18, record[position] >= UInt8(ascii: "0"), record[position] <= UInt8(ascii: "9") {
+                    number = number * 10 + Int64(record[position] - UInt8(ascii: "0"))
+                    position += 1
+                }
+                guard position > start, record[start] != UInt8(ascii: "0") || position == start + 1, skip(#","value":"#) else { return nil }
+                bindingsRev = number
+            } else if !skip(#"{"value":"#) {
+                return nil
+            }
+            guard position < record.count - 1, record[record.count - 1] == UInt8(ascii: "}"),
+                  let value = try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: record[position..<(record.count - 1)]),
+                                                   maxDepth: JSONValue.defaultMaxDepth - 1) else { return nil }
+            return (value, bindingsRev)
+        }
     }
 
     func storedDefinition(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredDefinition {
@@ -166,5 +223,41 @@ struct ClusterRecords {
         guard let channel = object["channel"]?.stringValue else { throw Unreadable(message: "no string \"channel\"") }
         try validName(channel, "channel")
         return (channel, object["payload"] ?? .null)
+    }
+}
+
+/// The mod revision of every record (etcd key) under the prefix, as a host applied them; with
+/// how many are definitions. A key hashes as one run of bytes: an array of bytes hashes byte by
+/// byte, which cost more than the rest of a lookup, and a host looks up several for every write.
+struct RecordRevisions: Equatable {
+    private struct Key: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+
+    private var revisions: [Key: Int64] = [:]
+    /// Where a key's kind is (`ClusterRecords.Kind`): after the prefix.
+    private let kindOffset: Int
+    /// How many of the records are definitions.
+    private(set) var definitions = 0
+
+    init(prefix: [UInt8]) { kindOffset = prefix.count }
+
+    subscript(key: [UInt8]) -> Int64? {
+        get { revisions[Key(bytes: key)] }
+        set {
+            let old = newValue.map { revisions.updateValue($0, forKey: Key(bytes: key)) } ?? revisions.removeValue(forKey: Key(bytes: key))
+            if (old == nil) != (newValue == nil), key.count > kindOffset, key[kindOffset] == ClusterRecords.Kind.definition.rawValue {
+                definitions += newValue == nil ? -1 : 1
+            }
+        }
+    }
+
+    /// The newest revision of any record.
+    var newest: Int64? { revisions.values.max() }
+
+    mutating func removeAll() {
+        revisions.removeAll()
+        definitions = 0
     }
 }

@@ -33,7 +33,7 @@ final class EtcdLog: SharedLog {
 
     // What this host applied.
     /// The revision of every record (etcd key) under the prefix, as applied here.
-    private var modRevisions: [[UInt8]: Int64] = [:]
+    private var modRevisions: RecordRevisions
     /// Value keys that are ephemeral (put with a lease): deleting them without a reason is their
     /// host's lease running out.
     private var ephemeralKeys: Set<String> = []
@@ -129,7 +129,7 @@ final class EtcdLog: SharedLog {
     /// At start, when the state was read as of an older revision (`startingRead`): etcd's newest
     /// revision then, and every record's mod revision as of it. `attach` applies etcd's history
     /// until this host holds that state.
-    private var catchUp: (revision: Int64, records: [[UInt8]: Int64])?
+    private var catchUp: (revision: Int64, records: RecordRevisions)?
     /// etcd's newest revision when this host started from an older one (`catchUp`): the hosts
     /// that ran then applied every revision up to it, and ran again the bindings a plain write
     /// of it had missed (`Store.apply(_:bindingsUnseen:)`). This host applies those revisions
@@ -255,8 +255,8 @@ final class EtcdLog: SharedLog {
     }
 
     /// Every record's mod revision, for the records this host applies (`modRevisions`).
-    private func recordRevisions(_ kvs: [KeyValue]) -> [[UInt8]: Int64] {
-        var revisions: [[UInt8]: Int64] = [:]
+    private func recordRevisions(_ kvs: [KeyValue]) -> RecordRevisions {
+        var revisions = RecordRevisions(prefix: records.prefix)
         for kv in kvs where records.parse(kv.key) != nil { revisions[kv.key] = kv.modRevision }
         return revisions
     }
@@ -307,6 +307,7 @@ final class EtcdLog: SharedLog {
                  holdWatch: Double) {
         self.client = client
         self.records = records
+        modRevisions = RecordRevisions(prefix: records.prefix)
         self.log = log
         self.alwaysFragments = alwaysFragments
         self.holdWatch = holdWatch
@@ -374,7 +375,7 @@ final class EtcdLog: SharedLog {
     /// member that hangs, while the others keep the quorum, is found out after `etcd_timeout`
     /// and set up again on the member that answers (`restartStalledWatch`). What it applied found
     /// no longer etcd's state (`diverge`: another etcd cluster answered) fails the start too.
-    private func applyHistory(until target: (revision: Int64, records: [[UInt8]: Int64]), report: (String) -> Void) throws(DaemonError) {
+    private func applyHistory(until target: (revision: Int64, records: RecordRevisions), report: (String) -> Void) throws(DaemonError) {
         let started = store.rev
         resyncedAt = nil
         var applied = store.rev
@@ -383,7 +384,7 @@ final class EtcdLog: SharedLog {
         let patience = 2 * timeout
         // Every record is at its revision only once the newest of them is applied: the records
         // are compared from then on, not at every answer.
-        let newestRecord = UInt64(target.records.values.max() ?? 0)
+        let newestRecord = UInt64(target.records.newest ?? 0)
         func cannotApply(_ why: String) -> DaemonError {
             DaemonError("cluster: cannot apply etcd's history up to revision \(target.revision), where etcd was when this host "
                         + "started: \(why); a host serves no state older than etcd's at its start")
@@ -1017,6 +1018,7 @@ final class EtcdLog: SharedLog {
     /// on its revision (every host asks; the first wins), so that a host reading the prefix later
     /// finds only the value, and no later delete of the value brings the definition back.
     private func removeReplacedDefinition(_ name: String, by valueRevision: Int64) {
+        guard modRevisions.definitions > 0 else { return }
         let definition = records.key(.definition, name)
         guard let definitionRevision = modRevisions[definition], definitionRevision < valueRevision else { return }
         let remove = Txn(compares: [Compare(key: definition, .equal, .modRevision(definitionRevision))],

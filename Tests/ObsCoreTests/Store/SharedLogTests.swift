@@ -300,4 +300,44 @@ final class SharedLogTests: XCTestCase {
             for field in ["value", "rev", "created_rev", "version"] { XCTAssertEqual(record[field], node[field], field) }
         }
     }
+
+    /// A `set` of a plain key to a new value is proposed without running a transaction (the hot
+    /// path): the same one key put the general path proposes, the same answer once the log decides
+    /// it, the same events on every host. A `set` the hot path does not take (a fraction, a key a
+    /// computed reads, the same value) runs the general way, and a refused one answers as before.
+    func test_aPlainSet_isProposedWithoutATransaction_andAnsweredAsTheGeneralPathAnswers() {
+        let cluster = SimulatedCluster(hosts: 2)
+        let hosts = clients(cluster)
+        hosts[1].request(#"{"op":"watch","keys":["k","n","read"],"initial":false}"#)
+        hosts[0].request(#"{"op":"define","key":"c","expr":"$read ?? 0"}"#)
+        let store = cluster.stores[0]
+        func set(_ line: String, transactions: UInt64) -> String? {
+            let before = store.transactionSerial
+            let answer = hosts[0].send(line).first
+            XCTAssertEqual(store.transactionSerial - before, transactions, line)
+            return answer
+        }
+        XCTAssertEqual(set(#"{"id":"a","op":"set","key":"k","value":"x"}"#, transactions: 0), #"{"id":"a","ok":true,"rev":2,"changed":true}"#)
+        XCTAssertEqual(set(#"{"id":7,"op":"set","key":"k","value":12}"#, transactions: 0), #"{"id":7,"ok":true,"rev":3,"changed":true}"#)
+        XCTAssertEqual(set(#"{"op":"set","key":"n","value":null}"#, transactions: 0), #"{"id":null,"ok":true,"rev":4,"changed":true}"#)
+        XCTAssertEqual(cluster.log.last?.putKeys.map(\.key), ["n"])
+        XCTAssertEqual(cluster.log.last.map { $0.deletedKeys.isEmpty && $0.putDefinitions.isEmpty && $0.reason == nil }, true)
+        // Each of these takes the general path: a transaction (and one more where the log's revision
+        // is applied to a key a computed reads).
+        XCTAssertEqual(set(#"{"id":8,"op":"set","key":"k","value":1.5}"#, transactions: 1), #"{"id":8,"ok":true,"rev":5,"changed":true}"#)
+        XCTAssertEqual(set(#"{"id":9,"op":"set","key":"read","value":1}"#, transactions: 2), #"{"id":9,"ok":true,"rev":6,"changed":true}"#)
+        XCTAssertEqual(set(#"{"id":10,"op":"set","key":"n","value":null}"#, transactions: 1), #"{"id":10,"ok":true,"rev":6,"changed":false}"#)
+        XCTAssertEqual(set(#"{"id":11,"op":"set","key":"c","value":1}"#, transactions: 1)?.contains(#""code":"read_only""#), true)
+        XCTAssertEqual(hosts[1].events().map { [$0["key"], $0["rev"], $0["new"]] },
+                       [["k", 2, "x"], ["k", 3, 12], ["n", 4, .null], ["k", 5, .double(1.5)], ["read", 6, 1]])
+        XCTAssertEqual(hosts[1].request(#"{"op":"get","key":"k"}"#)["version"], 3)
+        // An answer given at once to an id that re-encodes otherwise leaves nothing for the next.
+        XCTAssertEqual(hosts[0].send(#"{"id":1.50,"op":"get","key":"n"}"#).first?.hasPrefix(#"{"id":1.50,"ok":true"#), true)
+        XCTAssertEqual(set(#"{"id":14,"op":"set","key":"k","value":"y"}"#, transactions: 0), #"{"id":14,"ok":true,"rev":7,"changed":true}"#)
+        cluster.available = false
+        XCTAssertEqual(set(#"{"id":12,"op":"set","key":"k","value":2}"#, transactions: 0)?.contains(#""code":"unavailable""#), true)
+        cluster.available = true
+        hosts[0].session.access = .read
+        XCTAssertEqual(set(#"{"id":13,"op":"set","key":"k","value":2}"#, transactions: 0)?.contains(#""code":"permission_denied""#), true)
+    }
 }

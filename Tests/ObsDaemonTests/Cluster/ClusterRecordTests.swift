@@ -52,4 +52,80 @@ final class ClusterRecordTests: XCTestCase {
             if trial % 500 == 0 { XCTAssertEqual(read.key.rev, 7) }
         }
     }
+
+    /// A plain key's record (no TTL, no owner) is read without building its object
+    /// (`plainRecord`), and reads as the general reading does; bytes it is not sure of are left to
+    /// the general reading.
+    func test_plainRecords_readWithoutTheObject_asTheGeneralReadingDoes() throws {
+        func general(_ bytes: [UInt8]) -> (value: JSONValue, bindingsRev: Int64?)? {
+            guard case .object(let object)? = try? JSONValue.parse(bytes), let value = object["value"] else { return nil }
+            return (value, object["bindings_rev"]?.intValue)
+        }
+        for trial in 0..<1_000 {
+            let key = StoredKey(key: "k", value: randomValue(), rev: 7, createdRev: 3, version: 2)
+            let bindingsRev: Int64? = trial % 3 == 0 ? nil : (trial % 3 == 1 ? Int64.random(in: 0...99) : Int64.random(in: 0...999_999_999_999))
+            let written = records.value(key, session: nil, bindingsRev: bindingsRev)
+            let plain = try XCTUnwrap(ClusterRecords.plainRecord(written), "trial \(trial): \(String(decoding: written, as: UTF8.self))")
+            XCTAssertEqual(plain.value, key.value)
+            XCTAssertEqual(plain.bindingsRev, bindingsRev)
+        }
+        let deep = String(repeating: "[", count: 127) + String(repeating: "]", count: 127)
+        let tooDeep = String(repeating: "[", count: 128) + String(repeating: "]", count: 128)
+        let cases: [(String, Bool)] = [
+            (#"{"value":1}"#, true), (#"{"value": 1 }"#, true), (#"{"value":"}"}"#, true), (#"{"value":{"a":[1,{}]}}"#, true),
+            (#"{"bindings_rev":0,"value":2}"#, true), (#"{"bindings_rev":907,"value":null}"#, true),
+            (#"{"value":\#(deep)}"#, true), (#"{"value":\#(tooDeep)}"#, false),
+            (#"{"value":1,"owner":"x/1"}"#, false), (#"{"value":{"a":1},"x":2}"#, false), (#"{"value":1}}"#, false),
+            (#"{"value":}"#, false), (#"{"value":1,"value":2}"#, false), (#"{"bindings_rev":00,"value":2}"#, false),
+            (#"{"bindings_rev":012,"value":2}"#, false), (#"{"bindings_rev":-1,"value":2}"#, false),
+            (#"{"bindings_rev":1.5,"value":2}"#, false), (#"{"bindings_rev":123456789012345678901,"value":2}"#, false),
+            (#"{"bindings_rev":5,"value":2,"value":3}"#, false), (#"{"expires_at":5,"value":2}"#, false),
+            (#"{"value":1"#, false), (#"{"value":"#, false), (#"{"bindings_rev":"#, false), ("", false), ("[1]", false),
+        ]
+        for (text, plain) in cases {
+            let bytes = Array(text.utf8)
+            let read = ClusterRecords.plainRecord(bytes)
+            XCTAssertEqual(read != nil, plain, text)
+            if let read {
+                let expected = try XCTUnwrap(general(bytes), text)
+                XCTAssertEqual(read.value, expected.value, text)
+                XCTAssertEqual(read.bindingsRev, expected.bindingsRev, text)
+            }
+            // Whichever way it is read, a record reads as the general reading has it, or not at all.
+            let kv = KeyValue(key: records.key(.value, "k"), value: bytes, createRevision: 3, modRevision: 7, version: 2)
+            let key = try? records.writtenKey("k", kv)
+            XCTAssertEqual(key?.key.value, general(bytes)?.value, text)
+            XCTAssertEqual(key?.bindingsRev, general(bytes)?.bindingsRev, text)
+        }
+    }
+
+    /// The revisions a host applied, by record: looked up by the key's bytes, and counting the
+    /// definitions among them (a value put looks for a definition it replaces only when there is one).
+    func test_recordRevisions_lookUpByBytes_andCountDefinitions() {
+        var revisions = RecordRevisions(prefix: records.prefix)
+        let (a, b) = (records.key(.definition, "a"), records.key(.definition, "b"))
+        let (value, epoch) = (records.key(.value, "a"), records.bindingsEpoch)
+        revisions[a] = 3
+        revisions[value] = 4
+        revisions[epoch] = 5
+        revisions[a] = 6
+        XCTAssertEqual(revisions.definitions, 1, "a definition put twice is one")
+        revisions[b] = 7
+        XCTAssertEqual(revisions.definitions, 2)
+        XCTAssertEqual([revisions[a], revisions[value], revisions[epoch], revisions[Array("/p/k/b".utf8)]], [6, 4, 5, nil])
+        XCTAssertEqual(revisions.newest, 7)
+        revisions[a] = nil
+        revisions[a] = nil
+        revisions[value] = nil
+        XCTAssertEqual(revisions.definitions, 1, "deleting a record that is not there changes nothing")
+        var other = RecordRevisions(prefix: records.prefix)
+        other[epoch] = 5
+        other[b] = 7
+        XCTAssertEqual(revisions, other)
+        other[b] = 8
+        XCTAssertNotEqual(revisions, other)
+        revisions.removeAll()
+        XCTAssertEqual(revisions.definitions, 0)
+        XCTAssertNil(revisions.newest)
+    }
 }
