@@ -3,9 +3,11 @@
 /// node, its event recorded from the bytes the key keeps. A write is prepared first, changing
 /// nothing, and is nil when it is one the general path must make (and answer): a key that is a
 /// node, an invalid name, a value over the limit, a new key that a `match()` would see, an `incr`
-/// of anything but an integer or one that overflows. Called outside any transaction, on one host
-/// (`sharedLog == nil`). In cluster mode a revision of the shared log that puts one plain key takes
-/// the same way (`applyPlain`), with the log's revisions.
+/// of anything but an integer or one that overflows, a value whose bytes differ from the key's
+/// where either has non-ASCII bytes (`mayBeEquivalent`). Called outside any transaction. In cluster
+/// mode (`sharedLog` set) the session proposes a prepared `set` (`submitPlainSet`) rather than
+/// committing it, and a revision of the shared log that puts one plain key is applied this way
+/// (`applyPlain`), with the log's revisions.
 extension Store {
     /// A write of a plain key, checked and ready to commit (valid until the store next changes).
     struct PlainWrite {
@@ -28,8 +30,19 @@ extension Store {
     /// `set` of a plain key to an encoded value.
     func prepareSet(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> PlainWrite? {
         guard value.count <= configuration.maxValueBytes, let (existing, hash) = plainSlot(name) else { return nil }
-        return PlainWrite(name: name, value: value, existing: existing, hash: hash,
-                          unchanged: existing?.record.value.elementsEqualBytes(value) ?? false)
+        let unchanged = existing?.record.value.elementsEqualBytes(value) ?? false
+        if let (_, record) = existing, !unchanged, Self.mayBeEquivalent(record.value, value) { return nil }
+        return PlainWrite(name: name, value: value, existing: existing, hash: hash, unchanged: unchanged)
+    }
+
+    /// Whether two different encodings may still be one value: JSON values compare strings (and
+    /// object member names) by Unicode canonical equivalence, so encodings with non-ASCII bytes
+    /// may be equal values ("é" composed or not, the Kelvin sign and "K"). Canonical encodings in
+    /// ASCII are equal values only when they are the same bytes. A write where this holds takes
+    /// the general path, which compares values: on every host alike, whether the key is a record
+    /// or a node there.
+    private static func mayBeEquivalent(_ held: UnsafeRawBufferPointer, _ new: UnsafeRawBufferPointer) -> Bool {
+        held.contains { $0 >= 0x80 } || new.contains { $0 >= 0x80 }
     }
 
     /// `incr` of a plain key holding an integer (a missing key counts as 0); the new value's
@@ -68,19 +81,24 @@ extension Store {
     }
 
     /// Applies a revision of the shared log (cluster mode) that puts one value key, with no TTL
-    /// and no owner, to a value it does not hold: as `commit(_:)` commits a local write, with the
-    /// log's revision, creation revision and version, when the key is a record or missing (and
-    /// no `match()` would see it created). Whether it did; the general path (`apply`) takes every
-    /// other case: a key something reads, the same value again (a revision with no event).
+    /// and no owner, changed at that revision, to a value it does not hold: as `commit(_:)`
+    /// commits a local write, with the log's revision, creation revision and version, when the key
+    /// is a record or missing (and no `match()` would see it created). Whether it did; the general
+    /// path (`apply`) takes every other case: a key something reads, the same value again (a
+    /// revision with no event), a value that may be the same (`mayBeEquivalent`), a snapshot's
+    /// key, whose revision is older than the snapshot's.
     func applyPlain(_ key: StoredKey, rev newRev: UInt64) -> Bool {
-        guard current == nil, newRev > rev, key.owner == nil, key.expiresAt == nil else { return false }
+        guard current == nil, newRev > rev, key.rev == newRev, key.owner == nil, key.expiresAt == nil else { return false }
         scratch.removeAll(keepingCapacityUpTo: 1 << 16)
         key.value.encode(into: &scratch)
         var name = key.key
         return name.withUTF8 { name in
             let name = UnsafeRawBufferPointer(name)
             let value = scratch.bytes
-            guard let (existing, hash) = plainSlot(name), existing?.record.value.elementsEqualBytes(value) != true else { return false }
+            guard let (existing, hash) = plainSlot(name) else { return false }
+            if let (_, record) = existing, record.value.elementsEqualBytes(value) || Self.mayBeEquivalent(record.value, value) {
+                return false
+            }
             commitPlain(PlainWrite(name: name, value: value, existing: existing, hash: hash, unchanged: false),
                         rev: newRev, createdRev: key.createdRev, version: key.version)
             return true

@@ -19,6 +19,8 @@ final class HotPathParityTests: XCTestCase {
         let values = ["1", "-7", "0", "-0", "01", "1.5", "2e3", "123456789012345678", "9223372036854775807", "99999999999999999999",
                       "\"text\"", "\"with \\\"escape\\\"\"", "\"caf\u{e9}\"", "\"\\u0041\"", "true", "false", "null", "[1,2]",
                       "{\"b\":1,\"a\":2}", "\"\"", "-9223372036854775808",
+                      // Equal values in other bytes: the Kelvin sign is "K" by canonical equivalence.
+                      "\"\\u212A\"", "\"K\"", "\"\\u212Ak\"", "\"Kk\"",
                       // Long strings, which the scanner reads eight bytes at a time: plain, and with
                       // what it must refuse (an escape, a non-ASCII byte, a raw tab) past the first word.
                       "\"" + String(repeating: "0123456789abcdef", count: 4) + "\"",
