@@ -88,7 +88,7 @@ extension Store {
     /// revision with no event), a value that may be the same (`mayBeEquivalent`), a snapshot's
     /// key, whose revision is older than the snapshot's.
     func applyPlain(_ key: StoredKey, rev newRev: UInt64) -> Bool {
-        guard current == nil, newRev > rev, key.rev == newRev, key.owner == nil, key.expiresAt == nil else { return false }
+        guard answersHotRequests, current == nil, newRev > rev, key.rev == newRev, key.owner == nil, key.expiresAt == nil else { return false }
         scratch.removeAll(keepingCapacityUpTo: 1 << 16)
         key.value.encode(into: &scratch)
         var name = key.key

@@ -67,9 +67,10 @@ public final class Store {
     @exclusivity(unchecked) var requestLineBytes: Int?
     /// The bytes of the `restore` parts every session holds (`RestoreParts`).
     var restorePartsBytes = 0
-    /// Whether sessions answer the hot operations from the line's bytes (Session+Hot.swift); when
-    /// false everything takes the general path, which is what the tests of the hot path compare it
-    /// with.
+    /// Whether sessions answer the hot operations from the line's bytes (Session+Hot.swift), and
+    /// (cluster mode) the shared log's revisions of one plain key are applied as plain writes
+    /// (`applyPlain`); when false everything takes the general path, which is what the tests of
+    /// the hot path compare it with.
     @exclusivity(unchecked) var answersHotRequests = true
     /// Cluster mode: the log that decides every transaction that changes shared state
     /// (Store+SharedLog.swift). Nil on one host, where the store decides and pays nothing for it.

@@ -186,4 +186,54 @@ final class HotPathParityTests: XCTestCase {
         if case .record? = harness.store.view("a") {} else { XCTFail("a plain key is a record") }
         XCTAssertEqual(harness.store.value(forKey: "d"), .int(43), "the computed saw the hot writes of its source")
     }
+
+    /// The same in cluster mode (a shared log in memory behind two hosts): there the hot path
+    /// takes `get`, and `set` of a plain key to a new value, which it proposes to the log without
+    /// running a transaction; the log's revisions of one plain key are applied without one too.
+    /// Two clusters get the same random lines, one with the hot path and one without, on either
+    /// host; every line written to every session, the stats and the dump must be the same bytes.
+    func test_inClusterMode_hotAndGeneralPaths_writeTheSameLines() {
+        for seed in UInt64(21)...24 {
+            var random = SplitMix64(seed: seed)
+            let hot = SimulatedCluster(hosts: 2), general = SimulatedCluster(hosts: 2)
+            for store in general.stores { store.answersHotRequests = false }
+            let hotClients = [0, 1, 1].map { Client(store: hot.stores[$0], access: .write) }
+            let generalClients = [0, 1, 1].map { Client(store: general.stores[$0], access: .write) }
+            for clients in [hotClients, generalClients] {
+                clients[1].request(#"{"op":"watch","keys":["**"],"initial":false}"#)
+                clients[2].request(#"{"op":"watch","keys":["k.*","a"],"mode":"latest","initial":false}"#)
+                clients[0].request(#"{"op":"define","key":"c","expr":"$k.1 + 1"}"#)
+                clients[0].request(#"{"op":"define","key":"m","expr":"count(match(\"b.*\"))"}"#)
+                clients[0].request(#"{"op":"define","key":"pair","expr":"[$k.1, $a]"}"#)
+            }
+            var hotSets = 0
+            var previous = ""
+            for step in 0..<1500 {
+                let line = random.below(8) == 0 && !previous.isEmpty ? previous : randomLine(&random)
+                previous = line
+                let sender = random.below(3) == 2 ? 0 : random.below(2)
+                let serial = hot.stores[sender == 0 ? 0 : 1].transactionSerial
+                hotClients[sender].session.receive(line)
+                generalClients[sender].session.receive(line)
+                if line.contains(#""op":"set""#), hot.stores[sender == 0 ? 0 : 1].transactionSerial == serial,
+                   hotClients[sender].output.lines.first?.text.contains(#""changed":true"#) == true {
+                    hotSets += 1
+                }
+                for index in 0..<3 {
+                    let hotLines = Self.take(hotClients[index])
+                    let generalLines = Self.take(generalClients[index])
+                    XCTAssertEqual(hotLines, generalLines, "seed \(seed), step \(step), client \(index), line \(line)")
+                    if hotLines != generalLines { return }
+                }
+            }
+            XCTAssertGreaterThan(hotSets, 8, "sets of plain keys to new values are proposed without a transaction: \(hotSets)")
+            for host in 0..<2 {
+                let (hotClient, generalClient) = (hotClients[host == 0 ? 0 : 1], generalClients[host == 0 ? 0 : 1])
+                XCTAssertEqual(hotClient.send(#"{"op":"dump"}"#), generalClient.send(#"{"op":"dump"}"#))
+                let stats = { (client: Client) in client.request(#"{"op":"stats"}"#).filter { $0.key != "uptime_s" } }
+                XCTAssertEqual(stats(hotClient), stats(generalClient))
+            }
+            XCTAssertEqual(hot.log, general.log, "the same transactions decided")
+        }
+    }
 }
