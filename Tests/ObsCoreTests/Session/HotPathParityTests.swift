@@ -20,7 +20,7 @@ final class HotPathParityTests: XCTestCase {
                       "\"text\"", "\"with \\\"escape\\\"\"", "\"caf\u{e9}\"", "\"\\u0041\"", "true", "false", "null", "[1,2]",
                       "{\"b\":1,\"a\":2}", "\"\"", "-9223372036854775808",
                       // Equal values in other bytes: the Kelvin sign is "K" by canonical equivalence.
-                      "\"\\u212A\"", "\"K\"", "\"\\u212Ak\"", "\"Kk\"",
+                      "\"\\u212A\"", "\"K\"", "\"\\u212Ak\"", "\"Kk\"", "\"0123456789\\u212A\"", "\"0123456789K\"",
                       // Long strings, which the scanner reads eight bytes at a time: plain, and with
                       // what it must refuse (an escape, a non-ASCII byte, a raw tab) past the first word.
                       "\"" + String(repeating: "0123456789abcdef", count: 4) + "\"",
@@ -234,6 +234,24 @@ final class HotPathParityTests: XCTestCase {
                 XCTAssertEqual(stats(hotClient), stats(generalClient))
             }
             XCTAssertEqual(hot.log, general.log, "the same transactions decided")
+        }
+    }
+
+    /// A value equal to the key's in other bytes (the Kelvin sign is "K" by canonical
+    /// equivalence), with the non-ASCII bytes anywhere in the value (in the words the check reads
+    /// eight bytes at a time, or in the bytes after them): the hot path leaves the `set` to the
+    /// general path, which finds it changes nothing.
+    func test_aSetToAnEqualValueInOtherBytes_changesNothing_whereverTheNonASCIIBytesAre() {
+        for (offset, suffix) in [0, 1, 7, 8, 9, 15, 16, 17, 29].flatMap({ [($0, "z"), ($0, "zzzzzzzzzz")] }) {
+            let padding = String(repeating: "p", count: offset)
+            let hot = Harness(), general = Harness()
+            general.store.answersHotRequests = false
+            for harness in [hot, general] {
+                let client = harness.connect()
+                client.request(#"{"op":"set","key":"t","value":"\#(padding)\u212A\#(suffix)"}"#)
+                let answer = client.send(#"{"id":1,"op":"set","key":"t","value":"\#(padding)K\#(suffix)"}"#)
+                XCTAssertEqual(answer, [#"{"id":1,"ok":true,"rev":1,"changed":false}"#], "offset \(offset), suffix \(suffix)")
+            }
         }
     }
 }
