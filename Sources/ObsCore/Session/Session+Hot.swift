@@ -50,7 +50,7 @@ extension Session {
             guard access == .write, store.writeRefusal == nil, let key = request.key, key.kind == .string, let value = request.value else {
                 return false
             }
-            guard let write = store.prepareSet(key.contents(in: line), value.bytes(in: line)) else {
+            guard let write = store.prepareSet(key.contents(in: line), value.bytes(in: line), asciiOnly: true) else {
                 guard value.end - value.start <= store.configuration.maxValueBytes,
                       let node = store.writableNode(key.contents(in: line)) else { return false }
                 answer(.set, request, line) { buffer, _ throws(ObsError) in
@@ -114,7 +114,7 @@ extension Session {
     /// (nothing done) for any other `set`, which the general path takes.
     private func proposeSet(_ request: RequestScanner.Request, _ line: UnsafeRawBufferPointer) -> Bool {
         guard access == .write, store.writeRefusal == nil, let key = request.key, key.kind == .string, let value = request.value,
-              let write = store.prepareSet(key.contents(in: line), value.bytes(in: line)), !write.unchanged else { return false }
+              let write = store.prepareSet(key.contents(in: line), value.bytes(in: line), asciiOnly: true), !write.unchanged else { return false }
         store.requestCounters.count(.set)
         // A scanned id is a string without escapes, an integer or a literal: it encodes as sent,
         // and the token a request before may have left for its answer is not this one's.

@@ -17,7 +17,8 @@ import Glibc
 ///     28  u16  room after the value (the allocation's slack, so that a value that grows by a few
 ///              bytes is written in place)
 ///     30  u8   the name's length less one (names are 1 to 256 bytes)
-///     31  u8   unused
+///     31  u8   1 when the value has a byte of 0x80 or over (UTF-8 beyond ASCII), else 0: a `set`
+///              compares bytes only where both values are ASCII (Store+PlainKeys.swift)
 ///     32  the name, then the value
 struct KeyRecord {
     let address: UnsafeMutableRawPointer
@@ -43,11 +44,15 @@ struct KeyRecord {
     private var slack: Int { Int(address.load(fromByteOffset: 28, as: UInt16.self)) }
     private var nameCount: Int { Int(address.load(fromByteOffset: 30, as: UInt8.self)) + 1 }
 
+    /// Whether the value has non-ASCII bytes (`hasNonASCII`), as the record's writer said.
+    var valueHasNonASCII: Bool { address.load(fromByteOffset: 31, as: UInt8.self) != 0 }
+
     var name: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: address + Self.headerSize, count: nameCount) }
     var value: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: address + Self.headerSize + nameCount, count: valueCount) }
 
-    /// A new record (the name 1 to 256 bytes).
-    static func make(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rev: UInt64, createdRev: UInt64,
+    /// A new record (the name 1 to 256 bytes); `nonASCII` is `hasNonASCII(value)`, which a writer
+    /// that knows it passes without scanning the value again.
+    static func make(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, nonASCII: Bool, rev: UInt64, createdRev: UInt64,
                      version: UInt64) -> KeyRecord {
         let size = allocationSize(name: name.count, value: value.count)
         guard let address = malloc(size) else { fatalError("out of memory for a key of \(size) bytes") }
@@ -56,32 +61,48 @@ struct KeyRecord {
         record.createdRev = createdRev
         record.version = version
         address.storeBytes(of: UInt8(name.count - 1), toByteOffset: 30, as: UInt8.self)
-        address.storeBytes(of: 0, toByteOffset: 31, as: UInt8.self)
         (address + headerSize).copyMemory(from: name.baseAddress!, byteCount: name.count)
-        record.setValue(value, room: size - headerSize - name.count)
+        record.setValue(value, nonASCII: nonASCII, room: size - headerSize - name.count)
         return record
     }
 
     /// The record holding `value` instead: this one when the value fits its allocation, else a new
     /// one (this one is then freed). A value much smaller than the allocation moves too, so that a
     /// key that once held a large value does not keep its memory.
-    func replacingValue(_ value: UnsafeRawBufferPointer) -> KeyRecord {
+    func replacingValue(_ value: UnsafeRawBufferPointer, nonASCII: Bool) -> KeyRecord {
         let room = valueCount + slack
         if value.count <= room, room - value.count <= max(64, value.count) {
-            setValue(value, room: room)
+            setValue(value, nonASCII: nonASCII, room: room)
             return self
         }
-        let moved = KeyRecord.make(name: name, value: value, rev: rev, createdRev: createdRev, version: version)
+        let moved = KeyRecord.make(name: name, value: value, nonASCII: nonASCII, rev: rev, createdRev: createdRev, version: version)
         free()
         return moved
     }
 
     func free() { Glibc.free(address) }
 
-    private func setValue(_ value: UnsafeRawBufferPointer, room: Int) {
+    private func setValue(_ value: UnsafeRawBufferPointer, nonASCII: Bool, room: Int) {
+        assert(nonASCII == Self.hasNonASCII(value), "a record's ASCII flag must say what its value holds")
         if let source = value.baseAddress { (address + Self.headerSize + nameCount).copyMemory(from: source, byteCount: value.count) }
+        address.storeBytes(of: nonASCII ? 1 : 0, toByteOffset: 31, as: UInt8.self)
         address.storeBytes(of: UInt32(value.count), toByteOffset: 24, as: UInt32.self)
         address.storeBytes(of: UInt16(min(room - value.count, Int(UInt16.max))), toByteOffset: 28, as: UInt16.self)
+    }
+
+    /// Whether any byte is 0x80 or over, eight bytes at a time and without a branch per byte.
+    static func hasNonASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var seen: UInt64 = 0
+        var index = 0
+        while index + 8 <= bytes.count {
+            seen |= bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < bytes.count {
+            seen |= UInt64(bytes[index])
+            index += 1
+        }
+        return seen & 0x8080_8080_8080_8080 != 0
     }
 
     /// What to ask malloc for: the header, name and value, rounded up to what glibc hands out

@@ -4,7 +4,7 @@
 /// nothing, and is nil when it is one the general path must make (and answer): a key that is a
 /// node, an invalid name, a value over the limit, a new key that a `match()` would see, an `incr`
 /// of anything but an integer or one that overflows, a value whose bytes differ from the key's
-/// where either has non-ASCII bytes (`mayBeEquivalent`). Called outside any transaction. In cluster
+/// where either has non-ASCII bytes (`mayBeEquivalent`; a record keeps whether its value has). Called outside any transaction. In cluster
 /// mode (`sharedLog` set) the session proposes a prepared `set` (`submitPlainSet`) rather than
 /// committing it, and a revision of the shared log that puts one plain key is applied this way
 /// (`applyPlain`), with the log's revisions.
@@ -14,6 +14,8 @@ extension Store {
         let name: UnsafeRawBufferPointer
         /// The new value's canonical encoding.
         let value: UnsafeRawBufferPointer
+        /// Whether `value` has non-ASCII bytes (`KeyRecord.hasNonASCII`), for its record.
+        let nonASCII: Bool
         /// The key's slot and record; nil when the key is missing.
         let existing: (slot: Int, record: KeyRecord)?
         let hash: Int
@@ -27,38 +29,24 @@ extension Store {
         return record
     }
 
-    /// `set` of a plain key to an encoded value.
-    func prepareSet(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> PlainWrite? {
+    /// `set` of a plain key to an encoded value. `asciiOnly`: the caller knows the value's bytes are
+    /// all ASCII (a scanned request's value: RequestScanner.swift), so they are not looked at again.
+    func prepareSet(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, asciiOnly: Bool) -> PlainWrite? {
         guard value.count <= configuration.maxValueBytes, let (existing, hash) = plainSlot(name) else { return nil }
         let unchanged = existing?.record.value.elementsEqualBytes(value) ?? false
-        if let (_, record) = existing, !unchanged, Self.mayBeEquivalent(record.value, value) { return nil }
-        return PlainWrite(name: name, value: value, existing: existing, hash: hash, unchanged: unchanged)
+        let nonASCII = asciiOnly ? false : KeyRecord.hasNonASCII(value)
+        if let (_, record) = existing, !unchanged, Self.mayBeEquivalent(record, nonASCII) { return nil }
+        return PlainWrite(name: name, value: value, nonASCII: nonASCII, existing: existing, hash: hash, unchanged: unchanged)
     }
 
-    /// Whether two different encodings may still be one value: JSON values compare strings (and
-    /// object member names) by Unicode canonical equivalence, so encodings with non-ASCII bytes
-    /// may be equal values ("é" composed or not, the Kelvin sign and "K"). Canonical encodings in
-    /// ASCII are equal values only when they are the same bytes. A write where this holds takes
-    /// the general path, which compares values: on every host alike, whether the key is a record
-    /// or a node there.
-    private static func mayBeEquivalent(_ held: UnsafeRawBufferPointer, _ new: UnsafeRawBufferPointer) -> Bool {
-        hasNonASCII(held) || hasNonASCII(new)
-    }
-
-    /// Whether any byte is 0x80 or over, eight bytes at a time and without a branch per byte: this
-    /// runs for every hot `set` that changes a key, over both values.
-    private static func hasNonASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var seen: UInt64 = 0
-        var index = 0
-        while index + 8 <= bytes.count {
-            seen |= bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            index += 8
-        }
-        while index < bytes.count {
-            seen |= UInt64(bytes[index])
-            index += 1
-        }
-        return seen & 0x8080_8080_8080_8080 != 0
+    /// Whether a value other in its bytes than `held`'s may still be the same value: JSON values
+    /// compare strings (and object member names) by Unicode canonical equivalence, so encodings
+    /// with non-ASCII bytes may be equal values ("é" composed or not, the Kelvin sign and "K").
+    /// Canonical encodings in ASCII are equal values only when they are the same bytes. A write
+    /// where this holds takes the general path, which compares values: on every host alike,
+    /// whether the key is a record or a node there.
+    private static func mayBeEquivalent(_ held: KeyRecord, _ newHasNonASCII: Bool) -> Bool {
+        held.valueHasNonASCII || newHasNonASCII
     }
 
     /// `incr` of a plain key holding an integer (a missing key counts as 0); the new value's
@@ -74,7 +62,8 @@ extension Store {
         guard !overflow else { return nil }
         scratch.removeAll(keepingCapacityUpTo: 1 << 16)
         JSONValue.appendInteger(sum, to: &scratch)
-        return PlainWrite(name: name, value: scratch.bytes, existing: existing, hash: hash, unchanged: existing != nil && sum == current)
+        return PlainWrite(name: name, value: scratch.bytes, nonASCII: false, existing: existing, hash: hash,
+                          unchanged: existing != nil && sum == current)
     }
 
     /// Commits a prepared write: stored (when the storage keeps commits), a revision, its event.
@@ -112,10 +101,11 @@ extension Store {
             let name = UnsafeRawBufferPointer(name)
             let value = scratch.bytes
             guard let (existing, hash) = plainSlot(name) else { return false }
-            if let (_, record) = existing, record.value.elementsEqualBytes(value) || Self.mayBeEquivalent(record.value, value) {
+            let nonASCII = KeyRecord.hasNonASCII(value)
+            if let (_, record) = existing, record.value.elementsEqualBytes(value) || Self.mayBeEquivalent(record, nonASCII) {
                 return false
             }
-            commitPlain(PlainWrite(name: name, value: value, existing: existing, hash: hash, unchanged: false),
+            commitPlain(PlainWrite(name: name, value: value, nonASCII: nonASCII, existing: existing, hash: hash, unchanged: false),
                         rev: newRev, createdRev: key.createdRev, version: key.version)
             return true
         }
@@ -129,14 +119,14 @@ extension Store {
         watches.appendEvent(.change, key: write.name, created: existing == nil, old: existing.map { .encoded($0.record.value) },
                             new: .encoded(write.value))
         if let (slot, record) = existing {
-            let updated = record.replacingValue(write.value)
+            let updated = record.replacingValue(write.value, nonASCII: write.nonASCII)
             updated.rev = newRev
             updated.createdRev = createdRev
             updated.version = version
             if updated.address != record.address { keys.replace(at: slot, with: .record(updated), hash: write.hash) }
         } else {
-            keys.insert(.record(KeyRecord.make(name: write.name, value: write.value, rev: newRev, createdRev: createdRev, version: version)),
-                        hash: write.hash)
+            keys.insert(.record(KeyRecord.make(name: write.name, value: write.value, nonASCII: write.nonASCII, rev: newRev,
+                                               createdRev: createdRev, version: version)), hash: write.hash)
             keyCount += 1
         }
         watches.commitEvents()

@@ -10,7 +10,7 @@ extension Store {
             var name = key
             // A plain key is written as `set` requests write it (Store+PlainKeys.swift).
             let plain = name.withUTF8 { name -> Result<UInt64, ObsError>? in
-                guard let write = prepareSet(UnsafeRawBufferPointer(name), scratch.bytes) else { return nil }
+                guard let write = prepareSet(UnsafeRawBufferPointer(name), scratch.bytes, asciiOnly: false) else { return nil }
                 return Result { () throws(ObsError) in try commit(write) }
             }
             if let plain { return try plain.get() }

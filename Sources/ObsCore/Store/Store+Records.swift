@@ -81,8 +81,8 @@ extension Store {
                 keys.remove(at: slot)
                 keyCount -= 1
             }
-            keys.insert(.record(KeyRecord.make(name: bytes, value: scratch.bytes, rev: key.rev, createdRev: key.createdRev,
-                                               version: key.version)), hash: hash)
+            keys.insert(.record(KeyRecord.make(name: bytes, value: scratch.bytes, nonASCII: KeyRecord.hasNonASCII(scratch.bytes),
+                                               rev: key.rev, createdRev: key.createdRev, version: key.version)), hash: hash)
         }
         keyCount += 1
     }
@@ -132,8 +132,8 @@ extension Store {
         value.encode(into: &scratch)
         var name = node.name
         let record = name.withUTF8 { name in
-            KeyRecord.make(name: UnsafeRawBufferPointer(name), value: scratch.bytes, rev: node.rev, createdRev: node.createdRev,
-                           version: node.version)
+            KeyRecord.make(name: UnsafeRawBufferPointer(name), value: scratch.bytes, nonASCII: KeyRecord.hasNonASCII(scratch.bytes),
+                           rev: node.rev, createdRev: node.createdRev, version: node.version)
         }
         keys.replace(at: slot, with: .record(record), hash: KeyTable.hash(record.name))
     }

@@ -254,4 +254,32 @@ final class HotPathParityTests: XCTestCase {
             }
         }
     }
+
+    /// A record keeps whether its value has non-ASCII bytes, and a hot `set` (whose value is ASCII)
+    /// trusts it: so every way a record is written must say so, or a `set` of "K" to a key holding
+    /// the Kelvin sign would change it. The ways: a plain write of the library's `setValue`, a key
+    /// made a record again after the general path wrote it, a key loaded at start-up, and a record
+    /// whose value was replaced in place or moved.
+    func test_everyWayARecordIsWritten_keepsWhetherItsValueIsASCII() throws {
+        let kelvin = "\u{212A}", tail = String(repeating: "k", count: 100)
+        func unchanged(_ id: Int, _ rev: Int) -> [String] { [#"{"id":\#(id),"ok":true,"rev":\#(rev),"changed":false}"#] }
+        // The library's plain writes: an equal value in other bytes changes nothing either way
+        // round; a non-ASCII value written in place, then one that moves the record.
+        let store = try Store(storage: MemoryStorage(), clock: ManualClock())
+        let client = Client(store: store, access: .write)
+        try store.setValue(.string("K"), forKey: "a")
+        XCTAssertEqual(try store.setValue(.string(kelvin), forKey: "a"), 1)
+        try store.setValue(.string("Kelvin"), forKey: "b")
+        try store.setValue(.string(kelvin), forKey: "b")
+        XCTAssertEqual(client.send(#"{"id":1,"op":"set","key":"b","value":"K"}"#), unchanged(1, 3))
+        try store.setValue(.string(kelvin + tail), forKey: "b")
+        XCTAssertEqual(client.send(#"{"id":2,"op":"set","key":"b","value":"K\#(tail)"}"#), unchanged(2, 4))
+        // Written by the general path (a batch), then loaded at start-up.
+        let storage = MemoryStorage()
+        let first = Harness(storage: storage).connect()
+        first.request(#"{"op":"batch","ops":[{"op":"set","key":"c","value":"\u212A"}]}"#)
+        XCTAssertEqual(first.send(#"{"id":3,"op":"set","key":"c","value":"K"}"#), unchanged(3, 1))
+        let second = Harness(storage: storage).connect()
+        XCTAssertEqual(second.send(#"{"id":4,"op":"set","key":"c","value":"K"}"#), unchanged(4, 1))
+    }
 }
