@@ -267,6 +267,20 @@ final class GRPCWireTests: XCTestCase {
         var wrongType = ProtoWriter()
         wrongType.bytes(4, [1])
         XCTAssertThrowsError(try RangeResponse(protobuf: wrongType.bytes[...]), "a count given as bytes")
+        // A negative revision, version or count (taken as unsigned further on) is malformed.
+        var header = ProtoWriter()
+        header.int64(3, -1)
+        var negative = ProtoWriter()
+        negative.bytes(1, header.bytes)
+        XCTAssertThrowsError(try RangeResponse(protobuf: negative.bytes[...]), "a negative revision") { error in
+            guard case .malformedResponse = error as? EtcdError else { return XCTFail("a negative revision: \(error)") }
+        }
+        var kv = ProtoWriter()
+        kv.bytes(1, [0x61])
+        kv.int64(3, -9)
+        var withKV = ProtoWriter()
+        withKV.bytes(2, kv.bytes)
+        XCTAssertThrowsError(try RangeResponse(protobuf: withKV.bytes[...]), "a negative mod_revision")
     }
 
     func test_randomBytes_neverTrap() {

@@ -30,6 +30,9 @@ final class GatewayDecodingTests: XCTestCase {
              .requestTooLarge("grpc: received message larger than max (3145780 vs. 2097152)")),
             (#"{"error":"etcdserver: mvcc: database space exceeded","message":"etcdserver: mvcc: database space exceeded","code":8}"#,
              .unavailable("etcdserver: mvcc: database space exceeded", mayHaveBeenApplied: false)),
+            // Checked before etcd proposes anything: not applied, worth sending again later.
+            (#"{"error":"etcdserver: too many requests","message":"etcdserver: too many requests","code":8}"#,
+             .unavailable("etcdserver: too many requests", mayHaveBeenApplied: false)),
             (#"{"error":"etcdserver: key is not provided","message":"etcdserver: key is not provided","code":3}"#,
              .etcd(code: 3, message: "etcdserver: key is not provided")),
         ]
@@ -73,6 +76,26 @@ final class GatewayDecodingTests: XCTestCase {
         XCTAssertThrowsError(try RangeResponse(object(#"{"header":{},"kvs":[{"key":"not base64!"}]}"#)))
         XCTAssertThrowsError(try RangeResponse(object(#"{"kvs":[]}"#)))
         XCTAssertThrowsError(try object("[1]"))
+    }
+
+    /// Revisions, versions and counts are taken as unsigned further on: a negative one is refused
+    /// here, as malformed, rather than trapping there.
+    func test_negativeRevisionsVersionsAndCounts_areMalformed() {
+        let damaged = [
+            #"{"header":{"revision":"-1"}}"#,
+            #"{"header":{"revision":"2"},"kvs":[{"key":"YQ==","mod_revision":"-5"}]}"#,
+            #"{"header":{"revision":"2"},"kvs":[{"key":"YQ==","create_revision":"-5"}]}"#,
+            #"{"header":{"revision":"2"},"kvs":[{"key":"YQ==","version":"-1"}]}"#,
+            #"{"header":{"revision":"2"},"count":"-3"}"#,
+        ]
+        for json in damaged {
+            XCTAssertThrowsError(try RangeResponse(object(json)), json) { error in
+                guard case .malformedResponse = error as? EtcdError else { return XCTFail("\(json): \(error)") }
+            }
+        }
+        XCTAssertThrowsError(try WatchMessage(object(#"{"header":{"revision":"3"},"compact_revision":"-1"}"#)))
+        XCTAssertNoThrow(try RangeResponse(object(#"{"header":{"revision":"2"},"kvs":[{"key":"YQ==","lease":"-7"}]}"#)),
+                         "a lease is an ID, which may be any 64 bits")
     }
 
     func test_prefixRangeEnd() {

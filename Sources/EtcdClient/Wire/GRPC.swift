@@ -306,7 +306,7 @@ extension ResponseHeader {
             switch field {
             case 1: clusterID = try value.uint64("cluster_id")
             case 2: memberID = try value.uint64("member_id")
-            case 3: revision = try value.int64("revision")
+            case 3: revision = try value.nonNegative("revision")
             case 4: raftTerm = try value.uint64("raft_term")
             default: break
             }
@@ -331,9 +331,9 @@ extension KeyValue {
         while let (field, value) = try reader.next() {
             switch field {
             case 1: key = Array(try value.bytes("key"))
-            case 2: createRevision = try value.int64("create_revision")
-            case 3: modRevision = try value.int64("mod_revision")
-            case 4: version = try value.int64("version")
+            case 2: createRevision = try value.nonNegative("create_revision")
+            case 3: modRevision = try value.nonNegative("mod_revision")
+            case 4: version = try value.nonNegative("version")
             case 5: self.value = Array(try value.bytes("value"))
             case 6: lease = try value.int64("lease")
             default: break
@@ -352,7 +352,7 @@ extension RangeResponse {
             case 1: header = try ResponseHeader(protobuf: value.bytes("header"))
             case 2: kvs.append(try KeyValue(protobuf: value.bytes("kvs")))
             case 3: more = try value.bool("more")
-            case 4: count = try value.int64("count")
+            case 4: count = try value.nonNegative("count")
             default: break
             }
         }
@@ -382,7 +382,7 @@ extension DeleteRangeResponse {
         while let (field, value) = try reader.next() {
             switch field {
             case 1: header = try ResponseHeader(protobuf: value.bytes("header"))
-            case 2: deleted = try value.int64("deleted")
+            case 2: deleted = try value.nonNegative("deleted")
             case 3: prevKVs.append(try KeyValue(protobuf: value.bytes("prev_kvs")))
             default: break
             }
@@ -426,7 +426,7 @@ extension StatusResponse {
             switch field {
             case 1: header = try ResponseHeader(protobuf: value.bytes("header"))
             case 2: version = try value.string("version")
-            case 3: dbSize = try value.int64("dbSize")
+            case 3: dbSize = try value.nonNegative("dbSize")
             case 4: leader = try value.uint64("leader")
             case 5: raftIndex = try value.uint64("raftIndex")
             case 6: raftTerm = try value.uint64("raftTerm")
@@ -482,7 +482,7 @@ struct WatchMessage {
             case 1: header = try ResponseHeader(protobuf: value.bytes("header"))
             case 3: created = try value.bool("created")
             case 4: canceled = try value.bool("canceled")
-            case 5: compactRevision = try value.int64("compact_revision")
+            case 5: compactRevision = try value.nonNegative("compact_revision")
             case 6: cancelReason = try value.string("cancel_reason")
             case 7: fragment = try value.bool("fragment")
             case 11: events.append(try WatchEvent(protobuf: value.bytes("events")))

@@ -95,6 +95,10 @@ struct GatewayFailure: Sendable, Hashable {
         // no write until an operator compacts, defragments and disarms it.
         case Code.resourceExhausted where message.contains("database space exceeded"):
             return .unavailable(message, mayHaveBeenApplied: false)
+        // etcd's applying is far behind what it committed (ErrTooManyRequests, checked before a
+        // request is proposed): a write is refused, not applied, and may be sent again later.
+        case Code.resourceExhausted where message.contains("too many requests"):
+            return .unavailable(message, mayHaveBeenApplied: false)
         default:
             return .etcd(code: code, message: message)
         }

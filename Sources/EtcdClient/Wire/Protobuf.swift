@@ -132,6 +132,14 @@ extension ProtoReader.Value {
         return Int64(bitPattern: value)
     }
 
+    /// A revision, version or count, which etcd never sends negative (obsd takes them as
+    /// unsigned): a negative one is a malformed response.
+    func nonNegative(_ name: String) throws(EtcdError) -> Int64 {
+        let value = try int64(name)
+        guard value >= 0 else { throw .malformedResponse("\(name) is negative (\(value))") }
+        return value
+    }
+
     func uint64(_ name: String) throws(EtcdError) -> UInt64 {
         guard case .varint(let value) = self else { throw .malformedResponse("\(name) is not an integer") }
         return value

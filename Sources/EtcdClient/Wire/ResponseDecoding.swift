@@ -73,6 +73,14 @@ struct GatewayObject {
         throw .malformedResponse("\(name) is not a 64-bit integer")
     }
 
+    /// A revision, version or count, which etcd never sends negative (obsd takes them as
+    /// unsigned): a negative one is a malformed response.
+    func nonNegative(_ name: String) throws(EtcdError) -> Int64 {
+        let value = try int64(name)
+        guard value >= 0 else { throw .malformedResponse("\(name) is negative (\(value))") }
+        return value
+    }
+
     func uint64(_ name: String) throws(EtcdError) -> UInt64 {
         switch fields[name] {
         case nil: return 0
@@ -94,15 +102,15 @@ extension ResponseHeader {
     init(_ object: GatewayObject?) throws(EtcdError) {
         guard let object else { throw .malformedResponse("no header") }
         self.init(clusterID: try object.uint64("cluster_id"), memberID: try object.uint64("member_id"),
-                  revision: try object.int64("revision"), raftTerm: try object.uint64("raft_term"))
+                  revision: try object.nonNegative("revision"), raftTerm: try object.uint64("raft_term"))
     }
 }
 
 extension KeyValue {
     init(_ object: GatewayObject) throws(EtcdError) {
         self.init(key: try object.bytes("key"), value: try object.bytes("value"),
-                  createRevision: try object.int64("create_revision"), modRevision: try object.int64("mod_revision"),
-                  version: try object.int64("version"), lease: try object.int64("lease"))
+                  createRevision: try object.nonNegative("create_revision"), modRevision: try object.nonNegative("mod_revision"),
+                  version: try object.nonNegative("version"), lease: try object.int64("lease"))
     }
 }
 
@@ -111,7 +119,7 @@ extension RangeResponse {
         var kvs: [KeyValue] = []
         for kv in try object.objects("kvs") { kvs.append(try KeyValue(kv)) }
         self.init(header: try ResponseHeader(object.object("header")), kvs: kvs, more: try object.bool("more"),
-                  count: try object.int64("count"))
+                  count: try object.nonNegative("count"))
     }
 }
 
@@ -126,7 +134,7 @@ extension DeleteRangeResponse {
     init(_ object: GatewayObject) throws(EtcdError) {
         var prevKVs: [KeyValue] = []
         for kv in try object.objects("prev_kvs") { prevKVs.append(try KeyValue(kv)) }
-        self.init(header: try ResponseHeader(object.object("header")), deleted: try object.int64("deleted"),
+        self.init(header: try ResponseHeader(object.object("header")), deleted: try object.nonNegative("deleted"),
                   prevKVs: prevKVs)
     }
 }
@@ -211,7 +219,7 @@ extension WatchMessage {
         header = try ResponseHeader(result.object("header"))
         created = try result.bool("created")
         canceled = try result.bool("canceled")
-        compactRevision = try result.int64("compact_revision")
+        compactRevision = try result.nonNegative("compact_revision")
         cancelReason = try result.string("cancel_reason") ?? ""
         fragment = try result.bool("fragment")
         for event in try result.objects("events") { events.append(try WatchEvent(event)) }

@@ -13,7 +13,7 @@ extension Session {
                 let (result, commit) = try store.transact { () throws(ObsError) in try apply(self, request) }
                 return .now(Reply(fields: result(commit.rev), needsSync: commit.persisted))
             }
-            return submit(id: request.id, { [unowned self] () throws(ObsError) in try apply(self, request) }) { result, rev in
+            return submit(id: request.id, { [self] () throws(ObsError) in try apply(self, request) }) { result, rev in
                 Reply(fields: result(rev))
             }
         }
@@ -21,9 +21,17 @@ extension Session {
 
     /// Cluster mode: proposes a write to the shared log; its answer, built by `reply` from what
     /// the write returned and the revision that committed it, comes once the log decided.
+    ///
+    /// The write holds the session (`body` and the answer) until it is decided, whether or not its
+    /// client is still there: a write that lost a race runs again, as this session's (an
+    /// ephemeral key it sets is the session's). A write decided after the session closed may have
+    /// made a key ephemeral to it: such keys are removed then, as they were at the close.
     func submit<T>(id: JSONValue, _ body: @escaping () throws(ObsError) -> T, reply: @escaping (T, UInt64) -> Reply) -> Answer {
-        store.submit(body) { [weak self] outcome in
-            self?.answerLater(id: id, outcome.map { reply($0.0, $0.1) })
+        undecidedWrites += 1
+        store.submit(body) { [self] outcome in
+            undecidedWrites -= 1
+            answerLater(id: id, outcome.map { reply($0.0, $0.1) })
+            if isClosed { removeEphemeralKeys() }
         }
         return .later
     }
@@ -41,7 +49,7 @@ extension Session {
                 throw error.at(index: index)
             }
         }
-        let body = { [unowned self] () throws(ObsError) -> [WriteResult] in
+        let body = { [self] () throws(ObsError) -> [WriteResult] in
             var results: [WriteResult] = []
             for (index, write) in writes.enumerated() {
                 do throws(ObsError) {
@@ -146,7 +154,7 @@ extension Session {
             restoreParts.drop(from: &store.restorePartsBytes)
         }
         let replace = request.bool("replace") ?? false
-        let body = { [unowned self] () throws(ObsError) in try store.restore(keys: keys, bindings: bindings, replace: replace) }
+        let body = { [store] () throws(ObsError) in try store.restore(keys: keys, bindings: bindings, replace: replace) }
         guard store.sharedLog == nil else {
             return submit(id: request.id, body) { Reply(fields: [("rev", .int(Int64($1)))]) }
         }

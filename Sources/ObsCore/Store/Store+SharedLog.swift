@@ -219,7 +219,7 @@ extension Store {
                 for name in valueKeys(readBy: effect) { current?.depend(on: name) }
             }
         }, done: { [self] (result: Result<((), UInt64), ObsError>) in
-            if case .failure(let error) = result, error.code == .unavailable, attempt < Self.maxProposalAttempts {
+            if case .failure(let error) = result, Self.mayPass(error), attempt < Self.maxProposalAttempts {
                 repair(unique, missedAt: rev, attempt: attempt + 1)
             }
         })

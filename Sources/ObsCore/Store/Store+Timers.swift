@@ -46,17 +46,26 @@ extension Store {
 
     /// A write no client waits for (expiry, ephemeral removal): committed at once on one host; in
     /// cluster mode proposed to the shared log, and tried again a second later while the log
-    /// cannot be reached (every host proposes its expiries: the first wins, the others find the
-    /// key gone).
+    /// cannot take it (every host proposes its expiries: the first wins, the others find the
+    /// key gone). Nothing else would ever make it again: whatever failure the log answered that
+    /// may pass (`Store.mayPass`), it is tried again.
     func write(reason: String, _ body: @escaping () throws(ObsError) -> Void) {
         guard sharedLog != nil else {
             _ = try? transact(reason: reason, body)
             return
         }
         submit(reason: reason, body) { [self] outcome in
-            guard case .failure(let error) = outcome, error.code == .unavailable else { return }
+            guard case .failure(let error) = outcome, Self.mayPass(error) else { return }
             retries.push(clock.monotonic + configuration.timeRefreshInterval) { [self] in write(reason: reason, body) }
         }
+    }
+
+    /// Whether a failure of the shared log may pass, so that a write no client waits for is tried
+    /// again: etcd out of reach or refusing for now (`unavailable`), or answering what the host
+    /// could not take (`internal`: an answer it could not read, an error it does not know). A
+    /// write refused as too large, or one whose own checks failed, would fail again.
+    static func mayPass(_ error: ObsError) -> Bool {
+        error.code == .unavailable || error.code == .internal
     }
 
     private func runRetries() {

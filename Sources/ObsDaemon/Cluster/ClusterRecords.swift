@@ -25,13 +25,15 @@ struct ClusterRecords {
     /// Names this host's incarnation in ephemeral keys' owners: a host that restarts is another
     /// host (its old keys go with its old lease).
     let host: String
-    /// The keys of the meta records, made once: every write reads the first.
-    let bindingsEpoch: [UInt8], reasonKey: [UInt8], publishKey: [UInt8]
+    /// The keys of the meta records, made once: every write reads the first. `graphEpoch` is put by
+    /// every transaction that changes a definition or a binding, and compared by each of them.
+    let bindingsEpoch: [UInt8], graphEpoch: [UInt8], reasonKey: [UInt8], publishKey: [UInt8]
 
     init(prefix: [UInt8], host: String) {
         self.prefix = prefix
         self.host = host
         bindingsEpoch = Self.key(prefix, .meta, "bindings")
+        graphEpoch = Self.key(prefix, .meta, "graph")
         reasonKey = Self.key(prefix, .meta, "reason")
         publishKey = Self.key(prefix, .meta, "publish")
     }
@@ -73,7 +75,7 @@ struct ClusterRecords {
     /// each field but `value` only when there is one. Written field by field, in the order the
     /// general encoder sorts an object's names (so the bytes are the same), without building the
     /// object: this runs for every write a host sends.
-    func value(_ key: StoredKey, session: UInt64?, bindingsRev: Int64? = nil) -> [UInt8] {
+    func value(_ key: StoredKey, owner: String?, bindingsRev: Int64? = nil) -> [UInt8] {
         var record: [UInt8] = []
         record.reserveCapacity(32)
         record.append(UInt8(ascii: "{"))
@@ -87,15 +89,20 @@ struct ClusterRecords {
             JSONValue.double(expiresAt).encode(into: &record)
             record.append(UInt8(ascii: ","))
         }
-        if let session {
+        if let owner {
             record.append(#""owner":"#)
-            JSONValue.string("\(host)/\(session)").encode(into: &record)
+            JSONValue.string(owner).encode(into: &record)
             record.append(UInt8(ascii: ","))
         }
         record.append(#""value":"#)
         key.value.encode(into: &record)
         record.append(UInt8(ascii: "}"))
         return record
+    }
+
+    /// The owner of an ephemeral key set by `session` of this host, as its record says it.
+    func owner(session: UInt64) -> String {
+        "\(host)/\(session)"
     }
 
     func definition(_ definition: StoredDefinition) -> [UInt8] {
@@ -165,6 +172,11 @@ struct ClusterRecords {
             }
         }
         return (key, object["bindings_rev"]?.intValue)
+    }
+
+    /// The owner a value key's record names (an ephemeral key's), as written.
+    func owner(of kv: KeyValue) -> String? {
+        (try? object(kv.value))?["owner"]?.stringValue
     }
 
     /// The record of a plain key as hosts write it, `{"value":V}` or `{"bindings_rev":N,"value":V}`

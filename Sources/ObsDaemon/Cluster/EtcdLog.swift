@@ -37,6 +37,10 @@ final class EtcdLog: SharedLog {
     /// Value keys that are ephemeral (put with a lease): deleting them without a reason is their
     /// host's lease running out.
     private var ephemeralKeys: Set<String> = []
+    /// Another host's ephemeral keys: the owner their record names and the lease they were put
+    /// with. A write here that keeps a key's owner (`incr`, a binding's write) puts the key with
+    /// them, so that it still goes with that host's session or with that host (`put(_:)`).
+    private var foreignOwners: [String: (owner: String, lease: Int64)] = [:]
     /// The newest revision etcd reported.
     private var etcdRevision: Int64 = 0
     /// Records under the prefix that could not be read, committed after etcd's revision when
@@ -58,9 +62,8 @@ final class EtcdLog: SharedLog {
 
     // Under way.
     private enum Pending {
-        /// `leaseRenewed`: sent again after etcd refused it for a lease that was gone. `put`: the
-        /// record of a plain write, sent as one put (`applyOwnPut`).
-        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void, leaseRenewed: Bool, put: PutRequest?)
+        /// `put`: the record of a plain write, sent as one put (`applyOwnPut`).
+        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void, put: PutRequest?)
         case publish(done: (Result<Int, ObsError>) -> Void)
         case leaseGrant
         case keepAlive
@@ -106,9 +109,9 @@ final class EtcdLog: SharedLog {
     private var toldBehind = false
     private var lease: Int64 = 0
     private var leaseGrantUnderWay = false
-    /// Proposals etcd refused because their ephemeral keys' lease was gone, to send again once this
-    /// host holds a new one.
-    private var waitingForLease: [(proposal: Proposal, decided: (Decision) -> Void)] = []
+    /// Proposals etcd refused because their ephemeral keys' lease was gone, to be run again (as a
+    /// lost race is: `.superseded`) once this host holds a new one.
+    private var waitingForLease: [(Decision) -> Void] = []
     private var nextKeepAlive: Double?
     private var lastFailure: String?
     private var watchLive = false
@@ -441,16 +444,12 @@ final class EtcdLog: SharedLog {
     // MARK: SharedLog
 
     func propose(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void) {
-        propose(proposal, leaseRenewed: false, decided)
-    }
-
-    private func propose(_ proposal: Proposal, leaseRenewed: Bool, _ decided: @escaping (Decision) -> Void) {
         if let diverged { return decided(.failed(ObsError(.unavailable, diverged))) }
         let request = request(for: proposal)
         var put: PutRequest?
         if case .put(let record) = request { put = record }
         let id = client.submit(request, timeout: .milliseconds(Int64(timeout * 1000)))
-        pending[id] = .proposal(proposal, seen: store.rev, decided: decided, leaseRenewed: leaseRenewed, put: put)
+        pending[id] = .proposal(proposal, seen: store.rev, decided: decided, put: put)
     }
 
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
@@ -487,8 +486,24 @@ final class EtcdLog: SharedLog {
     /// The request a proposal becomes: a put for a plain write, a transaction otherwise.
     private func request(for proposal: Proposal) -> EtcdRequest {
         guard proposal.isPlainWrite, let key = proposal.changes.putKeys.first else { return .txn(transaction(for: proposal)) }
-        let value = records.value(key, session: key.owner, bindingsRev: modRevisions[records.bindingsEpoch] ?? 0)
-        return .put(PutRequest(key: records.key(.value, key.key), value: value, lease: key.owner == nil ? 0 : lease))
+        return .put(put(key, bindingsRev: modRevisions[records.bindingsEpoch] ?? 0))
+    }
+
+    /// The put of a value key's record: an ephemeral key of a session of this host's with this
+    /// host's lease; another host's (`StoredKey.remoteOwner`) with its owner and lease as applied.
+    private func put(_ key: StoredKey, bindingsRev: Int64? = nil) -> PutRequest {
+        let recordKey = records.key(.value, key.key)
+        switch key.owner {
+        case nil:
+            return PutRequest(key: recordKey, value: records.value(key, owner: nil, bindingsRev: bindingsRev))
+        case StoredKey.remoteOwner?:
+            let foreign = foreignOwners[key.key]
+            return PutRequest(key: recordKey, value: records.value(key, owner: foreign?.owner, bindingsRev: bindingsRev),
+                              lease: foreign?.lease ?? 0)
+        case let session?:
+            return PutRequest(key: recordKey, value: records.value(key, owner: records.owner(session: session), bindingsRev: bindingsRev),
+                              lease: lease)
+        }
     }
 
     /// The transaction a proposal becomes.
@@ -507,16 +522,24 @@ final class EtcdLog: SharedLog {
             txn.compares.append(Compare(key: epoch, .equal, .modRevision(modRevisions[epoch] ?? 0)))
             txn.failure.append(.range(RangeRequest(key: epoch)))
         }
+        // Changes of the graph's shape are made one at a time for the cluster: of two that would
+        // close a cycle together (bindings x -> y and y -> x, computeds a = $b and b = $a, each
+        // refused on one host), the second is run again, sees the first, and is refused too.
+        let changesShape = !changes.putDefinitions.isEmpty || !changes.deletedDefinitions.isEmpty
+            || !changes.putBindings.isEmpty || !changes.deletedBindings.isEmpty
+        if changesShape {
+            let epoch = records.graphEpoch
+            txn.compares.append(Compare(key: epoch, .equal, .modRevision(modRevisions[epoch] ?? 0)))
+            txn.failure.append(.range(RangeRequest(key: epoch)))
+            txn.success.append(.put(PutRequest(key: epoch, value: Array("{}".utf8))))
+        }
         for target in changes.deletedBindings { txn.success.append(.deleteRange(DeleteRangeRequest(key: records.key(.binding, target)))) }
         for name in changes.deletedDefinitions { txn.success.append(.deleteRange(DeleteRangeRequest(key: records.key(.definition, name)))) }
         for name in changes.deletedKeys { txn.success.append(.deleteRange(DeleteRangeRequest(key: records.key(.value, name)))) }
         for definition in changes.putDefinitions {
             txn.success.append(.put(PutRequest(key: records.key(.definition, definition.key), value: records.definition(definition))))
         }
-        for key in changes.putKeys {
-            txn.success.append(.put(PutRequest(key: records.key(.value, key.key), value: records.value(key, session: key.owner),
-                                               lease: key.owner == nil ? 0 : lease)))
-        }
+        for key in changes.putKeys { txn.success.append(.put(put(key))) }
         for binding in changes.putBindings {
             txn.success.append(.put(PutRequest(key: records.key(.binding, binding.to), value: records.binding(binding))))
         }
@@ -595,7 +618,7 @@ final class EtcdLog: SharedLog {
                                 + "not cluster \(String(clusterID, radix: 16)) this host read its state from (its endpoints name "
                                 + "members of different clusters, or etcd was made again)")
             switch request {
-            case .proposal(_, _, let decided, _, _): decided(.failed(error))
+            case .proposal(_, _, let decided, _): decided(.failed(error))
             case .publish(let done):
                 publishAnswered()
                 done(.failure(error))
@@ -603,7 +626,7 @@ final class EtcdLog: SharedLog {
                 leaseGrantUnderWay = false
                 let proposals = waitingForLease
                 waitingForLease.removeAll()
-                for (_, decided) in proposals { decided(.failed(error)) }
+                for decided in proposals { decided(.failed(error)) }
             default: break
             }
             return
@@ -619,7 +642,7 @@ final class EtcdLog: SharedLog {
             lastFailure = nil
         }
         switch (request, result) {
-        case (.proposal(let proposal, let seen, let decided, _, _), .success(.txn(let response))):
+        case (.proposal(let proposal, let seen, let decided, _), .success(.txn(let response))):
             let rev = UInt64(response.header.revision)
             if response.succeeded {
                 if proposal.changes.isEmpty {
@@ -640,18 +663,27 @@ final class EtcdLog: SharedLog {
                 afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
                               late: { decided(.failed(self.notApplied(changedAt))) })
             }
-        case (.proposal(_, let seen, let decided, _, let put), .success(.put(let response))):
+        case (.proposal(_, let seen, let decided, let put), .success(.put(let response))):
             let rev = UInt64(response.header.revision)
             if rev <= seen { return decided(.failed(wentBack(seen: seen, found: "committed a write at revision \(rev)"))) }
             if let put, store.rev == rev - 1, applyOwnPut(put, at: rev) { appliedFromAnswers += 1 }
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
-        case (.proposal(let proposal, _, let decided, false, _), .failure(.leaseNotFound)):
+        case (.proposal(let proposal, _, let decided, _), .failure(.leaseNotFound))
+            where proposal.changes.putKeys.contains(where: { $0.owner == StoredKey.remoteOwner }):
+            // Another host's ephemeral key, put with that host's lease (`put(_:)`): the lease is
+            // gone, and the key with it, which this host applies when its watch brings the delete.
+            // Not this host's lease (its keepalives tell about that one).
+            decided(.failed(ObsError(.unavailable, "another host's ephemeral key this write changes is gone with that host's "
+                                     + "lease (etcd: requested lease not found); try again")))
+        case (.proposal(_, _, let decided, _), .failure(.leaseNotFound)):
             // This host's lease is gone (revoked, or run out while etcd was out of reach) and its
-            // ephemeral keys with it; etcd applied nothing. Sent again with a new lease.
-            waitingForLease.append((proposal, decided))
+            // ephemeral keys with it; etcd applied nothing. Run again once there is a new lease:
+            // not sent again as it was, since its compares would be written from revisions applied
+            // since, which its changes were not made from (another host may have taken the key).
+            waitingForLease.append(decided)
             renewLease()
-        case (.proposal(_, _, let decided, _, _), .failure(let error)):
+        case (.proposal(_, _, let decided, _), .failure(let error)):
             decided(.failed(refusal(error) ?? failure(error)))
         case (.publish(let done), .success(let response)):
             let rev = UInt64(response.header.revision)
@@ -672,13 +704,19 @@ final class EtcdLog: SharedLog {
             log.info("cluster: new lease \(lease)")
             let proposals = waitingForLease
             waitingForLease.removeAll()
-            for (proposal, decided) in proposals { propose(proposal, leaseRenewed: true, decided) }
+            for decided in proposals { decided(.superseded(rev: store.rev)) }
         case (.keepAlive, .success(.leaseKeepAlive(let renewal))) where renewal.ttl == 0:
             // The lease ran out (etcd was out of reach longer than its TTL): this host's ephemeral
             // keys are gone for every host. Take a new one for the keys set from now on.
             renewLease()
         case (.resync(var reading), .success(.range(let page))):
-            reading.take(page)
+            do throws(EtcdError) {
+                try reading.take(page)
+            } catch {
+                _ = failure(error)
+                watchRetryAt = now + 1
+                break
+            }
             if reading.done, let range = reading.read {
                 resync(range, at: reading.revision)
             } else {
@@ -696,7 +734,7 @@ final class EtcdLog: SharedLog {
             let refused = failure(error)
             let proposals = waitingForLease
             waitingForLease.removeAll()
-            for (_, decided) in proposals { decided(.failed(refused)) }
+            for decided in proposals { decided(.failed(refused)) }
         case (.keepAlive, .failure(let error)):
             _ = failure(error)
         case (.historyCheck(let seen), .success(let response)) where UInt64(response.header.revision) < seen:
@@ -916,11 +954,13 @@ final class EtcdLog: SharedLog {
                     let (key, writerBindingsRev) = try records.writtenKey(name, event.kv)
                     removeReplacedDefinition(name, by: event.kv.modRevision)
                     if key.owner != nil { ephemeralKeys.insert(name) } else { ephemeralKeys.remove(name) }
+                    noteOwner(name, key, event.kv)
                     transaction.putKeys.append(key)
                     // A put without compares, from a host that had not applied the last binding change.
                     if let writerBindingsRev, writerBindingsRev != bindingsRev { bindingsUnseen = true }
                 case (.value, .delete):
                     if ephemeralKeys.remove(name) != nil { leaseExpired = true }
+                    foreignOwners[name] = nil
                     transaction.deletedKeys.append(name)
                 case (.definition, .put):
                     transaction.putDefinitions.append(try records.storedDefinition(name, event.kv))
@@ -980,6 +1020,15 @@ final class EtcdLog: SharedLog {
         return store.rev == rev
     }
 
+    /// Notes whose ephemeral key `name` is, when it is another host's (`foreignOwners`).
+    private func noteOwner(_ name: String, _ key: StoredKey, _ kv: KeyValue) {
+        if key.owner == StoredKey.remoteOwner, let owner = records.owner(of: kv) {
+            foreignOwners[name] = (owner, kv.lease)
+        } else if !foreignOwners.isEmpty {
+            foreignOwners[name] = nil
+        }
+    }
+
     /// A record that could not be read, committed at `revision` (its put or delete), which
     /// this host had not seen before (`state(of:at:seen:)`).
     private func skip(_ key: [UInt8], at revision: UInt64, _ why: String) {
@@ -1007,6 +1056,7 @@ final class EtcdLog: SharedLog {
         }
         modRevisions.removeAll()
         ephemeralKeys.removeAll()
+        foreignOwners.removeAll()
         store.applySnapshot(state(of: range, at: revision, seen: store.rev))
         resyncedAt = UInt64(revision)
         startWatch()
@@ -1063,6 +1113,7 @@ final class EtcdLog: SharedLog {
                 case .value:
                     let key = try records.storedKey(name, kv)
                     if key.owner != nil { ephemeralKeys.insert(name) }
+                    noteOwner(name, key, kv)
                     state.keys.append(key)
                 case .definition: state.definitions.append(try records.storedDefinition(name, kv))
                 case .binding: state.bindings.append(try records.storedBinding(name, kv))

@@ -48,8 +48,10 @@ struct PrefixRead {
         return request
     }
 
-    /// Takes a page's answer.
-    mutating func take(_ page: RangeResponse) {
+    /// Takes a page's answer. A page that says more keys follow but holds none would have the read
+    /// ask for the same page for ever: etcd never answers so, and it is taken as malformed.
+    mutating func take(_ page: RangeResponse) throws(EtcdError) {
+        if page.more && page.kvs.isEmpty { throw .malformedResponse("a page of the prefix says more keys follow, but holds none") }
         if read == nil {
             read = page
             if !given { revision = page.header.revision }
@@ -86,7 +88,7 @@ struct PrefixRead {
                 guard case .range(let page) = try client.waitForAnswer(client.submit(.range(reading.nextPage))) else {
                     throw EtcdError.malformedResponse("a range answered with another kind")
                 }
-                reading.take(page)
+                try reading.take(page)
             } catch {
                 guard reading.retry(after: error) else { throw error }
             }

@@ -208,6 +208,74 @@ final class SharedLogTests: XCTestCase {
         for store in cluster.stores { XCTAssertNil(store.value(forKey: "presence.me")) }
     }
 
+    /// A write that lost a race runs again once its host applied the winner's revision. Its
+    /// client may be gone by then (the daemon drops a connection that hung up, and with it the
+    /// session): the write still runs, as the session's, and nothing it ran with was freed.
+    func test_aWriteThatLostARace_runsAgain_afterItsClientIsGone() {
+        for closes in [true, false] {
+            let cluster = SimulatedCluster(hosts: 2)
+            let other = Client(store: cluster.stores[1], access: .write)
+            cluster.decidesAtOnce = false
+            other.send(#"{"op":"incr","key":"n"}"#)
+            var gone: Client? = Client(store: cluster.stores[0], access: .write)
+            weak let session = gone!.session
+            gone!.send(#"{"op":"batch","ops":[{"op":"incr","key":"n"},{"op":"set","key":"m","value":1}]}"#)
+            if closes { gone!.session.close() }
+            gone = nil
+            cluster.decide()
+            for store in cluster.stores {
+                XCTAssertEqual(store.value(forKey: "n"), 2, "closed first: \(closes)")
+                XCTAssertEqual(store.value(forKey: "m"), 1, "closed first: \(closes)")
+            }
+            XCTAssertNil(session, "the session is let go once its write is decided")
+        }
+    }
+
+    /// An ephemeral key whose write was under way when its connection closed: the close found
+    /// nothing to remove, so the key goes once the write is decided, on every host, and so does
+    /// one its write set again after losing a race.
+    func test_anEphemeralKeySetWhileItsConnectionCloses_vanishesOnceTheWriteIsDecided() {
+        for loses in [false, true] {
+            let cluster = SimulatedCluster(hosts: 2)
+            let watcher = Client(store: cluster.stores[1], access: .write)
+            watcher.request(#"{"op":"watch","keys":["presence.*"],"initial":false}"#)
+            cluster.decidesAtOnce = false
+            // The batch depends on `n`: an increment on the other host first makes it lose.
+            if loses { watcher.send(#"{"op":"incr","key":"n"}"#) }
+            let owner = Client(store: cluster.stores[0], access: .write)
+            owner.send(#"{"op":"batch","ops":[{"op":"incr","key":"n"},{"op":"set","key":"presence.me","value":true,"ephemeral":true}]}"#)
+            owner.session.close()
+            cluster.decide()
+            for store in cluster.stores {
+                XCTAssertNil(store.value(forKey: "presence.me"), "lost a race: \(loses)")
+                XCTAssertEqual(store.value(forKey: "n"), loses ? 2 : 1)
+            }
+            XCTAssertEqual(watcher.events().map { $0["reason"] }, [nil, "ephemeral"], "lost a race: \(loses)")
+        }
+    }
+
+    /// Two writes that each refuse a cycle on one host, raced from two hosts, would close one
+    /// together: bindings x -> y and y -> x, or computeds a = $b and b = $a. The second the log
+    /// decides runs again, finds the first, and is refused as it would be on one host.
+    func test_twoWritesThatCloseACycleTogether_racedFromTwoHosts_oneIsRefused() {
+        let pairs = [(#"{"id":1,"op":"bind","from":"x","to":"y"}"#, #"{"id":2,"op":"bind","from":"y","to":"x"}"#),
+                     (#"{"id":1,"op":"define","key":"a","expr":"$b"}"#, #"{"id":2,"op":"define","key":"b","expr":"$a"}"#),
+                     (#"{"id":1,"op":"define","key":"a","expr":"$b + 1"}"#, #"{"id":2,"op":"bind","from":"a","to":"b"}"#)]
+        for (first, second) in pairs {
+            let cluster = SimulatedCluster(hosts: 2)
+            let hosts = clients(cluster)
+            cluster.decidesAtOnce = false
+            hosts[0].send(first)
+            hosts[1].send(second)
+            cluster.decide()
+            let answers = hosts.flatMap { $0.output.take() }.compactMap { try? JSONValue.parse($0) }
+            XCTAssertEqual(answers.filter { $0["ok"] == true }.count, 1, "\(first) \(second): \(answers)")
+            XCTAssertEqual(answers.compactMap { $0["error"]?["code"] }, ["cycle"], "\(first) \(second)")
+            let dumps = cluster.stores.map { JSONValue.object(Dictionary(uniqueKeysWithValues: $0.dump())).encoded }
+            XCTAssertEqual(dumps[0], dumps[1], "one state on both hosts")
+        }
+    }
+
     /// Every host's timer proposes the expiry; the first wins, the others find the key gone.
     func test_aTTLKeyExpiresOnce() {
         let cluster = SimulatedCluster(hosts: 3)

@@ -15,6 +15,7 @@ final class SimulatedCluster {
         /// The revision of every record as this member's store last applied it.
         var applied: [String: UInt64] = [:]
         var appliedBindingsRev: UInt64 = 0
+        var appliedGraphRev: UInt64 = 0
 
         init(cluster: SimulatedCluster, index: Int) {
             self.cluster = cluster
@@ -25,8 +26,10 @@ final class SimulatedCluster {
             // The revisions the proposal was made from are this host's applied ones now, as an
             // etcd transaction's compares would be written now.
             let seen = proposal.depends.map { applied[$0] ?? 0 }
-            let seenBindings = appliedBindingsRev
-            cluster.queue.append { [self] in cluster.decide(proposal, seen: seen, seenBindings: seenBindings, from: self, decided) }
+            let seenBindings = appliedBindingsRev, seenGraph = appliedGraphRev
+            cluster.queue.append { [self] in
+                cluster.decide(proposal, seen: seen, seenBindings: seenBindings, seenGraph: seenGraph, from: self, decided)
+            }
             if cluster.decidesAtOnce { cluster.decide() }
         }
 
@@ -57,6 +60,9 @@ final class SimulatedCluster {
     private(set) var log: [StoredTransaction] = []
     private var records: [String: (created: UInt64, mod: UInt64, version: UInt64)] = [:]
     private var bindingsRev: UInt64 = 0
+    /// The revision of the last change of a definition or binding (EtcdLog's graph epoch), and
+    /// each member's as applied.
+    private var graphRev: UInt64 = 0
 
     init(hosts: Int, configuration: StoreConfiguration = .init()) {
         for index in 0..<hosts {
@@ -87,13 +93,16 @@ final class SimulatedCluster {
         while !queue.isEmpty { queue.removeFirst()() }
     }
 
-    private func decide(_ proposal: Proposal, seen: [UInt64], seenBindings: UInt64, from member: Member,
+    private func decide(_ proposal: Proposal, seen: [UInt64], seenBindings: UInt64, seenGraph: UInt64, from member: Member,
                         _ decided: (Decision) -> Void) {
         guard available else { return decided(.failed(ObsError(.unavailable, "simulated outage"))) }
         let changes = proposal.changes
         let writesValues = !changes.putKeys.isEmpty || !changes.deletedKeys.isEmpty
+        let changesShape = !changes.putDefinitions.isEmpty || !changes.deletedDefinitions.isEmpty
+            || !changes.putBindings.isEmpty || !changes.deletedBindings.isEmpty
         let stale = zip(proposal.depends, seen).contains { (records[$0.0]?.mod ?? 0) != $0.1 }
             || (writesValues && !proposal.isPlainWrite && bindingsRev != seenBindings)
+            || (changesShape && graphRev != seenGraph)
         let bindingsUnseen = proposal.isPlainWrite && bindingsRev != seenBindings
         if stale { return decided(.superseded(rev: rev)) }
         if changes.isEmpty { return decided(.committed(rev: rev)) }
@@ -120,6 +129,7 @@ final class SimulatedCluster {
         transaction.putBindings = changes.putBindings
         transaction.deletedBindings = changes.deletedBindings
         if !changes.putBindings.isEmpty || !changes.deletedBindings.isEmpty { bindingsRev = rev }
+        if changesShape { graphRev = rev }
         log.append(transaction)
         for other in members {
             var copy = transaction
@@ -132,6 +142,7 @@ final class SimulatedCluster {
             for key in changes.putKeys { other.applied[key.key] = rev }
             for definition in changes.putDefinitions { other.applied[definition.key] = rev }
             other.appliedBindingsRev = bindingsRev
+            other.appliedGraphRev = graphRev
             stores[other.index].apply(copy, bindingsUnseen: bindingsUnseen)
         }
         decided(.committed(rev: rev))

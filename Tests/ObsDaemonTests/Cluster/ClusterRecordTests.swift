@@ -40,7 +40,7 @@ final class ClusterRecordTests: XCTestCase {
             if Bool.random() { key.expiresAt = Double(Int.random(in: 1_700_000_000_000...1_900_000_000_000)) / 1000 }
             let session: UInt64? = Bool.random() ? UInt64.random(in: 1...UInt64.max) : nil
             let bindingsRev: Int64? = Bool.random() ? Int64.random(in: 0...Int64.max) : nil
-            let written = records.value(key, session: session, bindingsRev: bindingsRev)
+            let written = records.value(key, owner: session.map { records.owner(session: $0) }, bindingsRev: bindingsRev)
             XCTAssertEqual(written, generalEncoding(key, session: session, bindingsRev: bindingsRev),
                            "trial \(trial): \(String(decoding: written, as: UTF8.self))")
             let kv = KeyValue(key: records.key(.value, "k"), value: written, createRevision: 3, modRevision: 7, version: 2)
@@ -64,7 +64,7 @@ final class ClusterRecordTests: XCTestCase {
         for trial in 0..<1_000 {
             let key = StoredKey(key: "k", value: randomValue(), rev: 7, createdRev: 3, version: 2)
             let bindingsRev: Int64? = trial % 3 == 0 ? nil : (trial % 3 == 1 ? Int64.random(in: 0...99) : Int64.random(in: 0...999_999_999_999))
-            let written = records.value(key, session: nil, bindingsRev: bindingsRev)
+            let written = records.value(key, owner: nil, bindingsRev: bindingsRev)
             let plain = try XCTUnwrap(ClusterRecords.plainRecord(written), "trial \(trial): \(String(decoding: written, as: UTF8.self))")
             XCTAssertEqual(plain.value, key.value)
             XCTAssertEqual(plain.bindingsRev, bindingsRev)

@@ -135,6 +135,24 @@ final class ClusterHostileTests: XCTestCase {
     /// A `define` on one host and a `set` of the same key on another, sent together: on one host
     /// one of them fails (the set is `read_only`, or the define `exists`); in the cluster whatever
     /// won must be what every host serves, a host started afterwards included.
+    /// Two changes that would close a cycle together, sent to two hosts at once, many times: of
+    /// each pair exactly one is taken and the other refused with `cycle`, however they raced.
+    func test_twoBindsOrDefinesThatCloseACycle_racedFromTwoHosts_oneIsRefused() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let first = try hosts.client(0), second = try hosts.client(1)
+        for round in 0..<12 {
+            let (x, y) = ("cy\(round).x", "cy\(round).y")
+            let pair = round % 2 == 0
+                ? (#"{"op":"bind","from":"\#(x)","to":"\#(y)"}"#, #"{"op":"bind","from":"\#(y)","to":"\#(x)"}"#)
+                : (#"{"op":"define","key":"\#(x)","expr":"$\#(y)"}"#, #"{"op":"define","key":"\#(y)","expr":"$\#(x)"}"#)
+            first.send(pair.0 + "\n")
+            second.send(pair.1 + "\n")
+            let answers = [json(first.readLine()), json(second.readLine())]
+            XCTAssertEqual(answers.filter { $0["ok"] as? Bool == true }.count, 1, "round \(round): \(answers)")
+            XCTAssertEqual(answers.compactMap { ($0["error"] as? [String: Any])?["code"] as? String }, ["cycle"], "round \(round)")
+        }
+    }
+
     func test_aDefineAndASetOfOneKeyRacedFromTwoHosts_leaveOneStateEverywhere() throws {
         let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
         let definer = try hosts.client(0), setter = try hosts.client(1)

@@ -404,6 +404,29 @@ final class ClusterTests: XCTestCase {
         }
     }
 
+    /// `incr` keeps a key's owner: an ephemeral key set on host 0 and incremented on host 1 is
+    /// still host 0's, and goes when its connection closes, and when host 0 is killed. (Host 1
+    /// once put it with its own lease and an owner naming no session, so it stayed.)
+    func test_anEphemeralKeyIncrementedOnAnotherHost_stillGoesWithItsConnectionAndItsHost() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        let watcher = try watch(hosts, 1, ["ephx.*"])
+        for (key, ending) in [("ephx.closed", "close"), ("ephx.killed", "kill")] {
+            let owner = try hosts.client(0)
+            owner.send(#"{"op":"set","key":"\#(key)","value":1,"ephemeral":true}"# + "\n")
+            XCTAssertEqual(json(owner.readLine())["ok"] as? Bool, true)
+            XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 1)
+            XCTAssertEqual(try hosts.request(1, #"{"op":"incr","key":"\#(key)"}"#)["value"] as? Int, 2)
+            XCTAssertEqual(ClusterHosts.event(watcher)["new"] as? Int, 2)
+            XCTAssertEqual(try hosts.request(1, #"{"op":"describe","key":"\#(key)"}"#)["ephemeral"] as? Bool, true)
+            if ending == "close" { owner.shutdownWrite() } else { hosts.kill(0) }
+            let event = ClusterHosts.event(watcher)
+            XCTAssertEqual(event["event"] as? String, "delete", "\(ending): \(event)\n\(hosts.logs)")
+            XCTAssertEqual(event["key"] as? String, key)
+            XCTAssertEqual(event["reason"] as? String, "ephemeral")
+            withExtendedLifetime(owner) {}
+        }
+    }
+
     /// Every host's timer proposes the expiry; the first wins, the others find the key gone.
     func test_aTTLKeyExpiresOnce() throws {
         // A cluster of its own: revisions are counted, and other tests' leases running out on
