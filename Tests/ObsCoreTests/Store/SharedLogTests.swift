@@ -289,6 +289,32 @@ final class SharedLogTests: XCTestCase {
         XCTAssertEqual(hosts[2].events().map { $0["reason"] }, ["ttl"])
     }
 
+    /// A write no client waits for (a TTL key's expiry, a closed connection's ephemeral keys) is
+    /// tried again a second later after any failure of the log that may pass, not `unavailable`
+    /// only: given up, the key would stay. One refused as too large would fail again: not retried.
+    func test_writesNoClientWaitsFor_areTriedAgainAfterAFailureThatMayPass() {
+        for (refusal, retried) in [(ObsError(.unavailable, "no quorum"), true), (ObsError(.internal, "etcdserver: something new"), true),
+                                   (ObsError(.tooLarge, "etcd refused the transaction as too large"), false)] {
+            let cluster = SimulatedCluster(hosts: 1)
+            let store = cluster.stores[0]
+            let client = clients(cluster)[0]
+            client.request(#"{"op":"set","key":"t","value":1,"ttl_ms":500}"#)
+            let owner = Client(store: store, access: .write)
+            owner.request(#"{"op":"set","key":"e","value":1,"ephemeral":true}"#)
+            cluster.refusal = refusal
+            owner.session.close()
+            cluster.clock.advance(1)
+            store.tick()
+            XCTAssertEqual(store.value(forKey: "t"), 1, "\(refusal.code)")
+            XCTAssertEqual(store.value(forKey: "e"), 1, "\(refusal.code)")
+            cluster.refusal = nil
+            cluster.clock.advance(1.5)
+            store.tick()
+            XCTAssertEqual(store.value(forKey: "t") == nil, retried, "\(refusal.code): the expiry")
+            XCTAssertEqual(store.value(forKey: "e") == nil, retried, "\(refusal.code): the ephemeral key")
+        }
+    }
+
     func test_whenTheLogIsUnavailable_writesFailWithUnavailable_andReadsGoOn() {
         let cluster = SimulatedCluster(hosts: 2)
         let hosts = clients(cluster)

@@ -55,6 +55,8 @@ final class SimulatedCluster {
     var decidesAtOnce = true
     /// False plays a lost quorum: every proposal fails with `unavailable`.
     var available = true
+    /// Set, every proposal fails with it (an answer of etcd's the host could not take, say).
+    var refusal: ObsError?
     private(set) var rev: UInt64 = 0
     /// Committed transactions, in order.
     private(set) var log: [StoredTransaction] = []
@@ -96,6 +98,7 @@ final class SimulatedCluster {
     private func decide(_ proposal: Proposal, seen: [UInt64], seenBindings: UInt64, seenGraph: UInt64, from member: Member,
                         _ decided: (Decision) -> Void) {
         guard available else { return decided(.failed(ObsError(.unavailable, "simulated outage"))) }
+        if let refusal { return decided(.failed(refusal)) }
         let changes = proposal.changes
         let writesValues = !changes.putKeys.isEmpty || !changes.deletedKeys.isEmpty
         let changesShape = !changes.putDefinitions.isEmpty || !changes.deletedDefinitions.isEmpty
