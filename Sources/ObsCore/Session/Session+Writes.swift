@@ -23,15 +23,12 @@ extension Session {
     /// the write returned and the revision that committed it, comes once the log decided.
     ///
     /// The write holds the session (`body` and the answer) until it is decided, whether or not its
-    /// client is still there: a write that lost a race runs again, as this session's (an
-    /// ephemeral key it sets is the session's). A write decided after the session closed may have
-    /// made a key ephemeral to it: such keys are removed then, as they were at the close.
+    /// client is still there: a write that lost a race runs again, as this session's. An ephemeral
+    /// key it makes that the log brings after the session closed is removed then, as at the close
+    /// (`Store.removeOrphanedEphemeralKeys`).
     func submit<T>(id: JSONValue, _ body: @escaping () throws(ObsError) -> T, reply: @escaping (T, UInt64) -> Reply) -> Answer {
-        undecidedWrites += 1
         store.submit(body) { [self] outcome in
-            undecidedWrites -= 1
             answerLater(id: id, outcome.map { reply($0.0, $0.1) })
-            if isClosed { removeEphemeralKeys() }
         }
         return .later
     }

@@ -31,8 +31,6 @@ public final class Session {
     let watchClient: WatchClient
     /// Keys this session set with `ephemeral: true` (it may have lost some to other writers).
     var ephemeralKeys: Set<String> = []
-    /// Writes this session proposed to the shared log that are not decided yet (cluster mode).
-    var undecidedWrites = 0
     /// The size at which `ephemeralKeys` next forgets the keys this session no longer owns.
     var ephemeralPruneAt = 1024
     /// Set when the session must be closed after its output is flushed (a line over the limit):
@@ -54,6 +52,7 @@ public final class Session {
         watchClient = store.watches.register(lines)
         id = store.nextOwnerID
         store.nextOwnerID += 1
+        store.openOwners.insert(id)
         store.requestCounters.sessionsOpened += 1
     }
 
@@ -211,6 +210,7 @@ public final class Session {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
+        store.openOwners.remove(id)
         waitingLines.removeAll()
         store.watches.remove(watchClient)
         removeEphemeralKeys()
@@ -222,9 +222,7 @@ public final class Session {
     /// sees them go before its `goodbye`).
     public func removeEphemeralKeys() {
         store.removeEphemeralKeys(ephemeralKeys, owner: id)
-        // A write not decided yet (cluster mode) may still make one of them this session's: their
-        // names are kept until it is (`submit`).
-        if undecidedWrites == 0 { ephemeralKeys.removeAll() }
+        ephemeralKeys.removeAll()
     }
 
     /// A session dropped without `close()` still stops its watches (they refer back to it).

@@ -105,6 +105,20 @@ extension Store {
             preconditionFailure("a replicated transaction failed: \(error)")
         }
         if !applied.missedBindings.isEmpty { repair(applied.missedBindings, missedAt: transaction.rev) }
+        removeOrphanedEphemeralKeys(transaction.putKeys)
+    }
+
+    /// Removes, as a closing session's are (reason "ephemeral"), the ephemeral keys just applied
+    /// whose owner is a session of this host that is closed by now: its write was decided after
+    /// the close found nothing to remove, or it failed as far as the session knew (no answer
+    /// within the timeout) but was committed. Another host's keys go with their own sessions.
+    private func removeOrphanedEphemeralKeys(_ keys: [StoredKey]) {
+        var orphaned: [UInt64: Set<String>] = [:]
+        for key in keys {
+            guard let owner = key.owner, owner != StoredKey.remoteOwner, !openOwners.contains(owner) else { continue }
+            orphaned[owner, default: []].insert(key.key)
+        }
+        for (owner, names) in orphaned { removeEphemeralKeys(names, owner: owner) }
     }
 
     /// The revision, creation revision and version of the value key `name` as this store holds

@@ -55,6 +55,9 @@ public final class Store {
     var placeholders: [String] = []
     /// The owner of the next connection's ephemeral keys.
     var nextOwnerID: UInt64 = 1
+    /// The owner ids of the sessions open now (cluster mode: an ephemeral key of this host's that
+    /// the log brings for a session closed by then is removed: `removeOrphanedEphemeralKeys`).
+    var openOwners: Set<UInt64> = []
     @exclusivity(unchecked) var transactionSerial: UInt64 = 0
     let startedAt: Double
 

@@ -9,6 +9,9 @@
 //   PREFIX b/TARGET    a binding, under its target: {"from":...,"to":...} with "map", "two_way", "unmap"
 //   PREFIX m/bindings  bumped by every transaction that changes a binding (its mod revision is what
 //                      writes compare, so none is decided without the bindings its host had)
+//   PREFIX m/graph     put by every transaction that changes a definition or a binding, which
+//                      compares its mod revision: such changes are made one at a time, so two
+//                      raced from two hosts cannot close a cycle together
 //   PREFIX m/reason    put in a transaction whose deletes no client asked for: "ttl" or "ephemeral"
 //   PREFIX m/publish   a channel message: {"channel":...,"payload":...}
 //

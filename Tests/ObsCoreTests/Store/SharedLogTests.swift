@@ -232,25 +232,28 @@ final class SharedLogTests: XCTestCase {
     }
 
     /// An ephemeral key whose write was under way when its connection closed: the close found
-    /// nothing to remove, so the key goes once the write is decided, on every host, and so does
-    /// one its write set again after losing a race.
-    func test_anEphemeralKeySetWhileItsConnectionCloses_vanishesOnceTheWriteIsDecided() {
-        for loses in [false, true] {
+    /// nothing to remove, so the key goes once a host applies it, on every host; so does one its
+    /// write set again after losing a race, and one whose write was answered with a failure (no
+    /// answer within the timeout) though it was committed.
+    func test_anEphemeralKeySetWhileItsConnectionCloses_vanishesOnceTheWriteIsApplied() {
+        for (loses, answer) in [(false, nil), (true, nil), (false, ObsError(.unavailable, "not applied within the timeout"))] {
             let cluster = SimulatedCluster(hosts: 2)
             let watcher = Client(store: cluster.stores[1], access: .write)
             watcher.request(#"{"op":"watch","keys":["presence.*"],"initial":false}"#)
             cluster.decidesAtOnce = false
+            cluster.answersCommittedWith = answer
             // The batch depends on `n`: an increment on the other host first makes it lose.
             if loses { watcher.send(#"{"op":"incr","key":"n"}"#) }
             let owner = Client(store: cluster.stores[0], access: .write)
             owner.send(#"{"op":"batch","ops":[{"op":"incr","key":"n"},{"op":"set","key":"presence.me","value":true,"ephemeral":true}]}"#)
             owner.session.close()
             cluster.decide()
+            let variant = "lost a race: \(loses), answered: \(answer?.message ?? "committed")"
             for store in cluster.stores {
-                XCTAssertNil(store.value(forKey: "presence.me"), "lost a race: \(loses)")
-                XCTAssertEqual(store.value(forKey: "n"), loses ? 2 : 1)
+                XCTAssertNil(store.value(forKey: "presence.me"), variant)
+                XCTAssertEqual(store.value(forKey: "n"), loses ? 2 : 1, variant)
             }
-            XCTAssertEqual(watcher.events().map { $0["reason"] }, [nil, "ephemeral"], "lost a race: \(loses)")
+            XCTAssertEqual(watcher.events().map { $0["reason"] }, [nil, "ephemeral"], variant)
         }
     }
 

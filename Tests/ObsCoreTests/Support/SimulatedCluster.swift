@@ -57,6 +57,9 @@ final class SimulatedCluster {
     var available = true
     /// Set, every proposal fails with it (an answer of etcd's the host could not take, say).
     var refusal: ObsError?
+    /// Set, a committed proposal is answered with it (no answer within the timeout, though etcd
+    /// committed the write and every host applies it).
+    var answersCommittedWith: ObsError?
     private(set) var rev: UInt64 = 0
     /// Committed transactions, in order.
     private(set) var log: [StoredTransaction] = []
@@ -148,6 +151,6 @@ final class SimulatedCluster {
             other.appliedGraphRev = graphRev
             stores[other.index].apply(copy, bindingsUnseen: bindingsUnseen)
         }
-        decided(.committed(rev: rev))
+        decided(answersCommittedWith.map { .failed($0) } ?? .committed(rev: rev))
     }
 }

@@ -132,9 +132,6 @@ final class ClusterHostileTests: XCTestCase {
         XCTAssertEqual(described["ok"] as? Bool, true, "\(described)\n\(obsd.log)")
     }
 
-    /// A `define` on one host and a `set` of the same key on another, sent together: on one host
-    /// one of them fails (the set is `read_only`, or the define `exists`); in the cluster whatever
-    /// won must be what every host serves, a host started afterwards included.
     /// Two changes that would close a cycle together, sent to two hosts at once, many times: of
     /// each pair exactly one is taken and the other refused with `cycle`, however they raced.
     func test_twoBindsOrDefinesThatCloseACycle_racedFromTwoHosts_oneIsRefused() throws {
@@ -153,6 +150,9 @@ final class ClusterHostileTests: XCTestCase {
         }
     }
 
+    /// A `define` on one host and a `set` of the same key on another, sent together: on one host
+    /// one of them fails (the set is `read_only`, or the define `exists`); in the cluster whatever
+    /// won must be what every host serves, a host started afterwards included.
     func test_aDefineAndASetOfOneKeyRacedFromTwoHosts_leaveOneStateEverywhere() throws {
         let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
         let definer = try hosts.client(0), setter = try hosts.client(1)
