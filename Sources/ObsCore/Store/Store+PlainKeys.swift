@@ -4,10 +4,10 @@
 /// nothing, and is nil when it is one the general path must make (and answer): a key that is a
 /// node, an invalid name, a value over the limit, a new key that a `match()` would see, an `incr`
 /// of anything but an integer or one that overflows, a value whose bytes differ from the key's
-/// where either has non-ASCII bytes (`mayBeEquivalent`; a record keeps whether its value has). Called outside any transaction. In cluster
-/// mode (`sharedLog` set) the session proposes a prepared `set` (`submitPlainSet`) rather than
-/// committing it, and a revision of the shared log that puts one plain key is applied this way
-/// (`applyPlain`), with the log's revisions.
+/// where either has non-ASCII bytes (`mayBeEquivalent`; a record keeps whether its value has).
+/// Called outside any transaction. In cluster mode (`sharedLog` set) the session proposes a
+/// prepared `set` (`submitPlainSet`) rather than committing it, and a revision of the shared log
+/// that puts one plain key is applied this way (`applyPlain`), with the log's revisions.
 extension Store {
     /// A write of a plain key, checked and ready to commit (valid until the store next changes).
     struct PlainWrite {

@@ -154,19 +154,21 @@ struct ClusterRecords {
         try writtenKey(name, kv).key
     }
 
-    /// A value key, and the bindings revision its writer had applied when it was put without
-    /// compares.
-    func writtenKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> (key: StoredKey, bindingsRev: Int64?) {
+    /// A value key, the bindings revision its writer had applied when it was put without
+    /// compares, and the owner its record names as written (another host's ephemeral key's is
+    /// written with it again by a write that keeps the owner: EtcdLog's `foreignOwners`).
+    func writtenKey(_ name: String, _ kv: KeyValue) throws(Unreadable) -> (key: StoredKey, bindingsRev: Int64?, owner: String?) {
         try validName(name)
         if let (value, bindingsRev) = Self.plainRecord(kv.value) {
             return (StoredKey(key: name, value: value, rev: UInt64(kv.modRevision), createdRev: UInt64(kv.createRevision),
-                              version: UInt64(kv.version)), bindingsRev)
+                              version: UInt64(kv.version)), bindingsRev, nil)
         }
         let object = try object(kv.value)
         guard let value = object["value"] else { throw Unreadable(message: "no \"value\"") }
         var key = StoredKey(key: name, value: value, rev: UInt64(kv.modRevision), createdRev: UInt64(kv.createRevision),
                             version: UInt64(kv.version), expiresAt: object["expires_at"]?.doubleValue)
-        if let owner = object["owner"]?.stringValue {
+        let owner = object["owner"]?.stringValue
+        if let owner {
             let parts = owner.split(separator: "/")
             if parts.count == 2, parts[0] == host, let session = UInt64(parts[1]) {
                 key.owner = session
@@ -174,12 +176,7 @@ struct ClusterRecords {
                 key.owner = StoredKey.remoteOwner
             }
         }
-        return (key, object["bindings_rev"]?.intValue)
-    }
-
-    /// The owner a value key's record names (an ephemeral key's), as written.
-    func owner(of kv: KeyValue) -> String? {
-        (try? object(kv.value))?["owner"]?.stringValue
+        return (key, object["bindings_rev"]?.intValue, owner)
     }
 
     /// The record of a plain key as hosts write it, `{"value":V}` or `{"bindings_rev":N,"value":V}`

@@ -951,10 +951,10 @@ final class EtcdLog: SharedLog {
             do throws(ClusterRecords.Unreadable) {
                 switch (kind, event.kind) {
                 case (.value, .put):
-                    let (key, writerBindingsRev) = try records.writtenKey(name, event.kv)
+                    let (key, writerBindingsRev, owner) = try records.writtenKey(name, event.kv)
                     removeReplacedDefinition(name, by: event.kv.modRevision)
                     if key.owner != nil { ephemeralKeys.insert(name) } else { ephemeralKeys.remove(name) }
-                    noteOwner(name, key, event.kv)
+                    noteOwner(name, key, owner, event.kv.lease)
                     transaction.putKeys.append(key)
                     // A put without compares, from a host that had not applied the last binding change.
                     if let writerBindingsRev, writerBindingsRev != bindingsRev { bindingsUnseen = true }
@@ -1021,9 +1021,9 @@ final class EtcdLog: SharedLog {
     }
 
     /// Notes whose ephemeral key `name` is, when it is another host's (`foreignOwners`).
-    private func noteOwner(_ name: String, _ key: StoredKey, _ kv: KeyValue) {
-        if key.owner == StoredKey.remoteOwner, let owner = records.owner(of: kv) {
-            foreignOwners[name] = (owner, kv.lease)
+    private func noteOwner(_ name: String, _ key: StoredKey, _ owner: String?, _ lease: Int64) {
+        if key.owner == StoredKey.remoteOwner, let owner {
+            foreignOwners[name] = (owner, lease)
         } else if !foreignOwners.isEmpty {
             foreignOwners[name] = nil
         }
@@ -1111,9 +1111,9 @@ final class EtcdLog: SharedLog {
             do throws(ClusterRecords.Unreadable) {
                 switch kind {
                 case .value:
-                    let key = try records.storedKey(name, kv)
+                    let (key, _, owner) = try records.writtenKey(name, kv)
                     if key.owner != nil { ephemeralKeys.insert(name) }
-                    noteOwner(name, key, kv)
+                    noteOwner(name, key, owner, kv.lease)
                     state.keys.append(key)
                 case .definition: state.definitions.append(try records.storedDefinition(name, kv))
                 case .binding: state.bindings.append(try records.storedBinding(name, kv))

@@ -48,6 +48,7 @@ final class ClusterRecordTests: XCTestCase {
             XCTAssertEqual(read.key.value, key.value)
             XCTAssertEqual(read.key.expiresAt, key.expiresAt)
             XCTAssertEqual(read.key.owner, session)
+            XCTAssertEqual(read.owner, session.map { records.owner(session: $0) }, "the owner as written")
             XCTAssertEqual(read.bindingsRev, bindingsRev)
             if trial % 500 == 0 { XCTAssertEqual(read.key.rev, 7) }
         }
