@@ -8,8 +8,9 @@ public protocol SharedLog: AnyObject {
     /// Asks the log to commit `proposal`. `decided` is called once, on the store's thread: with
     /// `.committed(rev)` once this host's store has applied that revision, with `.superseded(rev)`
     /// when a key the proposal depends on changed first (once the store has applied `rev`, so
-    /// that running the write again sees the change), or with `.failed` (the log cannot be
-    /// reached: `unavailable`).
+    /// that running the write again sees the change), with `.retry` when the log could not take
+    /// it for a reason that has passed (a lease its ephemeral keys need was renewed), or with
+    /// `.failed` (the log cannot be reached: `unavailable`).
     func propose(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void)
 
     /// Sends a channel message to the watches of every host; `done` gets the number of watches on
@@ -56,6 +57,11 @@ public struct Proposal: Sendable {
 /// A shared log's answer to a proposal.
 public enum Decision: Sendable {
     case committed(rev: UInt64)
+    /// A key the proposal depends on changed first: the write lost a race, and runs again.
     case superseded(rev: UInt64)
+    /// The log took nothing, for a reason that has passed (`because`, as a client may read it
+    /// when the write's time runs out before it can run again): the write runs again, having
+    /// lost no race.
+    case retry(rev: UInt64, because: String)
     case failed(ObsError)
 }

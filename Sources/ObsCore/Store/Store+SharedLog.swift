@@ -1,9 +1,7 @@
 /// Cluster mode: writes proposed to the shared log, and the log's decided transactions applied.
 extension Store {
-    /// How many times a repair of bindings the log could not take is tried again; and the most
-    /// times a write that lost a race (a key it depends on changed first) is run again, however
-    /// fast the races go, within `proposalRetrySeconds`.
-    static let maxProposalAttempts = 16
+    /// The most times a write that lost a race (a key it depends on changed first) is run again,
+    /// however fast the races go, within `proposalRetrySeconds`.
     static let maxProposalRaces = 1024
 
     /// Runs a write the cluster way (`SharedLog`): against the state applied so far, taken back,
@@ -12,13 +10,13 @@ extension Store {
     /// applied revision when it changed nothing), or with the error of the body or of the log.
     func submit<T>(reason: String? = nil, _ body: @escaping () throws(ObsError) -> T,
                    done: @escaping (Result<(T, UInt64), ObsError>) -> Void) {
-        submit(reason: reason, attempt: 1, giveUpAt: clock.monotonic + configuration.proposalRetrySeconds, body, done: done)
+        submit(reason: reason, races: 0, giveUpAt: clock.monotonic + configuration.proposalRetrySeconds, body, done: done)
     }
 
     /// Of many hosts racing for one key (a counter they all increment), each round has one winner:
     /// a write is run again as long as its time allows, not a number of times that many racers
-    /// would exhaust.
-    private func submit<T>(reason: String?, attempt: Int, giveUpAt: Double, _ body: @escaping () throws(ObsError) -> T,
+    /// would exhaust. `races`: how many it lost so far.
+    private func submit<T>(reason: String?, races: Int, giveUpAt: Double, _ body: @escaping () throws(ObsError) -> T,
                            done: @escaping (Result<(T, UInt64), ObsError>) -> Void) {
         guard let sharedLog else { preconditionFailure("submit needs a shared log") }
         let value: T
@@ -38,11 +36,17 @@ extension Store {
             case .committed(let rev):
                 done(.success((value, rev)))
             case .superseded:
-                guard attempt < Self.maxProposalRaces, clock.monotonic < giveUpAt else {
-                    done(.failure(ObsError(.unavailable, "the write lost \(attempt) races with other hosts for the same keys; try again")))
+                guard races + 1 < Self.maxProposalRaces, clock.monotonic < giveUpAt else {
+                    done(.failure(ObsError(.unavailable, "the write lost \(races + 1) races with other hosts for the same keys; try again")))
                     return
                 }
-                submit(reason: reason, attempt: attempt + 1, giveUpAt: giveUpAt, body, done: done)
+                submit(reason: reason, races: races + 1, giveUpAt: giveUpAt, body, done: done)
+            case .retry(_, let because):
+                guard clock.monotonic < giveUpAt else {
+                    done(.failure(ObsError(.unavailable, "\(because), but the write's time ran out before it could run again; try again")))
+                    return
+                }
+                submit(reason: reason, races: races, giveUpAt: giveUpAt, body, done: done)
             case .failed(let error):
                 done(.failure(error))
             }
@@ -65,7 +69,7 @@ extension Store {
             switch decision {
             case .committed(let rev):
                 done(.success((true, rev)))
-            case .superseded:
+            case .superseded, .retry:
                 submit({ [self] () throws(ObsError) in try set(name, value) }) { outcome in done(outcome.map { ($0.0, $0.1) }) }
             case .failed(let error):
                 done(.failure(error))
@@ -216,12 +220,13 @@ extension Store {
     /// `rev` (a later change carries or repairs its own binding writes), and the proposal depends
     /// on the target and on the value keys the source reads: of the hosts that all run this, the
     /// first one the log decides writes, the others are superseded, run again, and find the
-    /// target written. A repair the log could not take is tried again, up to
-    /// `maxProposalAttempts` times.
-    private func repair(_ effects: [BindingEffect], missedAt rev: UInt64, attempt: Int = 1) {
+    /// target written. A repair is a write no client waits for: one the log could not take is tried
+    /// again as long as it may pass (etcd out of reach), as an expiry is; it writes nothing once a
+    /// later change carries the binding's write.
+    private func repair(_ effects: [BindingEffect], missedAt rev: UInt64) {
         var unique: [BindingEffect] = []
         for effect in effects where !unique.contains(where: { $0 === effect }) { unique.append(effect) }
-        submit({ [self] () throws(ObsError) in
+        write(reason: nil) { [self] () throws(ObsError) in
             for effect in unique {
                 guard let binding = bindings[effect.target], binding.forward === effect || binding.backward === effect,
                       let source = existing(effect.source), source.rev <= rev, (existing(effect.target)?.rev ?? 0) <= rev
@@ -232,11 +237,7 @@ extension Store {
                 current?.depend(on: effect.target)
                 for name in valueKeys(readBy: effect) { current?.depend(on: name) }
             }
-        }, done: { [self] (result: Result<((), UInt64), ObsError>) in
-            if case .failure(let error) = result, Self.mayPass(error), attempt < Self.maxProposalAttempts {
-                repair(unique, missedAt: rev, attempt: attempt + 1)
-            }
-        })
+        }
     }
 
     /// The value keys `node` reads, directly or through computed keys.

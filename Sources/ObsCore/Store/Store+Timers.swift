@@ -44,19 +44,22 @@ extension Store {
         }
     }
 
-    /// A write no client waits for (expiry, ephemeral removal): committed at once on one host; in
+    /// A write no client waits for (expiry, ephemeral removal, a binding's repair): committed at once on one host; in
     /// cluster mode proposed to the shared log, and tried again a second later while the log
     /// cannot take it (every host proposes its expiries: the first wins, the others find the
     /// key gone). Nothing else would ever make it again: whatever failure the log answered that
-    /// may pass (`Store.mayPass`), it is tried again.
-    func write(reason: String, _ body: @escaping () throws(ObsError) -> Void) {
+    /// may pass (`Store.mayPass`), it is tried again. After `internal` (an answer the host could
+    /// not take, which may come again), each pause doubles, up to a minute: `failures` counts them.
+    func write(reason: String?, failures: Int = 0, _ body: @escaping () throws(ObsError) -> Void) {
         guard sharedLog != nil else {
             _ = try? transact(reason: reason, body)
             return
         }
         submit(reason: reason, body) { [self] outcome in
             guard case .failure(let error) = outcome, Self.mayPass(error) else { return }
-            retries.push(clock.monotonic + configuration.timeRefreshInterval) { [self] in write(reason: reason, body) }
+            let failures = error.code == .internal ? failures + 1 : 0
+            let pause = configuration.timeRefreshInterval * Double(1 << min(max(failures - 1, 0), 6))
+            retries.push(clock.monotonic + pause) { [self] in write(reason: reason, failures: failures, body) }
         }
     }
 

@@ -67,6 +67,9 @@ final class EtcdLog: SharedLog {
         case publish(done: (Result<Int, ObsError>) -> Void)
         case leaseGrant
         case keepAlive
+        /// A keepalive of this host's lease sent when a proposal carrying both its ephemeral keys
+        /// and another host's was refused because a lease was not found: which one (`leaseGone`).
+        case leaseCheck(decided: (Decision) -> Void)
         /// A page of everything under the prefix, read again after a compaction.
         case resync(PrefixRead)
         /// The removal of a definition's record that a later value of the same name replaced
@@ -109,8 +112,8 @@ final class EtcdLog: SharedLog {
     private var toldBehind = false
     private var lease: Int64 = 0
     private var leaseGrantUnderWay = false
-    /// Proposals etcd refused because their ephemeral keys' lease was gone, to be run again (as a
-    /// lost race is: `.superseded`) once this host holds a new one.
+    /// Proposals etcd refused because their ephemeral keys' lease was gone, to be run again
+    /// (`.retry`) once this host holds a new one.
     private var waitingForLease: [(Decision) -> Void] = []
     private var nextKeepAlive: Double?
     private var lastFailure: String?
@@ -618,7 +621,7 @@ final class EtcdLog: SharedLog {
                                 + "not cluster \(String(clusterID, radix: 16)) this host read its state from (its endpoints name "
                                 + "members of different clusters, or etcd was made again)")
             switch request {
-            case .proposal(_, _, let decided, _): decided(.failed(error))
+            case .proposal(_, _, let decided, _), .leaseCheck(let decided): decided(.failed(error))
             case .publish(let done):
                 publishAnswered()
                 done(.failure(error))
@@ -669,20 +672,8 @@ final class EtcdLog: SharedLog {
             if let put, store.rev == rev - 1, applyOwnPut(put, at: rev) { appliedFromAnswers += 1 }
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
-        case (.proposal(let proposal, _, let decided, _), .failure(.leaseNotFound))
-            where proposal.changes.putKeys.contains(where: { $0.owner == StoredKey.remoteOwner }):
-            // Another host's ephemeral key, put with that host's lease (`put(_:)`): the lease is
-            // gone, and the key with it, which this host applies when its watch brings the delete.
-            // Not this host's lease (its keepalives tell about that one).
-            decided(.failed(ObsError(.unavailable, "another host's ephemeral key this write changes is gone with that host's "
-                                     + "lease (etcd: requested lease not found); try again")))
-        case (.proposal(_, _, let decided, _), .failure(.leaseNotFound)):
-            // This host's lease is gone (revoked, or run out while etcd was out of reach) and its
-            // ephemeral keys with it; etcd applied nothing. Run again once there is a new lease:
-            // not sent again as it was, since its compares would be written from revisions applied
-            // since, which its changes were not made from (another host may have taken the key).
-            waitingForLease.append(decided)
-            renewLease()
+        case (.proposal(let proposal, _, let decided, _), .failure(.leaseNotFound)):
+            leaseGone(proposal, decided)
         case (.proposal(_, _, let decided, _), .failure(let error)):
             decided(.failed(refusal(error) ?? failure(error)))
         case (.publish(let done), .success(let response)):
@@ -704,7 +695,7 @@ final class EtcdLog: SharedLog {
             log.info("cluster: new lease \(lease)")
             let proposals = waitingForLease
             waitingForLease.removeAll()
-            for decided in proposals { decided(.superseded(rev: store.rev)) }
+            for decided in proposals { decided(.retry(rev: store.rev, because: Self.leaseRenewed)) }
         case (.keepAlive, .success(.leaseKeepAlive(let renewal))) where renewal.ttl == 0:
             // The lease ran out (etcd was out of reach longer than its TTL): this host's ephemeral
             // keys are gone for every host. Take a new one for the keys set from now on.
@@ -737,6 +728,18 @@ final class EtcdLog: SharedLog {
             for decided in proposals { decided(.failed(refused)) }
         case (.keepAlive, .failure(let error)):
             _ = failure(error)
+        case (.leaseCheck(let decided), .success(.leaseKeepAlive(let renewal))):
+            if renewal.ttl == 0 {
+                waitingForLease.append(decided)
+                renewLease()
+            } else {
+                decided(.failed(Self.foreignLeaseGone))
+            }
+        case (.leaseCheck(let decided), .failure(.leaseNotFound)):
+            waitingForLease.append(decided)
+            renewLease()
+        case (.leaseCheck(let decided), .failure(let error)):
+            decided(.failed(refusal(error) ?? failure(error)))
         case (.historyCheck(let seen), .success(let response)) where UInt64(response.header.revision) < seen:
             _ = wentBack(seen: seen, found: "answered a linearizable read at revision \(response.header.revision)")
         default:
@@ -770,6 +773,37 @@ final class EtcdLog: SharedLog {
     }
 
     /// Asks for a new lease once this host's is found gone: its ephemeral keys were removed.
+    /// etcd refused `proposal` because a lease its ephemeral keys are put with was not found: this
+    /// host's own (revoked, or run out while etcd was out of reach), whose keys went with it, or
+    /// another host's (`put(_:)`), gone with that host's keys, which this host applies when its
+    /// watch brings their delete. etcd applied nothing. With this host's lease, the write runs
+    /// again once there is a new one: not sent again as it was, since its compares would be
+    /// written from revisions applied since, which its changes were not made from (another host
+    /// may have taken the key). With another host's, it fails. With both, a keepalive tells which.
+    private func leaseGone(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void) {
+        var own = false, foreign = false
+        for key in proposal.changes.putKeys {
+            switch key.owner {
+            case nil: break
+            case StoredKey.remoteOwner?: foreign = true
+            case _?: own = true
+            }
+        }
+        if foreign && own {
+            pending[client.submit(.leaseKeepAlive(id: lease), timeout: .seconds(timeout))] = .leaseCheck(decided: decided)
+        } else if foreign {
+            decided(.failed(Self.foreignLeaseGone))
+        } else {
+            waitingForLease.append(decided)
+            renewLease()
+        }
+    }
+
+    private static let foreignLeaseGone = ObsError(.unavailable, "another host's ephemeral key this write changes is gone with that "
+                                                   + "host's lease (etcd: requested lease not found); try again")
+    private static let leaseRenewed = "etcd had dropped this host's lease for ephemeral keys (revoked, or run out while etcd "
+        + "was out of reach), and the host took a new one"
+
     private func renewLease() {
         guard !leaseGrantUnderWay else { return }
         leaseGrantUnderWay = true

@@ -171,6 +171,27 @@ final class SharedLogTests: XCTestCase {
         XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key).sorted() }, [[], ["src"], ["dst", "src"]])
     }
 
+    /// The log cannot be reached when the hosts repair a binding's write: they try again until it
+    /// can, and the first to reach it writes the target, once.
+    func test_aRepairTheLogCouldNotTake_isMadeOnceTheLogIsBack() {
+        let cluster = SimulatedCluster(hosts: 3)
+        let hosts = clients(cluster)
+        cluster.decidesAtOnce = false
+        hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
+        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        cluster.decideNext()
+        cluster.decideNext()
+        cluster.available = false
+        cluster.decide()
+        for store in cluster.stores { XCTAssertNil(store.value(forKey: "dst")) }
+        cluster.available = true
+        cluster.clock.advance(1.5)
+        for store in cluster.stores { store.tick() }
+        cluster.decide()
+        for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 14) }
+        XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key) }, [[], ["src"], ["dst"]])
+    }
+
     /// Writes that are not plain (a batch, compare-and-set) still compare the bindings: one
     /// proposed without the binding is run again with it, and commits the binding's write itself.
     func test_aBatchProposedBeforeABindingWasApplied_isRunAgainWithIt() {
@@ -311,11 +332,58 @@ final class SharedLogTests: XCTestCase {
             XCTAssertEqual(store.value(forKey: "t"), 1, "\(refusal.code)")
             XCTAssertEqual(store.value(forKey: "e"), 1, "\(refusal.code)")
             cluster.refusal = nil
-            cluster.clock.advance(1.5)
+            // The ephemeral key's removal failed twice: after `internal`, the second pause is 2 s.
+            cluster.clock.advance(2.5)
             store.tick()
             XCTAssertEqual(store.value(forKey: "t") == nil, retried, "\(refusal.code): the expiry")
             XCTAssertEqual(store.value(forKey: "e") == nil, retried, "\(refusal.code): the ephemeral key")
         }
+    }
+
+    /// A write no client waits for, refused `internal` again and again (an answer the host cannot
+    /// take, which may come every time), is tried again ever less often, up to once a minute,
+    /// and never given up; after `unavailable` (etcd out of reach) it goes on every second.
+    func test_aWriteNoClientWaitsFor_backsOffAfterInternalFailures_butNotWhileEtcdIsOutOfReach() {
+        for (refusal, expected) in [(ObsError(.internal, "etcdserver: something new"), 9), (ObsError(.unavailable, "no quorum"), 200)] {
+            let cluster = SimulatedCluster(hosts: 1)
+            let store = cluster.stores[0]
+            clients(cluster)[0].request(#"{"op":"set","key":"t","value":1,"ttl_ms":500}"#)
+            cluster.refusal = refusal
+            let before = cluster.proposalsDecided
+            // 200 seconds: tried at 1 s, then after pauses of 1, 2, 4, 8, 16, 32, 64, 64 s.
+            for _ in 0..<200 {
+                cluster.clock.advance(1)
+                store.tick()
+            }
+            XCTAssertEqual(cluster.proposalsDecided - before, expected, "\(refusal.code)")
+            XCTAssertEqual(store.value(forKey: "t"), 1, "\(refusal.code)")
+            cluster.refusal = nil
+            for _ in 0..<64 {
+                cluster.clock.advance(1)
+                store.tick()
+            }
+            XCTAssertNil(store.value(forKey: "t"), "\(refusal.code): the expiry, given up")
+        }
+    }
+
+    /// A proposal the log could not take for a reason that has passed (`.retry`: this host's
+    /// lease renewed) runs again; when that took the write's whole time, the client is told why,
+    /// not that it lost races it did not run.
+    func test_aWriteTheLogAsksToRunAgain_runsAgain_orFailsSayingWhyOnceItsTimeIsOut() {
+        let cluster = SimulatedCluster(hosts: 1)
+        let client = clients(cluster)[0]
+        cluster.retryAnswers = [("the lease was renewed", 1)]
+        XCTAssertEqual(client.request(#"{"op":"set","key":"k","value":1,"ephemeral":true}"#)["ok"], true)
+        XCTAssertEqual(cluster.stores[0].value(forKey: "k"), 1)
+        XCTAssertEqual(cluster.proposalsDecided, 2)
+
+        cluster.retryAnswers = [("the lease was renewed", 6)]
+        let answer = client.request(#"{"op":"set","key":"k","value":2,"ephemeral":true}"#)
+        XCTAssertEqual(errorCode(answer), "unavailable")
+        let message = answer["error"]?["message"]?.stringValue ?? ""
+        XCTAssertTrue(message.hasPrefix("the lease was renewed, but the write's time ran out"), message)
+        XCTAssertFalse(message.contains("race"), message)
+        XCTAssertEqual(cluster.stores[0].value(forKey: "k"), 1)
     }
 
     func test_whenTheLogIsUnavailable_writesFailWithUnavailable_andReadsGoOn() {

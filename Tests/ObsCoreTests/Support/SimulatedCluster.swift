@@ -60,6 +60,11 @@ final class SimulatedCluster {
     /// Set, a committed proposal is answered with it (no answer within the timeout, though etcd
     /// committed the write and every host applies it).
     var answersCommittedWith: ObsError?
+    /// Each answers one proposal, first come first served, with `.retry(because:)`, after the
+    /// clock moved on by `after` seconds (a lease granted again in that time, say).
+    var retryAnswers: [(because: String, after: Double)] = []
+    /// How many proposals were decided, whatever the decision.
+    private(set) var proposalsDecided = 0
     private(set) var rev: UInt64 = 0
     /// Committed transactions, in order.
     private(set) var log: [StoredTransaction] = []
@@ -100,8 +105,14 @@ final class SimulatedCluster {
 
     private func decide(_ proposal: Proposal, seen: [UInt64], seenBindings: UInt64, seenGraph: UInt64, from member: Member,
                         _ decided: (Decision) -> Void) {
+        proposalsDecided += 1
         guard available else { return decided(.failed(ObsError(.unavailable, "simulated outage"))) }
         if let refusal { return decided(.failed(refusal)) }
+        if !retryAnswers.isEmpty {
+            let answer = retryAnswers.removeFirst()
+            clock.advance(answer.after)
+            return decided(.retry(rev: rev, because: answer.because))
+        }
         let changes = proposal.changes
         let writesValues = !changes.putKeys.isEmpty || !changes.deletedKeys.isEmpty
         let changesShape = !changes.putDefinitions.isEmpty || !changes.deletedDefinitions.isEmpty

@@ -108,6 +108,38 @@ final class ClusterHostileTests: XCTestCase {
         withExtendedLifetime(owner) {}
     }
 
+    /// A batch that puts an ephemeral key of its own and changes another host's (an increment
+    /// keeps the key's owner, and so its lease) is refused "lease not found" when this host's own
+    /// lease is gone: the host finds out which lease it was, takes a new one, and runs the batch
+    /// again, rather than answering that the other host's key is gone.
+    func test_aBatchWithTwoHostsEphemeralKeys_afterItsOwnLeaseWasRevoked_works() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2, ephemeralTTL: "60s")
+        let theirs = try hosts.client(0)
+        theirs.send(#"{"op":"set","key":"theirs","value":1,"ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(theirs.readLine())["ok"] as? Bool, true)
+        let mine = try hosts.client(1)
+        mine.send(#"{"op":"set","key":"before","value":1,"ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(mine.readLine())["ok"] as? Bool, true)
+        waitFor("host 2 to apply the other host's key") { (try? hosts.request(1, #"{"op":"get","key":"theirs"}"#)["value"] as? Int) == 1 }
+        let log = hosts.hosts[1]!.log
+        let lease = try XCTUnwrap(log.firstMatch(of: /lease (\d+)/).flatMap { Int64($0.1) }, log)
+        try hosts.etcd.etcdctl(["lease", "revoke", String(lease, radix: 16)])
+        waitFor("the revoked lease's key to go") { (try? hosts.request(1, #"{"op":"get","key":"before"}"#)["ok"] as? Bool) == false }
+
+        mine.send(#"{"op":"batch","ops":[{"op":"incr","key":"theirs"},{"op":"set","key":"mine","value":1,"ephemeral":true}]}"# + "\n")
+        let answer = json(mine.readLine())
+        XCTAssertEqual(answer["ok"] as? Bool, true, "\(answer)\n\(hosts.logs)")
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"theirs"}"#)["value"] as? Int, 2)
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"mine"}"#)["value"] as? Int, 1)
+        // Each key still goes with its own connection.
+        mine.shutdownWrite()
+        waitFor("the batch's ephemeral key to go with its connection") {
+            (try? hosts.request(0, #"{"op":"get","key":"mine"}"#)["ok"] as? Bool) == false
+        }
+        XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"theirs"}"#)["value"] as? Int, 2)
+        withExtendedLifetime((theirs, mine)) {}
+    }
+
     /// A TTL key put with etcdctl, its deadline far in the future: the hosts serve it like any key
     /// (a record obsd cannot use is skipped; nothing found in etcd crashes a host).
     func test_aTTLRecordWithAFarDeadline_putWithEtcdctl_isDescribed() throws {
