@@ -137,7 +137,8 @@ extension Store {
     /// Makes the store hold `state` (the whole shared state as of `state.rev`, read again after the
     /// log lost the revisions this host had not applied) as one transaction at that revision;
     /// then every watch gets `compacted` and a fresh snapshot, and `since` older than it answers
-    /// `compacted`: no watch is left with a gap it was not told of.
+    /// `compacted`: no watch is left with a gap it was not told of. The transaction's events go
+    /// to no watch: no write made them, and another host has other events at that revision.
     public func applySnapshot(_ state: StoredState) {
         var transaction = StoredTransaction(rev: max(state.rev, rev + 1))
         transaction.putKeys = state.keys
@@ -153,7 +154,9 @@ extension Store {
         for (target, binding) in bindings where binding.to == target && !targets.contains(target) {
             transaction.deletedBindings.append(target)
         }
+        watches.muted = true
         apply(transaction)
+        watches.muted = false
         watches.resyncAll()
     }
 

@@ -52,7 +52,7 @@ extension WatchHub {
         rev = openRev
         let events = EventRecords(open.bytes)
         history.append(rev: rev, events: events.bytes)
-        guard patterns.count > 0, !events.bytes.isEmpty else { return }
+        guard patterns.count > 0, !events.bytes.isEmpty, !muted else { return }
         // The number of the body at offset 0; the others are numbered by their offsets.
         let serial = bodySerial &+ 1
         bodySerial &+= UInt64(events.bytes.count) &+ 1

@@ -16,6 +16,10 @@ final class WatchHub {
     /// are this one's too: the watch sends nothing up to it. (On one host it replays nothing and
     /// goes on from `rev`, as documented.)
     @exclusivity(unchecked) var sinceAheadStartsThere = false
+    /// Set while the store takes a whole state read again (`Store.applySnapshot`): what that
+    /// transaction changes is no change any write made at its revision, and goes to no watch;
+    /// each gets `compacted` and a snapshot after it.
+    @exclusivity(unchecked) var muted = false
     /// This run's identity and the run it continues (set by the store at start): which `since` of
     /// another run may resume (`run` in `watch`). Ignored in cluster mode (`sinceAheadStartsThere`).
     @exclusivity(unchecked) var lineage: RunLineage

@@ -1128,18 +1128,28 @@ final class ClusterFailureTests: XCTestCase {
         _ = try hosts.request(0, #"{"op":"set","key":"status","value":"before"}"#)
         let watcher = try watch(hosts, 1, ["status"])
         let bulk = try watch(hosts, 1, ["big.*"])
+        let missed = try watch(hosts, 1, ["mid"])
         hosts.hosts[1]!.signal(SIGSTOP)
         // Enough to fill every buffer between etcd and the stopped host, so that etcd has to
         // replay its watch from its history later.
         let value = String(repeating: "x", count: 16_384)
         let writer = try hosts.client(0)
         var last = 0
+        // The key each revision wrote.
+        var written: [Int: String] = [:]
         for index in 0..<1200 {
             writer.send(#"{"op":"set","key":"big.\#(index % 50)","value":"\#(value)\#(index)"}"# + "\n")
             if index % 100 == 99 {
-                for _ in 0..<100 { last = json(writer.readLine())["rev"] as? Int ?? last }
+                for answered in index - 99...index {
+                    last = json(writer.readLine())["rev"] as? Int ?? last
+                    written[last] = "big.\(answered % 50)"
+                }
             }
         }
+        // A change the stopped host cannot have had before the compaction (etcd's buffers to it
+        // were full): its watcher gets `compacted` and a snapshot, not a change made up from
+        // the read of everything at a revision that did not write it.
+        last = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"mid","value":1}"#)["rev"] as? Int)
         try etcd.etcdctl(["compaction", "\(last)"])
         hosts.hosts[1]!.signal(SIGCONT)
         /// The events of `client` up to the `synced` after a snapshot that followed one of `ends`.
@@ -1156,7 +1166,21 @@ final class ClusterFailureTests: XCTestCase {
         let quiet = events(watcher, until: ["compacted"])
         let stats = try hosts.request(1, #"{"op":"stats"}"#)
         XCTAssertEqual(quiet, ["compacted", "initial", "synced"], "\(stats)\n\(hosts.logs)")
-        let busy = events(bulk, until: ["compacted", "overflow"])
+        XCTAssertEqual(events(missed, until: ["compacted"]), ["compacted", "initial", "synced"])
+        // Before `compacted` (or `overflow`), only changes etcd's watch brought, each at the
+        // revision that wrote it: none made up from the read of everything after the compaction.
+        var busy: [String] = []
+        var ended = false
+        while true {
+            let event = ClusterHosts.event(bulk)
+            guard let name = event["event"] as? String else { busy.append("(nothing more)"); break }
+            busy.append(name)
+            if name == "compacted" || name == "overflow" { ended = true }
+            if name == "synced", ended { break }
+            if !ended, name == "change", let rev = event["rev"] as? Int {
+                XCTAssertEqual(written[rev], event["key"] as? String, "a change before compacted that no write made: \(event)")
+            }
+        }
         XCTAssertEqual(busy.suffix(52).first, busy.contains("compacted") ? "compacted" : "overflow")
         XCTAssertEqual(busy.suffix(51), Array(repeating: "initial", count: 50) + ["synced"])
 
