@@ -216,7 +216,28 @@ struct ClusterRecords {
     func storedDefinition(_ name: String, _ kv: KeyValue) throws(Unreadable) -> StoredDefinition {
         try validName(name)
         guard let expr = try object(kv.value)["expr"]?.stringValue else { throw Unreadable(message: "no string \"expr\"") }
+        try compiles(expr, "expr", allowValue: false)
         return StoredDefinition(key: name, expr: expr, createdRev: UInt64(kv.createRevision))
+    }
+
+    /// A binding's `map` or `unmap`, or a definition's `expr`, that this version cannot compile (a
+    /// newer version's function, or garbage) makes the record unreadable: installed, a binding
+    /// would copy its source unchanged, and a computed key would hold an error no `define` made.
+    private func compiles(_ source: String, _ field: String, allowValue: Bool) throws(Unreadable) {
+        do {
+            _ = try Expression.compile(source, allowValue: allowValue)
+        } catch {
+            throw Unreadable(message: "its \"\(field)\" does not compile: \(error.message)")
+        }
+    }
+
+    /// An optional expression member: absent or null is none; anything but a string that
+    /// compiles makes the record unreadable.
+    private func expression(_ object: [String: JSONValue], _ field: String) throws(Unreadable) -> String? {
+        guard let value = object[field], value != .null else { return nil }
+        guard let source = value.stringValue else { throw Unreadable(message: "its \"\(field)\" is not a string") }
+        try compiles(source, field, allowValue: true)
+        return source
     }
 
     func storedBinding(_ target: String, _ kv: KeyValue) throws(Unreadable) -> StoredBinding {
@@ -226,8 +247,10 @@ struct ClusterRecords {
         }
         try validName(from)
         try validName(to)
-        return StoredBinding(from: from, to: to, map: object["map"]?.stringValue, twoWay: object["two_way"]?.boolValue ?? false,
-                             unmap: object["unmap"]?.stringValue)
+        guard from != to else { throw Unreadable(message: "it binds \(to) to itself") }
+        let twoWay = object["two_way"] ?? .bool(false)
+        guard let twoWay = twoWay.boolValue else { throw Unreadable(message: "its \"two_way\" is not true or false") }
+        return StoredBinding(from: from, to: to, map: try expression(object, "map"), twoWay: twoWay, unmap: try expression(object, "unmap"))
     }
 
     func published(_ kv: KeyValue) throws(Unreadable) -> (channel: String, payload: JSONValue) {

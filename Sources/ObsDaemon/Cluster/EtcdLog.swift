@@ -1014,6 +1014,17 @@ final class EtcdLog: SharedLog {
                 }
             } catch {
                 skip(event.kv.key, at: rev, error.message)
+                // What etcd holds under that record's key is no longer what this host applied: it
+                // goes, as for a host that reads the prefix now (`state(of:)`), and is not served.
+                switch kind {
+                case .value:
+                    ephemeralKeys.remove(name)
+                    foreignOwners[name] = nil
+                    transaction.deletedKeys.append(name)
+                case .definition: transaction.deletedDefinitions.append(name)
+                case .binding: transaction.deletedBindings.append(name)
+                case .meta: break
+                }
             }
         }
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
@@ -1081,6 +1092,9 @@ final class EtcdLog: SharedLog {
     /// becomes the store's state in one transaction, every watch gets `compacted` and a snapshot,
     /// and the watch starts again after it.
     private func resync(_ range: RangeResponse, at revision: Int64) {
+        // What this host applied is no longer etcd's state (`diverge`): it serves that until
+        // restarted, and takes nothing more.
+        guard diverged == nil else { return }
         // Every revision up to the read's applied already (this host's own writes, applied from
         // etcd's answers while its watch lagged): the read brings nothing, and its snapshot would
         // take a revision etcd does not have. The watch goes on from the next.
@@ -1121,40 +1135,46 @@ final class EtcdLog: SharedLog {
         var state = StoredState(rev: UInt64(revision))
         etcdRevision = max(etcdRevision, range.header.revision)
         // A name with both a value and a definition record (a plain `set` that committed after a
-        // `define` its host had not seen): the later one is what every running host holds.
-        var valueRevisions: [String: Int64] = [:]
-        var definitionRevisions: [String: Int64] = [:]
-        for kv in range.kvs {
-            switch records.parse(kv.key) {
-            case (.value, let name)?: valueRevisions[name] = kv.modRevision
-            case (.definition, let name)?: definitionRevisions[name] = kv.modRevision
-            default: break
-            }
-        }
+        // `define` its host had not seen): the later one is what every running host holds, the
+        // value when both came in one revision. Only records that can be read count: a running
+        // host took an unreadable one as the delete of its name's record of that kind.
+        var values: [String: (key: StoredKey, owner: String?, kv: KeyValue)] = [:]
+        var definitions: [String: (definition: StoredDefinition, revision: Int64)] = [:]
         for kv in range.kvs {
             guard let (kind, name) = records.parse(kv.key) else {
                 skip(kv, "not a record of obsd's")
                 continue
             }
             modRevisions[kv.key] = kv.modRevision
-            if kind == .definition, let value = valueRevisions[name], value > kv.modRevision {
-                removeReplacedDefinition(name, by: value)
-                continue
-            }
-            if kind == .value, let definition = definitionRevisions[name], definition > kv.modRevision { continue }
             do throws(ClusterRecords.Unreadable) {
                 switch kind {
                 case .value:
                     let (key, _, owner) = try records.writtenKey(name, kv)
-                    if key.owner != nil { ephemeralKeys.insert(name) }
-                    noteOwner(name, key, owner, kv.lease)
-                    state.keys.append(key)
-                case .definition: state.definitions.append(try records.storedDefinition(name, kv))
+                    values[name] = (key, owner, kv)
+                case .definition: definitions[name] = (try records.storedDefinition(name, kv), kv.modRevision)
                 case .binding: state.bindings.append(try records.storedBinding(name, kv))
                 case .meta: break
                 }
             } catch {
                 skip(kv, error.message)
+            }
+        }
+        // In the range's order (by record key), as etcd keeps them.
+        for kv in range.kvs {
+            switch records.parse(kv.key) {
+            case (.value, let name)?:
+                guard let value = values[name], (definitions[name]?.revision).map({ value.kv.modRevision >= $0 }) ?? true else { continue }
+                if value.key.owner != nil { ephemeralKeys.insert(name) }
+                noteOwner(name, value.key, value.owner, value.kv.lease)
+                state.keys.append(value.key)
+            case (.definition, let name)?:
+                guard let definition = definitions[name] else { continue }
+                if let value = values[name]?.kv.modRevision, value >= definition.revision {
+                    removeReplacedDefinition(name, by: value)
+                } else {
+                    state.definitions.append(definition.definition)
+                }
+            default: break
             }
         }
         return state

@@ -107,8 +107,9 @@ enum ConfigFile {
             settings.etcd.password = value
             return true
         },
-        SettingSpec(name: "etcd_timeout", expects: "a duration such as 250ms, 5s, 2m, 1h or 60") { settings, value, _ in
-            guard let seconds = ConfigValues.duration(value), seconds > 0 else { return false }
+        // Bounded: a timeout is counted in nanoseconds and in milliseconds of 32 bits (24.8 days).
+        SettingSpec(name: "etcd_timeout", expects: "a duration from 1ms to 1h, such as 250ms, 5s, 2m or 60") { settings, value, _ in
+            guard let seconds = ConfigValues.duration(value), seconds >= 0.001, seconds <= 3600 else { return false }
             settings.etcd.timeout = seconds
             return true
         },
@@ -117,8 +118,8 @@ enum ConfigFile {
             settings.etcd.api = api
             return true
         },
-        SettingSpec(name: "ephemeral_ttl", expects: "a duration of at least 2s") { settings, value, _ in
-            guard let seconds = ConfigValues.duration(value), seconds >= 2 else { return false }
+        SettingSpec(name: "ephemeral_ttl", expects: "a duration from 2s to 24h") { settings, value, _ in
+            guard let seconds = ConfigValues.duration(value), seconds >= 2, seconds <= 86_400 else { return false }
             settings.etcd.ephemeralTTL = Int64(seconds.rounded(.up))
             return true
         },

@@ -34,6 +34,32 @@ final class ClusterRecordTests: XCTestCase {
         }
     }
 
+    /// A binding or definition record is read only as a whole: one whose expression does not
+    /// compile (a newer version's function, garbage) or whose members have the wrong type is
+    /// unreadable, not installed with the part it could read (a binding without its map copies
+    /// its source unchanged).
+    func test_bindingAndDefinitionRecords_withAnythingUnreadable_areUnreadable() throws {
+        func binding(_ json: String) throws(ClusterRecords.Unreadable) -> StoredBinding {
+            try records.storedBinding("t", KeyValue(key: records.key(.binding, "t"), value: Array(json.utf8), createRevision: 1, modRevision: 1, version: 1))
+        }
+        func definition(_ json: String) throws(ClusterRecords.Unreadable) -> StoredDefinition {
+            try records.storedDefinition("c", KeyValue(key: records.key(.definition, "c"), value: Array(json.utf8), createRevision: 1, modRevision: 1, version: 1))
+        }
+        let read = try binding(#"{"from":"s","to":"t","map":"value * 2","unmap":"value / 2","two_way":true}"#)
+        XCTAssertEqual([read.from, read.to, read.map, read.unmap], ["s", "t", "value * 2", "value / 2"])
+        XCTAssertTrue(read.twoWay)
+        XCTAssertNil(try binding(#"{"from":"s","to":"t","map":null}"#).map)
+        XCTAssertEqual(try definition(#"{"expr":"$a + 1"}"#).expr, "$a + 1")
+        for bad in [#"{"from":"s","to":"t","map":"value *"}"#, #"{"from":"s","to":"t","map":"nofunction(value)"}"#,
+                    #"{"from":"s","to":"t","map":5}"#, #"{"from":"s","to":"t","unmap":"("}"#,
+                    #"{"from":"s","to":"t","two_way":"yes"}"#, #"{"from":"t","to":"t"}"#] {
+            XCTAssertThrowsError(try binding(bad), bad)
+        }
+        for bad in [#"{"expr":"1 +"}"#, #"{"expr":"nofunction(1)"}"#, #"{"expr":5}"#] {
+            XCTAssertThrowsError(try definition(bad), bad)
+        }
+    }
+
     func test_valueRecords_areTheGeneralEncodersBytes_andReadBack() throws {
         for trial in 0..<2_000 {
             var key = StoredKey(key: "k", value: randomValue(), rev: 7, createdRev: 3, version: 2)

@@ -425,6 +425,12 @@ final class ClusterConfigTests: XCTestCase {
         XCTAssertThrowsError(try resolve(["--cluster", "raft"]))
         XCTAssertThrowsError(try resolve(["--etcd-endpoints", "a:2379"]))
         XCTAssertThrowsError(try resolve([], file: "ephemeral_ttl = 1s"))
+        // Durations the timers cannot count (an etcd_timeout past 24.8 days trapped at start).
+        for (line, bound) in [("etcd_timeout = 25d", "from 1ms to 1h"), ("etcd_timeout = 3601", "from 1ms to 1h"), ("etcd_timeout = 0.0001", "from 1ms to 1h"),
+                              ("ephemeral_ttl = 1000000000000", "from 2s to 24h"), ("ephemeral_ttl = 25h", "from 2s to 24h")] {
+            XCTAssertThrowsError(try resolve([], file: line), line) { XCTAssertTrue("\($0)".contains(bound), "\($0)") }
+        }
+        XCTAssertEqual(try resolve([], file: "etcd_timeout = 1h\nephemeral_ttl = 24h").etcd.timeout, 3600)
         XCTAssertThrowsError(try resolve(["--etcd-api", "rest"]))
         XCTAssertThrowsError(try resolve([], file: "etcd_api = http"))
         XCTAssertEqual(try resolve([]).cluster, ClusterMode.none)

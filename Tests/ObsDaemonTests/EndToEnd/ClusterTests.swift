@@ -17,12 +17,15 @@ final class ClusterHosts {
     /// ephemeral_ttl: the TTL of each host's lease (a third of it between keepalives).
     let ephemeralTTL: String
     let environment: [String: String]
+    /// Lines added to each host's configuration file.
+    let settings: String
     /// The client certificate and key the hosts read (with TLS), when not the cluster's own.
     let clientFiles: (cert: String, key: String)?
 
     /// `prefix`: another group's, for hosts that join it (nil: a prefix of their own).
     init(_ etcd: EtcdCluster, count: Int = 3, extra: [String] = [], timeout: String = "5s", ephemeralTTL: String = "2s",
-         environment: [String: String] = [:], prefix: String? = nil, clientFiles: (cert: String, key: String)? = nil, name: String = #function) throws {
+         environment: [String: String] = [:], prefix: String? = nil, clientFiles: (cert: String, key: String)? = nil,
+         settings: String = "", name: String = #function) throws {
         sandbox = try Sandbox()
         self.etcd = etcd
         self.clientFiles = clientFiles
@@ -31,6 +34,7 @@ final class ClusterHosts {
         self.timeout = timeout
         self.ephemeralTTL = ephemeralTTL
         self.environment = environment
+        self.settings = settings
         hosts = Array(repeating: nil, count: count)
         for index in 0..<count { try start(index) }
     }
@@ -48,7 +52,7 @@ final class ClusterHosts {
 
     func start(_ index: Int) throws {
         let config = sandbox.root + "/h\(index).conf"
-        try sandbox.write("etcd_timeout = \(timeout)\nephemeral_ttl = \(ephemeralTTL)\n", to: config)
+        try sandbox.write("etcd_timeout = \(timeout)\nephemeral_ttl = \(ephemeralTTL)\n" + settings, to: config)
         let obsd = try ObsdProcess(sandbox, arguments: arguments(index) + ["--config", config], environment: environment,
                                    name: "h\(index)")
         XCTAssertTrue(obsd.waitUntilListening(socket(index)), obsd.log)
@@ -489,6 +493,43 @@ final class ClusterTests: XCTestCase {
 
     /// Something else writes under the prefix: obsd skips what it cannot read, reports it, and
     /// goes on.
+    /// Garbage put over records the hosts hold (a value, a definition, a binding): the running
+    /// hosts drop what they held, as a host that starts now never has it, rather than serve a
+    /// value etcd no longer holds (and compare-and-set against it). A garbage definition over a
+    /// value's name leaves the value, on running and new hosts alike.
+    func test_garbageOverRecordsTheHostsHold_isDroppedEverywhere_asANewHostReadsIt() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        for request in [#"{"op":"set","key":"x","value":10}"#, #"{"op":"define","key":"y","expr":"1 + 1"}"#,
+                        #"{"op":"bind","from":"a","to":"t"}"#, #"{"op":"set","key":"a","value":1}"#,
+                        #"{"op":"set","key":"v","value":5}"#] {
+            XCTAssertEqual(try hosts.request(0, request)["ok"] as? Bool, true, request)
+        }
+        for (record, garbage) in [("k/x", "not json"), ("d/y", #"{"expr":"1 +"}"#), ("b/t", #"{"from":"a"}"#), ("d/v", "[]")] {
+            try hosts.etcd.etcdctl(["put", hosts.prefix + record, garbage])
+        }
+        let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"marker","value":1}"#)["rev"] as? Int)
+        waitFor("host 2 at the marker") { (try? hosts.request(1, #"{"op":"get","key":"marker"}"#)["rev"] as? Int) == marker }
+        // Two new hosts: one applies the history from before the garbage, one reads the state
+        // after it (`history = 1`: the read is one revision back).
+        let fresh = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix)
+        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix, settings: "history = 1\n")
+        func state(_ dump: [String: Any]) -> [String] {
+            let keys = (dump["keys"] as? [[String: Any]] ?? []).map { "\($0["key"] ?? "")=\($0["value"] ?? $0["expr"] ?? "")" }
+            let bindings = (dump["bindings"] as? [[String: Any]] ?? []).map { "\($0["from"] ?? "")->\($0["to"] ?? "")" }
+            return (keys + bindings).sorted()
+        }
+        let expected = ["a=1", "marker=1", "t=1", "v=5"]
+        XCTAssertEqual(state(try hosts.request(0, #"{"op":"dump"}"#)), expected, hosts.logs)
+        XCTAssertEqual(state(try hosts.request(1, #"{"op":"dump"}"#)), expected, hosts.logs)
+        XCTAssertEqual(state(try fresh.request(0, #"{"op":"dump"}"#)), expected, fresh.logs)
+        XCTAssertEqual(state(try late.request(0, #"{"op":"dump"}"#)), expected, late.logs)
+        // Nothing left of the binding, nor of x to compare against.
+        _ = try hosts.request(1, #"{"op":"set","key":"a","value":2}"#)
+        XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"t"}"#)["value"] as? Int, 1)
+        let incremented = try hosts.request(1, #"{"op":"incr","key":"x"}"#)
+        XCTAssertEqual(incremented["value"] as? Int, 1, "\(incremented)")
+    }
+
     func test_garbageUnderThePrefix_isSkippedAndReported() throws {
         let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1)
         try hosts.etcd.etcdctl(["put", hosts.prefix + "k/bad", "not json"])
