@@ -83,8 +83,9 @@ final class EtcdLog: SharedLog {
     /// This host's plain writes applied from etcd's answer to them, before their watch's copy
     /// (`applyOwnPut`): `applied_from_answers` in `stats`.
     private var appliedFromAnswers = 0
-    /// Decisions and answers waiting until this host has applied a revision, by that revision.
-    private var waiting: [(rev: UInt64, deadline: Double, run: () -> Void, late: () -> Void)] = []
+    /// Decisions and answers waiting until this host has applied a revision, by that revision, and
+    /// the records it held at the mod revisions given no longer at those (`gone`: deleted since).
+    private var waiting: [(rev: UInt64, gone: [([UInt8], Int64)], deadline: Double, run: () -> Void, late: () -> Void)] = []
     /// Local watch counts of publishes, by revision, for the answers to this host's own: kept only
     /// while one of those is under way (every other host's publish would otherwise stay here).
     private var published: [UInt64: Int] = [:]
@@ -660,10 +661,25 @@ final class EtcdLog: SharedLog {
                 // What changed first: the newest revision among the records compared (a deleted one
                 // shows none), and anyway one past what this host had when it proposed.
                 var changedAt = seen + 1
+                var found: Set<[UInt8]> = []
                 for case .range(let range) in response.responses {
-                    for kv in range.kvs { changedAt = max(changedAt, UInt64(kv.modRevision)) }
+                    for kv in range.kvs {
+                        changedAt = max(changedAt, UInt64(kv.modRevision))
+                        found.insert(kv.key)
+                    }
                 }
-                afterApplying(changedAt, now: now, run: { decided(.superseded(rev: changedAt)) },
+                // A record compared that etcd no longer holds and this host still does: another host
+                // deleted it (an expiry every host proposes, a `del`), at a revision the answer does
+                // not tell. Run again once this host applied that delete, not at every revision
+                // before it: each run would be refused again.
+                var gone: [([UInt8], Int64)] = []
+                for name in proposal.depends {
+                    for kind in [ClusterRecords.Kind.value, .definition] {
+                        let key = records.key(kind, name)
+                        if !found.contains(key), let held = modRevisions[key] { gone.append((key, held)) }
+                    }
+                }
+                afterApplying(changedAt, gone: gone, now: now, run: { decided(.superseded(rev: changedAt)) },
                               late: { decided(.failed(self.notApplied(changedAt))) })
             }
         case (.proposal(_, let seen, let decided, let put), .success(.put(let response))):
@@ -850,9 +866,15 @@ final class EtcdLog: SharedLog {
         ObsError(.unavailable, "etcd committed revision \(rev), but this host has not applied it within \(timeout) s (its watch of etcd is behind or cut)")
     }
 
-    private func afterApplying(_ rev: UInt64, now: Double, run: @escaping () -> Void, late: @escaping () -> Void) {
-        if store.rev >= rev { return run() }
-        waiting.append((rev, now + timeout, run, late))
+    private func afterApplying(_ rev: UInt64, gone: [([UInt8], Int64)] = [], now: Double, run: @escaping () -> Void,
+                               late: @escaping () -> Void) {
+        if store.rev >= rev, isApplied(gone) { return run() }
+        waiting.append((rev, gone, now + timeout, run, late))
+    }
+
+    /// Whether this host holds none of `gone`'s records at the revision given any more.
+    private func isApplied(_ gone: [([UInt8], Int64)]) -> Bool {
+        gone.allSatisfy { modRevisions[$0.0] != $0.1 }
     }
 
     /// The held watch messages that are due, applied in order (TestHooks.holdWatch).
@@ -866,10 +888,15 @@ final class EtcdLog: SharedLog {
     private func fireWaiting(now: Double) {
         guard !waiting.isEmpty else { return }
         let applied = store.rev
-        let due = waiting.filter { $0.rev <= applied || $0.deadline <= now }
-        waiting.removeAll { $0.rev <= applied || $0.deadline <= now }
+        var due: [(run: () -> Void, late: () -> Void, ready: Bool)] = []
+        waiting.removeAll { entry in
+            let ready = entry.rev <= applied && (entry.gone.isEmpty || isApplied(entry.gone))
+            guard ready || entry.deadline <= now else { return false }
+            due.append((entry.run, entry.late, ready))
+            return true
+        }
         for entry in due {
-            if entry.rev <= applied { entry.run() } else { entry.late() }
+            if entry.ready { entry.run() } else { entry.late() }
         }
     }
 

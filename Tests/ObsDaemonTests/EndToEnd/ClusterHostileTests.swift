@@ -1,6 +1,9 @@
 // Cluster mode against what an unlucky operator meets: a hung etcd member, a lease revoked behind
 // a host's back, records put under the prefix with etcdctl, writes of one key racing between hosts.
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Glibc
 import TestSupport
 import XCTest
@@ -138,6 +141,79 @@ final class ClusterHostileTests: XCTestCase {
         }
         XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"theirs"}"#)["value"] as? Int, 2)
         withExtendedLifetime((theirs, mine)) {}
+    }
+
+    /// A host a second behind (its watch's messages held that long) increments a key another host
+    /// just deleted: etcd refuses the increment (the key is gone), and the answer does not say at
+    /// which revision it went. The host runs it again once it applied the delete, not at each of
+    /// the revisions before it, which etcd would refuse again one by one (every host's expiry of
+    /// a TTL key meets this: one wins, the others lose to its delete).
+    func test_aWriteThatLostToADeleteNotAppliedYet_runsAgainOnceItIsApplied_notAtEveryRevision() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1)
+        let slow = try ClusterHosts(hosts.etcd, count: 1, environment: ["OBSD_TEST_HOLD_WATCH_MS": "1000"], prefix: hosts.prefix)
+        _ = try hosts.request(0, #"{"op":"set","key":"x","value":5}"#)
+        waitFor("the slow host to apply x") { (try? slow.request(0, #"{"op":"get","key":"x"}"#)["value"] as? Int) == 5 }
+        // Revisions all along, which the slow host applies a second late, one after another.
+        let noise = try hosts.client(0)
+        let stop = Shared<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var index = 0
+            while !stop.value {
+                noise.send(#"{"op":"set","key":"noise","value":\#(index)}"# + "\n")
+                _ = noise.readLine()
+                index += 1
+            }
+            done.signal()
+        }
+        defer {
+            stop.value = true
+            done.wait()
+        }
+        let started = Date()
+        waitFor("a second of writes") { Date().timeIntervalSince(started) > 1.2 }
+        XCTAssertEqual(try hosts.request(0, #"{"op":"delete","key":"x"}"#)["deleted"] as? Bool, true)
+        let before = try etcdTransactions(hosts.etcd)
+        let answer = try slow.request(0, #"{"op":"incr","key":"x"}"#)
+        let sent = try etcdTransactions(hosts.etcd) - before
+        XCTAssertEqual(answer["value"] as? Int, 1, "\(answer)\n\(slow.logs)")
+        // The one refused, the one committed, and room for one more (the noise is plain puts).
+        XCTAssertLessThanOrEqual(sent, 3, "transactions etcd took while the slow host's incr was under way")
+    }
+
+    /// How many transactions etcd's members answered (their metrics), refused compares included.
+    private func etcdTransactions(_ etcd: EtcdCluster) throws -> Int {
+        var total = 0
+        for endpoint in etcd.endpoints {
+            let text = try fetch(URL(string: endpoint + "/metrics")!)
+            let line = text.split(separator: "\n").first {
+                $0.hasPrefix("grpc_server_handled_total{") && $0.contains(#"grpc_code="OK""#) && $0.contains(#"grpc_method="Txn""#)
+            }
+            total += Int(Double(line?.split(separator: " ").last ?? "") ?? 0)
+        }
+        return total
+    }
+
+    private func fetch(_ url: URL) throws -> String {
+        let result = Shared<Result<String, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: url) { data, _, error in
+            result.value = data.map { .success(String(decoding: $0, as: UTF8.self)) } ?? .failure(error ?? URLError(.badServerResponse))
+            finished.signal()
+        }.resume()
+        guard finished.wait(timeout: .now() + 10) == .success, let outcome = result.value else { throw URLError(.timedOut) }
+        return try outcome.get()
+    }
+}
+
+/// A value two threads read and write, under a lock.
+private final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 
     /// A TTL key put with etcdctl, its deadline far in the future: the hosts serve it like any key
