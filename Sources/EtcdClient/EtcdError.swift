@@ -9,6 +9,8 @@ public enum EtcdError: Error, Sendable, Hashable, CustomStringConvertible {
     /// before a connection or a TLS handshake took it, never sent, or refused "no leader" (which
     /// etcd answers before proposing anything), and for reads and watches.
     case unavailable(String, mayHaveBeenApplied: Bool)
+    /// What the message of `unavailable` says after the endpoint whose answer to a write was lost.
+    public static let mayHaveBeenAppliedNote = "(the request may have been applied)"
     /// etcd refused the user, the password or the token, or the user lacks the permission.
     case authenticationFailed(String)
     /// The TLS handshake failed: a certificate was refused on either side, or a file is unreadable.

@@ -168,7 +168,14 @@ enum WriteCommandsRunner {
         }
         if parsed.has("--replace") { fields["replace"] = .bool(true) }
         guard parsed.has("--split") else {
-            try restoreOnce(fields, connection, partBytes: Int(lineLimit) / 2, deadline: context.deadline)
+            do {
+                try restoreOnce(fields, connection, partBytes: Int(lineLimit) / 2, deadline: context.deadline)
+            } catch {
+                // One transaction over the daemon's bounds (in cluster mode, etcd's): --split is
+                // the way that needs no setting changed.
+                guard case .server(let failure) = error, failure.code == .tooLarge, !parsed.has("--replace") else { throw error }
+                throw ClientError.server(ObsError(.tooLarge, failure.message + "; obsctl restore --split restores it in as many transactions as it needs"))
+            }
             return 0
         }
         // As many transactions as the daemon needs: all in one when it takes them, else halves

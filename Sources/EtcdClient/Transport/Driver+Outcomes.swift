@@ -229,7 +229,7 @@ extension Driver {
     /// could be applied twice), it fails saying so.
     private func failMayHaveBeenApplied(_ operation: Operation, _ endpointIndex: Int, _ endpoint: String, _ reason: String) {
         notPreferred(endpointIndex)
-        operation.recordFailure("\(endpoint): \(reason) (the request may have been applied)", endpoints: configuration.endpoints.count)
+        operation.recordFailure("\(endpoint): \(reason) \(EtcdError.mayHaveBeenAppliedNote)", endpoints: configuration.endpoints.count)
         fail(operation, .unavailable(operation.failures.joined(separator: "; "), mayHaveBeenApplied: true))
     }
 

@@ -118,6 +118,8 @@ final class EtcdLog: SharedLog {
     private var waitingForLease: [(Decision) -> Void] = []
     private var nextKeepAlive: Double?
     private var lastFailure: String?
+    /// Why the last watch ended, until one is set up again (`watchEnded`).
+    private var watchEndedBecause: String?
     private var watchLive = false
     /// Since when this host has been behind the revision etcd's answers report, and when its
     /// watch last brought news: a watch on a member that hangs (stopped, its disk stalled) while
@@ -850,8 +852,10 @@ final class EtcdLog: SharedLog {
         switch error {
         case .unavailable(_, let mayHaveBeenApplied):
             // Said only when it can be true: a write refused before etcd took it (every member
-            // refused the connection, or answered "no leader") was not applied.
-            return ObsError(.unavailable, mayHaveBeenApplied ? "\(message) (a write etcd received before that may still be committed)" : message)
+            // refused the connection, or answered "no leader") was not applied. Said once: the
+            // message may say it already, after the member whose answer was lost.
+            let said = message.contains(EtcdError.mayHaveBeenAppliedNote)
+            return ObsError(.unavailable, mayHaveBeenApplied && !said ? "\(message) (a write etcd received before that may still be committed)" : message)
         case .closed, .tlsFailed, .authenticationFailed, .leaseNotFound:
             // etcd cannot be reached as this host is set up to reach it (a certificate or the
             // credentials refused), or refused the new lease too: nothing was written, and a
@@ -944,6 +948,11 @@ final class EtcdLog: SharedLog {
             watchLive = true
             watchNewsAt = now
             etcdRevision = max(etcdRevision, revision)
+            if let ended = watchEndedBecause {
+                log.info("cluster: watching etcd again from \(watch.flatMap { client.endpoint(ofWatch: $0) } ?? client.currentEndpoint); "
+                         + "the watch had ended: \(ended)")
+                watchEndedBecause = nil
+            }
             if revision < Int64(store.rev) {
                 pending[client.submit(.range(RangeRequest(key: records.bindingsEpoch, countOnly: true)))] = .historyCheck(seen: store.rev)
             }
@@ -974,8 +983,21 @@ final class EtcdLog: SharedLog {
         case .failed(let error):
             watchLive = false
             watch = nil
-            _ = failure(error)
+            watchEnded(error)
             watchRetryAt = now + 1
+        }
+    }
+
+    /// A watch that ended (its member stopped or restarted, its connection cut) is no outage by
+    /// itself: with one member down and the quorum kept, the others serve. The state is
+    /// `degraded` until a watch is set up again, which is logged, as the end is, once. Whether
+    /// etcd is out of reach, requests tell (`failure`): a write, a lease's keepalive.
+    private func watchEnded(_ error: EtcdError) {
+        if case .unavailable(let message, _) = error {
+            if watchEndedBecause == nil { log.warn("cluster: the watch of etcd ended: \(message); watching again") }
+            watchEndedBecause = message
+        } else {
+            _ = failure(error)
         }
     }
 

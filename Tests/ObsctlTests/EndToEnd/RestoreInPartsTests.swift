@@ -89,6 +89,8 @@ final class RestoreInPartsTests: XCTestCase {
         XCTAssertEqual(restored.status, 1)
         XCTAssertTrue(restored.stderr.hasPrefix("obsctl: too_large: restore: the parts sent add up to more than \(bound) bytes (max_restore_bytes, every connection's together)"),
                       restored.stderr)
+        // It names the way that needs no setting changed.
+        XCTAssertTrue(restored.stderr.hasSuffix("; obsctl restore --split restores it in as many transactions as it needs\n"), restored.stderr)
         XCTAssertEqual(try rev(target), 0)
         XCTAssertEqual(try obsctl(target, ["get", "k.0.0"]).status, 1)
         // The daemon goes on, and a restore that fits its bound works.
