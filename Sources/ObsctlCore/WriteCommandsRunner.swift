@@ -173,7 +173,8 @@ enum WriteCommandsRunner {
             } catch {
                 // One transaction over the daemon's bounds (in cluster mode, etcd's): --split is
                 // the way that needs no setting changed.
-                guard case .server(let failure) = error, failure.code == .tooLarge, !parsed.has("--replace") else { throw error }
+                let items = (fields["keys"]?.arrayValue?.count ?? 0) + (fields["bindings"]?.arrayValue?.count ?? 0)
+                guard case .server(let failure) = error, failure.code == .tooLarge, !parsed.has("--replace"), items > 1 else { throw error }
                 throw ClientError.server(ObsError(.tooLarge, failure.message + "; obsctl restore --split restores it in as many transactions as it needs"))
             }
             return 0

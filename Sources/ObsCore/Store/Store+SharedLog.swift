@@ -166,8 +166,10 @@ extension Store {
     }
 
     private func applyChanges(_ transaction: StoredTransaction) {
+        // A binding's record is named by its target (a two-way binding is found under both its
+        // keys, and goes only with the record of its `to`).
         for target in transaction.deletedBindings {
-            if let binding = bindings[target] { uninstall(binding) }
+            if let binding = bindings[target], binding.to == target { uninstall(binding) }
         }
         for name in transaction.deletedDefinitions {
             if let node = existing(name), node.kind == .computed { remove(node) }

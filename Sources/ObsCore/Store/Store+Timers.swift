@@ -49,7 +49,8 @@ extension Store {
     /// cannot take it (every host proposes its expiries: the first wins, the others find the
     /// key gone). Nothing else would ever make it again: whatever failure the log answered that
     /// may pass (`Store.mayPass`), it is tried again. After `internal` (an answer the host could
-    /// not take, which may come again), each pause doubles, up to a minute: `failures` counts them.
+    /// not take, which may come again), each pause doubles, up to a minute: `failures` counts them,
+    /// and an `unavailable` in between does not start them again.
     func write(reason: String?, failures: Int = 0, _ body: @escaping () throws(ObsError) -> Void) {
         guard sharedLog != nil else {
             _ = try? transact(reason: reason, body)
@@ -57,7 +58,7 @@ extension Store {
         }
         submit(reason: reason, body) { [self] outcome in
             guard case .failure(let error) = outcome, Self.mayPass(error) else { return }
-            let failures = error.code == .internal ? failures + 1 : 0
+            let failures = error.code == .internal ? failures + 1 : failures
             let pause = configuration.timeRefreshInterval * Double(1 << min(max(failures - 1, 0), 6))
             retries.push(clock.monotonic + pause) { [self] in write(reason: reason, failures: failures, body) }
         }

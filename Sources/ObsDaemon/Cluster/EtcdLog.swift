@@ -62,19 +62,23 @@ final class EtcdLog: SharedLog {
 
     // Under way.
     private enum Pending {
-        /// `put`: the record of a plain write, sent as one put (`applyOwnPut`).
-        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void, put: PutRequest?)
+        /// `put`: the record of a plain write, sent as one put (`applyOwnPut`). `lease`: this
+        /// host's lease when it was sent, which its ephemeral keys were put with.
+        case proposal(Proposal, seen: UInt64, decided: (Decision) -> Void, put: PutRequest?, lease: Int64)
         case publish(done: (Result<Int, ObsError>) -> Void)
         case leaseGrant
-        case keepAlive
+        /// `lease`: the lease it renews, which may have been replaced by its answer.
+        case keepAlive(lease: Int64)
         /// A keepalive of this host's lease sent when a proposal carrying both its ephemeral keys
         /// and another host's was refused because a lease was not found: which one (`leaseGone`).
-        case leaseCheck(decided: (Decision) -> Void)
+        case leaseCheck(decided: (Decision) -> Void, lease: Int64)
         /// A page of everything under the prefix, read again after a compaction.
         case resync(PrefixRead)
         /// The removal of a definition's record that a later value of the same name replaced
         /// (`removeReplacedDefinition`): its outcome does not matter.
         case cleanup
+        /// A linearizable read that asks whether etcd answers (`probe()`).
+        case probe
         /// A linearizable read sent when a watch was set up at a revision older than this host
         /// applied (`seen`): its answer tells a member that lags from etcd's history gone back.
         case historyCheck(seen: UInt64)
@@ -120,6 +124,7 @@ final class EtcdLog: SharedLog {
     private var lastFailure: String?
     /// Why the last watch ended, until one is set up again (`watchEnded`).
     private var watchEndedBecause: String?
+    private var probeUnderWay = false
     private var watchLive = false
     /// Since when this host has been behind the revision etcd's answers report, and when its
     /// watch last brought news: a watch on a member that hangs (stopped, its disk stalled) while
@@ -455,7 +460,7 @@ final class EtcdLog: SharedLog {
         var put: PutRequest?
         if case .put(let record) = request { put = record }
         let id = client.submit(request, timeout: .milliseconds(Int64(timeout * 1000)))
-        pending[id] = .proposal(proposal, seen: store.rev, decided: decided, put: put)
+        pending[id] = .proposal(proposal, seen: store.rev, decided: decided, put: put, lease: lease)
     }
 
     func publish(channel: String, payload: JSONValue, _ done: @escaping (Result<Int, ObsError>) -> Void) {
@@ -624,7 +629,7 @@ final class EtcdLog: SharedLog {
                                 + "not cluster \(String(clusterID, radix: 16)) this host read its state from (its endpoints name "
                                 + "members of different clusters, or etcd was made again)")
             switch request {
-            case .proposal(_, _, let decided, _), .leaseCheck(let decided): decided(.failed(error))
+            case .proposal(_, _, let decided, _, _), .leaseCheck(let decided, _): decided(.failed(error))
             case .publish(let done):
                 publishAnswered()
                 done(.failure(error))
@@ -633,6 +638,7 @@ final class EtcdLog: SharedLog {
                 let proposals = waitingForLease
                 waitingForLease.removeAll()
                 for decided in proposals { decided(.failed(error)) }
+            case .probe: probeUnderWay = false
             default: break
             }
             return
@@ -648,7 +654,7 @@ final class EtcdLog: SharedLog {
             lastFailure = nil
         }
         switch (request, result) {
-        case (.proposal(let proposal, let seen, let decided, _), .success(.txn(let response))):
+        case (.proposal(let proposal, let seen, let decided, _, _), .success(.txn(let response))):
             let rev = UInt64(response.header.revision)
             if response.succeeded {
                 if proposal.changes.isEmpty {
@@ -681,18 +687,24 @@ final class EtcdLog: SharedLog {
                         if !found.contains(key), let held = modRevisions[key] { gone.append((key, held)) }
                     }
                 }
-                afterApplying(changedAt, gone: gone, now: now, run: { decided(.superseded(rev: changedAt)) },
-                              late: { decided(.failed(self.notApplied(changedAt))) })
+                afterApplying(changedAt, gone: gone, now: now, run: { decided(.superseded(rev: changedAt)) }, late: {
+                    if self.store.rev >= changedAt {
+                        decided(.failed(ObsError(.unavailable, "etcd no longer holds a key this write depends on, but this host has not "
+                                                 + "applied its delete within \(self.timeout) s (its watch of etcd is behind or cut)")))
+                    } else {
+                        decided(.failed(self.notApplied(changedAt)))
+                    }
+                })
             }
-        case (.proposal(_, let seen, let decided, let put), .success(.put(let response))):
+        case (.proposal(_, let seen, let decided, let put, _), .success(.put(let response))):
             let rev = UInt64(response.header.revision)
             if rev <= seen { return decided(.failed(wentBack(seen: seen, found: "committed a write at revision \(rev)"))) }
             if let put, store.rev == rev - 1, applyOwnPut(put, at: rev) { appliedFromAnswers += 1 }
             afterApplying(rev, now: now, run: { decided(.committed(rev: rev)) },
                           late: { decided(.failed(self.notApplied(rev))) })
-        case (.proposal(let proposal, _, let decided, _), .failure(.leaseNotFound)):
-            leaseGone(proposal, decided)
-        case (.proposal(_, _, let decided, _), .failure(let error)):
+        case (.proposal(let proposal, _, let decided, _, let sentWith), .failure(.leaseNotFound)):
+            leaseGone(proposal, sentWith: sentWith, decided)
+        case (.proposal(_, _, let decided, _, _), .failure(let error)):
             decided(.failed(refusal(error) ?? failure(error)))
         case (.publish(let done), .success(let response)):
             let rev = UInt64(response.header.revision)
@@ -714,7 +726,7 @@ final class EtcdLog: SharedLog {
             let proposals = waitingForLease
             waitingForLease.removeAll()
             for decided in proposals { decided(.retry(rev: store.rev, because: Self.leaseRenewed)) }
-        case (.keepAlive, .success(.leaseKeepAlive(let renewal))) where renewal.ttl == 0:
+        case (.keepAlive(let renewed), .success(.leaseKeepAlive(let renewal))) where renewal.ttl == 0 && renewed == lease:
             // The lease ran out (etcd was out of reach longer than its TTL): this host's ephemeral
             // keys are gone for every host. Take a new one for the keys set from now on.
             renewLease()
@@ -744,19 +756,29 @@ final class EtcdLog: SharedLog {
             let proposals = waitingForLease
             waitingForLease.removeAll()
             for decided in proposals { decided(.failed(refused)) }
+        case (.keepAlive(let renewed), .failure(.leaseNotFound)) where renewed == lease:
+            renewLease()
         case (.keepAlive, .failure(let error)):
             _ = failure(error)
-        case (.leaseCheck(let decided), .success(.leaseKeepAlive(let renewal))):
-            if renewal.ttl == 0 {
+        case (.probe, .failure(let error)):
+            probeUnderWay = false
+            _ = failure(error)
+        case (.probe, .success):
+            probeUnderWay = false
+        case (.leaseCheck(let decided, let checked), .success(.leaseKeepAlive(let renewal))):
+            if checked != lease {
+                decided(.retry(rev: store.rev, because: Self.leaseRenewed))
+            } else if renewal.ttl == 0 {
                 waitingForLease.append(decided)
                 renewLease()
             } else {
                 decided(.failed(Self.foreignLeaseGone))
             }
-        case (.leaseCheck(let decided), .failure(.leaseNotFound)):
+        case (.leaseCheck(let decided, let checked), .failure(.leaseNotFound)):
+            if checked != lease { return decided(.retry(rev: store.rev, because: Self.leaseRenewed)) }
             waitingForLease.append(decided)
             renewLease()
-        case (.leaseCheck(let decided), .failure(let error)):
+        case (.leaseCheck(let decided, _), .failure(let error)):
             decided(.failed(refusal(error) ?? failure(error)))
         case (.historyCheck(let seen), .success(let response)) where UInt64(response.header.revision) < seen:
             _ = wentBack(seen: seen, found: "answered a linearizable read at revision \(response.header.revision)")
@@ -798,7 +820,7 @@ final class EtcdLog: SharedLog {
     /// again once there is a new one: not sent again as it was, since its compares would be
     /// written from revisions applied since, which its changes were not made from (another host
     /// may have taken the key). With another host's, it fails. With both, a keepalive tells which.
-    private func leaseGone(_ proposal: Proposal, _ decided: @escaping (Decision) -> Void) {
+    private func leaseGone(_ proposal: Proposal, sentWith: Int64, _ decided: @escaping (Decision) -> Void) {
         var own = false, foreign = false
         for key in proposal.changes.putKeys {
             switch key.owner {
@@ -807,8 +829,12 @@ final class EtcdLog: SharedLog {
             case _?: own = true
             }
         }
-        if foreign && own {
-            pending[client.submit(.leaseKeepAlive(id: lease), timeout: .seconds(timeout))] = .leaseCheck(decided: decided)
+        if own, sentWith != lease {
+            // Sent with a lease this host has replaced since: run again with the new one (and
+            // not a new lease again, which would leave the keys put with this one to run out).
+            decided(.retry(rev: store.rev, because: Self.leaseRenewed))
+        } else if foreign && own {
+            pending[client.submit(.leaseKeepAlive(id: lease), timeout: .seconds(timeout))] = .leaseCheck(decided: decided, lease: lease)
         } else if foreign {
             decided(.failed(Self.foreignLeaseGone))
         } else {
@@ -953,6 +979,7 @@ final class EtcdLog: SharedLog {
                          + "the watch had ended: \(ended)")
                 watchEndedBecause = nil
             }
+            if lastFailure != nil { probe() }
             if revision < Int64(store.rev) {
                 pending[client.submit(.range(RangeRequest(key: records.bindingsEpoch, countOnly: true)))] = .historyCheck(seen: store.rev)
             }
@@ -996,9 +1023,22 @@ final class EtcdLog: SharedLog {
         if case .unavailable(let message, _) = error {
             if watchEndedBecause == nil { log.warn("cluster: the watch of etcd ended: \(message); watching again") }
             watchEndedBecause = message
+            probe()
         } else {
             _ = failure(error)
         }
+    }
+
+    /// Asks etcd whether it answers, with a linearizable read (a count of one record) bounded by
+    /// `etcd_timeout`: after a watch ended, for a host that writes nothing (an outage is then
+    /// `unavailable` within that time, not at its lease's next renewal, a third of `ephemeral_ttl`
+    /// later); and when a watch is set up again after a failure (etcd's answer ends the
+    /// outage). One at a time.
+    private func probe() {
+        guard !probeUnderWay else { return }
+        probeUnderWay = true
+        let read = RangeRequest(key: records.bindingsEpoch, countOnly: true)
+        pending[client.submit(.range(read), timeout: .milliseconds(Int64(timeout * 1000)))] = .probe
     }
 
     /// The watch ended because this host takes its messages slower than etcd sends them: more
@@ -1259,7 +1299,7 @@ final class EtcdLog: SharedLog {
     func tick(now: Double) {
         if let due = nextKeepAlive, due <= now {
             nextKeepAlive = now + Double(leaseTTL) / 3
-            pending[client.submit(.leaseKeepAlive(id: lease), timeout: .seconds(Double(leaseTTL) / 3))] = .keepAlive
+            pending[client.submit(.leaseKeepAlive(id: lease), timeout: .seconds(Double(leaseTTL) / 3))] = .keepAlive(lease: lease)
         }
         if let due = watchRetryAt, due <= now, watch == nil { startWatch() }
         restartStalledWatch(now: now)

@@ -204,16 +204,23 @@ final class ClusterHostileTests: XCTestCase {
         guard finished.wait(timeout: .now() + 10) == .success, let outcome = result.value else { throw URLError(.timedOut) }
         return try outcome.get()
     }
-}
 
-/// A value two threads read and write, under a lock.
-private final class Shared<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+    /// Every etcd member stopped while a host writes nothing: it says `unavailable` within about
+    /// `etcd_timeout` (its watch ended, and a read finds etcd out of reach), not at its lease's
+    /// next renewal (a third of `ephemeral_ttl`, 100 s here); and `connected` once etcd is back,
+    /// still without a write.
+    func test_anOutageOfEtcd_isShownByAHostThatWritesNothing_andItsEndToo() throws {
+        let etcd = try startEtcdCluster()
+        defer { etcd.shutDown() }
+        let hosts = try ClusterHosts(etcd, count: 1, timeout: "2s", ephemeralTTL: "300s")
+        _ = try hosts.request(0, #"{"op":"set","key":"k","value":1}"#)
+        func state() -> String? { ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String }
+        for member in 0..<3 { etcd.stop(member) }
+        XCTAssertTrue(waitFor("the host to say etcd is unavailable", timeout: 30) { state() == "unavailable" }, hosts.logs)
+        XCTAssertTrue(hosts.hosts[0]!.log.contains("cluster: etcd unavailable"), hosts.logs)
+        try etcd.restart([0, 1, 2])
+        XCTAssertTrue(waitFor("the host to say connected", timeout: 30) { state() == "connected" }, hosts.logs)
+        XCTAssertTrue(hosts.hosts[0]!.log.contains("cluster: etcd answers again"), hosts.logs)
     }
 
     /// A TTL key put with etcdctl, its deadline far in the future: the hosts serve it like any key
@@ -384,5 +391,16 @@ private final class Shared<Value>: @unchecked Sendable {
         let still = try hosts.request(1, #"{"op":"get","key":"eph"}"#)
         XCTAssertEqual(still["value"] as? Int, 2, "\(still), marker at \(marker)\n\(hosts.logs)")
         withExtendedLifetime(owner) {}
+    }
+}
+
+/// A value two threads read and write, under a lock.
+private final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }

@@ -501,10 +501,13 @@ final class ClusterTests: XCTestCase {
         let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
         for request in [#"{"op":"set","key":"x","value":10}"#, #"{"op":"define","key":"y","expr":"1 + 1"}"#,
                         #"{"op":"bind","from":"a","to":"t"}"#, #"{"op":"set","key":"a","value":1}"#,
-                        #"{"op":"set","key":"v","value":5}"#] {
+                        #"{"op":"set","key":"v","value":5}"#, #"{"op":"set","key":"p","value":3}"#,
+                        #"{"op":"bind","from":"p","to":"q","two_way":true}"#] {
             XCTAssertEqual(try hosts.request(0, request)["ok"] as? Bool, true, request)
         }
-        for (record, garbage) in [("k/x", "not json"), ("d/y", #"{"expr":"1 +"}"#), ("b/t", #"{"from":"a"}"#), ("d/v", "[]")] {
+        // b/p: garbage under the name of a two-way binding's other key, whose record is b/q.
+        for (record, garbage) in [("k/x", "not json"), ("d/y", #"{"expr":"1 +"}"#), ("b/t", #"{"from":"a"}"#), ("d/v", "[]"),
+                                  ("b/p", "{}")] {
             try hosts.etcd.etcdctl(["put", hosts.prefix + record, garbage])
         }
         let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"marker","value":1}"#)["rev"] as? Int)
@@ -518,7 +521,7 @@ final class ClusterTests: XCTestCase {
             let bindings = (dump["bindings"] as? [[String: Any]] ?? []).map { "\($0["from"] ?? "")->\($0["to"] ?? "")" }
             return (keys + bindings).sorted()
         }
-        let expected = ["a=1", "marker=1", "t=1", "v=5"]
+        let expected = ["a=1", "marker=1", "p->q", "p=3", "q=3", "t=1", "v=5"]
         XCTAssertEqual(state(try hosts.request(0, #"{"op":"dump"}"#)), expected, hosts.logs)
         XCTAssertEqual(state(try hosts.request(1, #"{"op":"dump"}"#)), expected, hosts.logs)
         XCTAssertEqual(state(try fresh.request(0, #"{"op":"dump"}"#)), expected, fresh.logs)
