@@ -142,14 +142,21 @@ final class SharedLogTests: XCTestCase {
         XCTAssertEqual(cluster.log.map { $0.putKeys.map(\.key) }, [["src"], ["dst"]])
     }
 
-    /// The target written after the plain write and before any repair: the binding's write would
-    /// have come first and been overwritten, so no host writes it now.
-    func test_aRepairDoesNotOverwriteALaterWriteOfTheTarget() {
+    /// Three hosts whose proposals are decided when the test says: host 0 binds src -> dst
+    /// (value * 2), and host 1 sets src 7 from a view without the binding.
+    private func aBindingAndAPlainWriteThatMissesIt() -> (SimulatedCluster, [Client]) {
         let cluster = SimulatedCluster(hosts: 3)
         let hosts = clients(cluster)
         cluster.decidesAtOnce = false
         hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
         hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        return (cluster, hosts)
+    }
+
+    /// The target written after the plain write and before any repair: the binding's write would
+    /// have come first and been overwritten, so no host writes it now.
+    func test_aRepairDoesNotOverwriteALaterWriteOfTheTarget() {
+        let (cluster, hosts) = aBindingAndAPlainWriteThatMissesIt()
         hosts[2].send(#"{"op":"set","key":"dst","value":99}"#)
         cluster.decide()
         for store in cluster.stores { XCTAssertEqual(store.value(forKey: "dst"), 99) }
@@ -159,11 +166,7 @@ final class SharedLogTests: XCTestCase {
     /// The source changed again (by a host that had the binding) before any repair: that change
     /// carries the binding's write, and the repairs of the older one write nothing.
     func test_aRepairIsDroppedWhenTheSourceChangedAgain() {
-        let cluster = SimulatedCluster(hosts: 3)
-        let hosts = clients(cluster)
-        cluster.decidesAtOnce = false
-        hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
-        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        let (cluster, hosts) = aBindingAndAPlainWriteThatMissesIt()
         cluster.decideNext()
         hosts[0].send(#"{"op":"set","key":"src","value":8}"#)
         cluster.decide()
@@ -174,11 +177,7 @@ final class SharedLogTests: XCTestCase {
     /// The log cannot be reached when the hosts repair a binding's write: they try again until it
     /// can, and the first to reach it writes the target, once.
     func test_aRepairTheLogCouldNotTake_isMadeOnceTheLogIsBack() {
-        let cluster = SimulatedCluster(hosts: 3)
-        let hosts = clients(cluster)
-        cluster.decidesAtOnce = false
-        hosts[0].send(#"{"op":"bind","from":"src","to":"dst","map":"value * 2"}"#)
-        hosts[1].send(#"{"op":"set","key":"src","value":7}"#)
+        let (cluster, _) = aBindingAndAPlainWriteThatMissesIt()
         cluster.decideNext()
         cluster.decideNext()
         cluster.available = false
