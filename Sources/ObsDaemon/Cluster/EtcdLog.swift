@@ -435,7 +435,11 @@ final class EtcdLog: SharedLog {
         // and holds no history before that read (its watchers got `compacted` and a snapshot).
         let from = resyncedAt ?? started
         let reread = resyncedAt == nil ? "" : ", read again at revision \(from) after etcd compacted its history"
-        log.info("cluster: applied etcd's history from revision \(from) to \(store.rev)\(reread) (a watch may resume from \(from) on, "
+        // On an etcd shared with others, the prefix's last write may be older than etcd's revision
+        // at the start: the records matched etcd's before the host reached that revision.
+        let quiet = store.rev < UInt64(target.revision)
+            ? "; nothing under \(String(decoding: records.prefix, as: UTF8.self)) changed from there to revision \(target.revision), where etcd was at the start" : ""
+        log.info("cluster: applied etcd's history from revision \(from) to \(store.rev)\(reread)\(quiet) (a watch may resume from \(from) on, "
                  + "as history_bytes allows)")
     }
 

@@ -692,6 +692,9 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(answer["rev"] as? Int, last)
         let log = hosts.hosts[1]?.log ?? ""
         XCTAssertTrue(log.contains("applied etcd's history from revision"), log)
+        // Another prefix's write came after the last of this one's: the log says why the host
+        // stopped short of etcd's revision at its start.
+        XCTAssertTrue(log.contains("to \(last); nothing under \(hosts.prefix) changed from there to revision"), log)
         XCTAssertFalse(log.contains("cannot apply etcd's history"), log)
         // Small revisions: its watch needs no fragments, which etcd 3.4 makes slowly.
         XCTAssertFalse(log.contains("fragments"), log)
