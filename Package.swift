@@ -92,8 +92,8 @@ let package = Package(
         // library loaded (dlopen) when the first etcd client is made, so that single-host obsd
         // never maps it (Sources/CCurl/include/CCurl.h).
         .target(name: "CCurl"),
-        // An asynchronous etcd v3 client (etcd's JSON gateway through libcurl, driven from the
-        // caller's event loop) for cluster mode.
+        // An asynchronous etcd v3 client for cluster mode: etcd's gRPC API over libcurl's HTTP/2
+        // (the default), or its JSON gateway; driven from the caller's event loop.
         .target(name: "EtcdClient", dependencies: ["CCurl", "CLinux", "ObsCore"], swiftSettings: strict),
         // A 3-member etcd cluster on loopback, started by the tests and by obsbench (no XCTest).
         .target(name: "EtcdTestCluster", path: "Tests/EtcdTestCluster", swiftSettings: strict),

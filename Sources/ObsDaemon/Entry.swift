@@ -50,7 +50,9 @@ public enum Obsd {
 
     /// `--check`: the configuration was valid if we got here; now the database, loaded and
     /// restored exactly as start-up does it (SQLiteStorage.load, its log replayed, then the store),
-    /// but read only. Every row that cannot be loaded is listed with its key or log row.
+    /// but read only. Every row that cannot be loaded is listed with its key or log row. In
+    /// cluster mode, etcd instead: reached, and every record under the prefix read
+    /// (`EtcdLog.check`), each one obsd cannot read listed with its key.
     private static func check(_ options: CommandLineOptions, environment: DaemonEnvironment, settings: Settings) -> Int32 {
         let configPath = Configuration.configPath(options, environment: environment)
         print("configuration: ok (\(options.config != nil || Configuration.fileExists(configPath) ? configPath : "embedded defaults"))")

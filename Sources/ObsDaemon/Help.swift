@@ -47,7 +47,7 @@ public let obsdOptions = [
         grpc: etcd's own API over HTTP/2 (default); json: its JSON gateway over HTTP/1.1, for a path \
         to etcd that carries only HTTP/1.1.
         """),
-    DaemonOption(names: "--check", value: nil, help: "Validate the configuration and the database's integrity, then exit."),
+    DaemonOption(names: "--check", value: nil, help: "Validate the configuration and the database's integrity (in cluster mode: reach etcd and read every record under the prefix), then exit."),
     DaemonOption(names: "--version", value: nil, help: "Print the version and exit."),
     DaemonOption(names: "-h, --help", value: nil, help: "Print this help and exit."),
 ]

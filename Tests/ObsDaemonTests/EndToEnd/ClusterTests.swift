@@ -198,15 +198,33 @@ final class ClusterTests: XCTestCase {
             let answers = [json(a.readLine()), json(b.readLine())]
             XCTAssertEqual(answers.filter { $0["ok"] as? Bool == true }.count, 1, "\(answers)")
             XCTAssertEqual(answers.compactMap { ($0["error"] as? [String: Any])?["code"] as? String }, ["conflict"], "\(answers)")
+            // Both hosts hold the winner's value, at its revision.
+            guard let winner = answers.firstIndex(where: { $0["ok"] as? Bool == true }), let won = answers[winner]["rev"] as? Int else { continue }
+            for host in 0..<2 {
+                var read: [String: Any] = [:]
+                XCTAssertTrue(waitFor("host \(host) at \(won)") {
+                    read = (try? hosts.request(host, #"{"op":"get","key":"lock"}"#)) ?? [:]
+                    return read["rev"] as? Int ?? 0 >= won
+                })
+                XCTAssertEqual(read["value"] as? String, ["A", "B"][winner], "host \(host): \(read)")
+                XCTAssertEqual(read["rev"] as? Int, won, "host \(host): \(read)")
+            }
         }
     }
 
+    /// A batch written on host 0: every host, the writer's too, shows its two changes at the
+    /// batch's one revision.
     func test_aBatchIsOneRevisionEverywhere() throws {
         let hosts = try ClusterHosts(try SharedEtcd.get())
-        let watcher = try watch(hosts, 2, ["x", "y"])
+        let watchers = try (0..<3).map { try watch(hosts, $0, ["x", "y"]) }
         let answer = try hosts.request(0, #"{"op":"batch","ops":[{"op":"set","key":"x","value":1},{"op":"set","key":"y","value":2}]}"#)
-        let revs = (0..<2).map { _ in ClusterHosts.event(watcher)["rev"] as? Int }
-        XCTAssertEqual(revs, [answer["rev"] as? Int, answer["rev"] as? Int])
+        let rev = try XCTUnwrap(answer["rev"] as? Int, "\(answer)")
+        for (host, watcher) in watchers.enumerated() {
+            let events = (0..<2).map { _ in ClusterHosts.event(watcher) }
+            XCTAssertEqual(events.map { $0["rev"] as? Int }, [rev, rev], "host \(host): \(events)")
+            XCTAssertEqual(events.map { $0["key"] as? String }, ["x", "y"], "host \(host): \(events)")
+            XCTAssertEqual(events.map { $0["new"] as? Int }, [1, 2], "host \(host): \(events)")
+        }
     }
 
     /// A prefix that holds more than one answer may (the client takes at most 64 MiB in one) is
@@ -643,11 +661,19 @@ final class ClusterTests: XCTestCase {
         XCTAssertTrue(log.contains("cluster: skipped \(hosts.prefix)k/bad: "), log)
     }
 
+    /// A message published on host 0 reaches the channel's watches on every host, the
+    /// publisher's too, once each: the next event each gets is the next message.
     func test_publish_reachesWatchersOnEveryHost() throws {
-        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
-        let watcher = try watch(hosts, 1, ["news"])
-        XCTAssertEqual(try hosts.request(0, #"{"op":"publish","channel":"news","payload":"hi"}"#)["ok"] as? Bool, true)
-        XCTAssertEqual(ClusterHosts.event(watcher)["payload"] as? String, "hi")
+        let hosts = try ClusterHosts(try SharedEtcd.get())
+        let watchers = try (0..<3).map { try watch(hosts, $0, ["news"]) }
+        let first = try hosts.request(0, #"{"op":"publish","channel":"news","payload":"hi"}"#)
+        XCTAssertEqual(first["delivered"] as? Int, 1, "the publisher's host counts its own watch: \(first)")
+        XCTAssertEqual(try hosts.request(2, #"{"op":"publish","channel":"news","payload":"bye"}"#)["ok"] as? Bool, true)
+        for (host, watcher) in watchers.enumerated() {
+            let events = (0..<2).map { _ in ClusterHosts.event(watcher) }
+            XCTAssertEqual(events.map { $0["channel"] as? String }, ["news", "news"], "host \(host): \(events)")
+            XCTAssertEqual(events.map { $0["payload"] as? String }, ["hi", "bye"], "host \(host): \(events)")
+        }
     }
 
     /// A host killed with kill -9 and started again catches up with what happened meanwhile.
@@ -1040,8 +1066,6 @@ final class ClusterFailureTests: XCTestCase {
         XCTAssertEqual(Set(seen).count, seen.count, "no change twice")
     }
 
-    /// Two members down: writes fail with `unavailable` within the timeout, reads go on; when they
-    /// are back, every watcher gets every change.
     /// A client that goes on sending while its `set` waits for etcd (every member frozen): obsd
     /// reads none of it meanwhile, so it stays in the socket, bounded by the kernel's buffers (the
     /// loop leaves the connection's input registered while the answer is pending, and takes it out
@@ -1087,23 +1111,34 @@ final class ClusterFailureTests: XCTestCase {
         XCTAssertEqual(last, "\(lines - 1) \(padding)")
     }
 
+    /// Two members down: writes fail with `unavailable` within the timeout, reads go on on
+    /// every host; when they are back, every watcher gets every change.
     func test_quorumLost_writesUnavailable_readsGoOn_thenEveryChangeArrives() throws {
         let etcd = try startEtcdCluster()
         defer { etcd.shutDown() }
-        let hosts = try ClusterHosts(etcd, count: 2, timeout: "2s")
-        _ = try hosts.request(0, #"{"op":"set","key":"k","value":0}"#)
-        let watcher = try watch(hosts, 1, ["k"])
+        let hosts = try ClusterHosts(etcd, count: 3, timeout: "2s")
+        let first = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"k","value":0}"#)["rev"] as? Int)
+        let watchers = try [1, 2].map { try watch(hosts, $0, ["k"]) }
         etcd.kill(1)
         etcd.kill(2)
         let start = Date()
-        let failed = try hosts.request(0, #"{"op":"set","key":"k","value":1}"#)
+        let writer = try hosts.client(0)
+        writer.send(#"{"op":"set","key":"k","value":1}"# + "\n")
+        // Reads go on on every host, the writer's too, whether or not its write is still waiting.
+        for host in 0..<3 {
+            var read: [String: Any] = [:]
+            XCTAssertTrue(waitFor("host \(host) to have applied \(first)") {
+                read = (try? hosts.request(host, #"{"op":"get","key":"k"}"#)) ?? [:]
+                return read["rev"] as? Int ?? 0 >= first
+            }, "\(read)")
+            XCTAssertEqual(read["value"] as? Int, 0, "reads go on, host \(host): \(read)")
+        }
+        let failed = json(writer.readLine())
         XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "unavailable", "\(failed)")
         XCTAssertLessThan(Date().timeIntervalSince(start), 30, "bounded by etcd_timeout (2 s here), with a wide margin")
-        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"k"}"#)["value"] as? Int, 0, "reads go on")
         let stats = try hosts.request(0, #"{"op":"stats"}"#)
         XCTAssertEqual((stats["cluster"] as? [String: Any])?["state"] as? String, "unavailable")
         try etcd.restart([1, 2])
-        var done = false
         for value in 2...4 {
             waitFor("a write to succeed again") {
                 (try? hosts.request(0, #"{"op":"set","key":"k","value":\#(value)}"#)["ok"] as? Bool) == true
@@ -1112,15 +1147,20 @@ final class ClusterFailureTests: XCTestCase {
         // The log says when the outage ended, as it said when it began.
         let log = hosts.hosts[0]!.log
         XCTAssertTrue(log.contains("cluster: etcd answers again"), log)
-        // The watcher sees each committed change in order (the failed write may have been
-        // committed after all when etcd came back: a write that timed out is "unknown").
-        var seen: [Int] = []
-        while !done {
-            guard let value = ClusterHosts.event(watcher)["new"] as? Int else { break }
-            seen.append(value)
-            done = value == 4
+        // Each watcher, on either host, sees each committed change in order, the same as the
+        // other (the failed write may have been committed after all when etcd came back: a write
+        // that timed out is "unknown").
+        var seen: [[Int]] = []
+        for watcher in watchers {
+            var values: [Int] = []
+            while values.last != 4 {
+                guard let value = ClusterHosts.event(watcher)["new"] as? Int else { break }
+                values.append(value)
+            }
+            XCTAssertEqual(values.filter { $0 != 1 }, [2, 3, 4], hosts.logs)
+            seen.append(values)
         }
-        XCTAssertEqual(seen.filter { $0 != 1 }, [2, 3, 4])
+        XCTAssertEqual(seen[0], seen[1], "both hosts' watchers")
     }
 
     /// Every member stopped: each connection is refused, no write can have reached etcd, and
