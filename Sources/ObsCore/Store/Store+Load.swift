@@ -39,7 +39,14 @@ extension Store {
             setExpression(node, expression)
             engine.invalidate(node)
         }
+        // In order, as a transaction that puts them applies them (`applyChanges`): a binding
+        // displaces those its keys are bound by already (records of two bindings over one key are
+        // damage, or were left by an older version: the later in `state.bindings` wins), so that
+        // no binding is left half installed.
         for stored in state.bindings {
+            for target in stored.twoWay ? [stored.to, stored.from] : [stored.to] {
+                if let old = bindings[target] { uninstall(old) }
+            }
             let map = stored.map.flatMap { try? Expression.compile($0, allowValue: true) }
             let unmap = stored.unmap.flatMap { try? Expression.compile($0, allowValue: true) }
             install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)

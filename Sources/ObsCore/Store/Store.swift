@@ -275,7 +275,7 @@ public final class Store {
     func propose<T>(reason: String?, _ body: () throws(ObsError) -> T) throws(ObsError) -> (T, Proposal) {
         let (value, transaction) = try run(reason: reason, mode: .local, body)
         listChanges(of: transaction)
-        var proposal = Proposal(changes: storedTransaction(0, changedBindings(of: transaction), includeEphemeral: true))
+        var proposal = Proposal(changes: storedTransaction(0, transaction, changedBindings(of: transaction), includeEphemeral: true))
         proposal.changes.reason = reason
         proposal.depends = transaction.depends
         current = transaction
@@ -367,7 +367,7 @@ public final class Store {
                 // computed the clock re-evaluated): then as its revision alone. The counter must
                 // not go back at a restart, or revisions clients saw would be given again to other
                 // changes, and a watch resumed `since` one of them would miss those.
-                let stored = storedTransaction(newRev, bindingTargets, includeEphemeral: false)
+                let stored = storedTransaction(newRev, transaction, bindingTargets, includeEphemeral: false)
                 do {
                     try storage.commit(stored)
                 } catch {
@@ -453,7 +453,8 @@ public final class Store {
     /// What a transaction changes of the persisted state (its changed keys: `changedNodes`); with
     /// `includeEphemeral` (a proposal to a shared log, which keeps them) ephemeral keys too, with
     /// their owner.
-    private func storedTransaction(_ rev: UInt64, _ bindingTargets: [String], includeEphemeral: Bool) -> StoredTransaction {
+    private func storedTransaction(_ rev: UInt64, _ transaction: Transaction, _ bindingTargets: [String],
+                                   includeEphemeral: Bool) -> StoredTransaction {
         var stored = StoredTransaction(rev: rev)
         for index in 0..<changedNodes.count {
             let node = changedNodes[index]
@@ -476,10 +477,14 @@ public final class Store {
                 stored.deletedDefinitions.append(node.name)
             }
         }
+        // A binding's record is named by its `to`. A key whose binding changed has its record put
+        // when it is the new binding's `to`, and deleted when it has no binding now, or when it
+        // was the old binding's `to` and is now the `from` of a two-way binding (recorded under
+        // the other key): left in place, that old record would come back at the next load.
         for target in bindingTargets {
-            if let binding = bindings[target] {
-                if binding.to == target { stored.putBindings.append(binding.stored) }
-            } else {
+            if let binding = bindings[target], binding.to == target {
+                stored.putBindings.append(binding.stored)
+            } else if bindings[target] == nil || transaction.bindingsBefore[target]??.to == target {
                 stored.deletedBindings.append(target)
             }
         }

@@ -1233,6 +1233,7 @@ final class EtcdLog: SharedLog {
         // host took an unreadable one as the delete of its name's record of that kind.
         var values: [String: (key: StoredKey, owner: String?, kv: KeyValue)] = [:]
         var definitions: [String: (definition: StoredDefinition, revision: Int64)] = [:]
+        var bindings: [(binding: StoredBinding, revision: Int64)] = []
         for kv in range.kvs {
             guard let (kind, name) = records.parse(kv.key) else {
                 skip(kv, "not a record of obsd's")
@@ -1245,13 +1246,19 @@ final class EtcdLog: SharedLog {
                     let (key, _, owner) = try records.writtenKey(name, kv)
                     values[name] = (key, owner, kv)
                 case .definition: definitions[name] = (try records.storedDefinition(name, kv), kv.modRevision)
-                case .binding: state.bindings.append(try records.storedBinding(name, kv))
+                case .binding: bindings.append((try records.storedBinding(name, kv), kv.modRevision))
                 case .meta: break
                 }
             } catch {
                 skip(kv, error.message)
             }
         }
+        // Bindings in the order they were written: records of two bindings over one key (put by
+        // something else than obsd, or left by an older version) are resolved as a running host
+        // resolved them when its watch brought them, the later displacing the earlier
+        // (`Store.load`, `Store.applyChanges`); one revision's in the range's order.
+        state.bindings = bindings.enumerated().sorted { ($0.element.revision, $0.offset) < ($1.element.revision, $1.offset) }
+            .map(\.element.binding)
         // In the range's order (by record key), as etcd keeps them.
         for kv in range.kvs {
             switch records.parse(kv.key) {

@@ -1,5 +1,6 @@
 @testable import ObsCore
 import XCTest
+import TestSupport
 
 /// What the store hands its storage, restarts, and the limits of StoreConfiguration.
 final class PersistenceAndLimitTests: XCTestCase {
@@ -64,6 +65,55 @@ final class PersistenceAndLimitTests: XCTestCase {
         XCTAssertEqual(client.request(#"{"op":"get","key":"c"}"#)["value"], 30)
         XCTAssertEqual(client.request(#"{"op":"describe","key":"a"}"#)["created_rev"], 1)
         XCTAssertNotNil(client.request(#"{"op":"describe","key":"t"}"#)["ttl_ms"])
+    }
+
+    /// Random binds (one-way and two-way, with and without a map) and unbinds over four keys: after
+    /// each, a store loaded from what the storage holds has the same bindings as the live one. A
+    /// binding's record is named by its `to`, so rebinding a key as the `from` of a two-way binding
+    /// must remove the record it had as a `to` (else the old binding came back at the restart).
+    func test_bindingsAfterAnyBindsAndUnbinds_loadAsTheyWere() {
+        func bindings(_ client: Client) -> [String] {
+            (client.request(#"{"op":"dump"}"#)["bindings"]?.arrayValue ?? []).map(\.encoded).sorted()
+        }
+        let names = ["p", "q", "r", "s"]
+        var random = SplitMix64(seed: 20261204)
+        for trial in 0..<40 {
+            let storage = MemoryStorage()
+            let live = Harness(storage: storage).connect()
+            var steps: [String] = []
+            for _ in 0..<10 {
+                let from = names.randomElement(using: &random)!
+                let to = names.filter { $0 != from }.randomElement(using: &random)!
+                let request: String
+                switch Int.random(in: 0..<6, using: &random) {
+                case 0: request = #"{"op":"unbind","to":"\#(to)"}"#
+                case 1, 2: request = #"{"op":"bind","from":"\#(from)","to":"\#(to)","map":"value"}"#
+                default: request = #"{"op":"bind","from":"\#(from)","to":"\#(to)","two_way":true}"#
+                }
+                live.send(request)
+                steps.append(request)
+                let loaded = Harness(storage: storage).connect()
+                XCTAssertEqual(bindings(loaded), bindings(live), "trial \(trial): \(steps)")
+            }
+        }
+    }
+
+    /// Records of two bindings over one key (left by an older version, which kept a key's record
+    /// when the key became the `from` of a two-way binding, or damage): the later one loads, whole,
+    /// and the earlier leaves nothing behind that still writes.
+    func test_aStateWithTwoBindingsOverOneKey_loadsTheLaterOne_whole() {
+        let state = StoredState(rev: 5, bindings: [
+            StoredBinding(from: "q", to: "p", twoWay: true),
+            StoredBinding(from: "p", to: "q", map: "value * 2", twoWay: true, unmap: "value / 2")])
+        let client = Harness(storage: MemoryStorage(state)).connect()
+        XCTAssertEqual((client.request(#"{"op":"dump"}"#)["bindings"]?.arrayValue ?? []).map(\.encoded),
+                       [#"{"from":"p","map":"value * 2","to":"q","two_way":true,"unmap":"value / 2"}"#])
+        XCTAssertEqual(client.request(#"{"op":"stats"}"#)["bindings"], 1)
+        client.request(#"{"op":"set","key":"p","value":3}"#)
+        XCTAssertEqual(client.request(#"{"op":"get","key":"q"}"#)["value"], 6)
+        client.request(#"{"op":"set","key":"q","value":10}"#)
+        XCTAssertEqual(client.request(#"{"op":"get","key":"p"}"#)["value"], 5)
+        XCTAssertEqual(client.request(#"{"op":"get","key":"q"}"#)["value"], 10)
     }
 
     func test_limit_valueSize() {

@@ -551,6 +551,40 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(incremented["value"] as? Int, 1, "\(incremented)")
     }
 
+    /// A key that was a binding's `to` made the `from` of a two-way binding (a two-way binding
+    /// turned round, a chain's middle key bound both ways): its old record goes, so a host that
+    /// reads the prefix has the bindings the running hosts have. And a binding record put by
+    /// something else over a key of a two-way binding recorded under the other key: every host,
+    /// running or new, holds the later of the two, as the running hosts applied them.
+    func test_bindingsRecordedUnderOtherKeys_areTheSameOnRunningHostsAndOnAHostThatReadsThePrefix() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
+        for request in [#"{"op":"bind","from":"p","to":"q","map":"value * 2","unmap":"value / 2","two_way":true}"#,
+                        #"{"op":"bind","from":"q","to":"p","two_way":true}"#,
+                        #"{"op":"bind","from":"a","to":"b","map":"value + 1"}"#,
+                        #"{"op":"bind","from":"b","to":"c","two_way":true}"#,
+                        #"{"op":"bind","from":"x","to":"y","two_way":true}"#] {
+            XCTAssertEqual(try hosts.request(0, request)["ok"] as? Bool, true, request)
+        }
+        try hosts.etcd.etcdctl(["put", hosts.prefix + "b/x", #"{"from":"z","to":"x"}"#])
+        let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"marker","value":1}"#)["rev"] as? Int)
+        waitFor("host 2 at the marker") { (try? hosts.request(1, #"{"op":"get","key":"marker"}"#)["rev"] as? Int) == marker }
+        let records = try hosts.etcd.etcdctl(["get", hosts.prefix + "b/", "--prefix", "--keys-only"])
+            .split(separator: "\n").filter { !$0.isEmpty }.map { String($0.dropFirst(hosts.prefix.count)) }
+        // b/y stays: the running hosts dropped x <-> y when b/x came, and so does a host that reads it.
+        XCTAssertEqual(records.sorted(), ["b/c", "b/p", "b/x", "b/y"])
+        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix, settings: "history = 1\n")
+        func bindings(_ dump: [String: Any]) -> [String] {
+            (dump["bindings"] as? [[String: Any]] ?? []).map {
+                "\($0["from"] ?? "")->\($0["to"] ?? "")\($0["two_way"] as? Bool == true ? " two-way" : "")\(($0["map"] as? String).map { " " + $0 } ?? "")"
+            }.sorted()
+        }
+        let expected = ["b->c two-way", "q->p two-way", "z->x"]
+        XCTAssertEqual(bindings(try hosts.request(0, #"{"op":"dump"}"#)), expected, hosts.logs)
+        XCTAssertEqual(bindings(try hosts.request(1, #"{"op":"dump"}"#)), expected, hosts.logs)
+        XCTAssertEqual(bindings(try late.request(0, #"{"op":"dump"}"#)), expected, late.logs)
+        XCTAssertEqual(try late.request(0, #"{"op":"stats"}"#)["bindings"] as? Int, 3)
+    }
+
     func test_garbageUnderThePrefix_isSkippedAndReported() throws {
         let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1)
         try hosts.etcd.etcdctl(["put", hosts.prefix + "k/bad", "not json"])

@@ -249,6 +249,46 @@ final class DurabilityTests: XCTestCase {
         try killDuringWrites(durability: "strict")
     }
 
+    /// A two-way binding turned round (`bind q p` after `bind p q`, both two-way), and a key
+    /// that was a binding's `to` made the `from` of a two-way binding: after a restart of the
+    /// daemon on its SQLite database, the bindings are those it had, not the ones replaced.
+    func test_restart_afterRebindingAKeyAsTheFromOfATwoWayBinding_restoresTheBindingsItHad() throws {
+        let sandbox = try Sandbox()
+        let arguments = ["--socket", sandbox.socket, "--state-dir", sandbox.state]
+        func bindings(_ client: Client) -> [String] {
+            client.send(#"{"op":"dump"}"# + "\n")
+            let dump = json(client.readLine())["bindings"] as? [[String: Any]] ?? []
+            return dump.map { "\($0["from"] ?? "")->\($0["to"] ?? "") \($0["two_way"] as? Bool == true ? "two-way" : "") \($0["map"] ?? "")" }.sorted()
+        }
+        var before: [String] = []
+        do {
+            let obsd = try ObsdProcess(sandbox, arguments: arguments)
+            XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
+            let client = try Client(sandbox.socket)
+            client.send("""
+                {"op":"bind","from":"p","to":"q","map":"value * 2","unmap":"value / 2","two_way":true}
+                {"op":"bind","from":"q","to":"p","two_way":true}
+                {"op":"bind","from":"a","to":"b","map":"value + 1"}
+                {"op":"bind","from":"b","to":"c","two_way":true}
+
+                """)
+            for _ in 0..<4 { XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true) }
+            before = bindings(client)
+            XCTAssertEqual(before, ["b->c two-way ", "q->p two-way "])
+            obsd.signal(SIGTERM)
+            XCTAssertEqual(obsd.waitForExit(), 0)
+        }
+        let obsd = try ObsdProcess(sandbox, arguments: arguments)
+        XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
+        let client = try Client(sandbox.socket)
+        XCTAssertEqual(bindings(client), before)
+        client.send(#"{"op":"set","key":"p","value":4}"# + "\n" + #"{"op":"get","key":"q"}"# + "\n")
+        XCTAssertEqual(json(client.readLine())["ok"] as? Bool, true)
+        XCTAssertEqual(json(client.readLine())["value"] as? Int, 4, "q follows p unchanged (the replaced binding doubled it)")
+        obsd.signal(SIGTERM)
+        XCTAssertEqual(obsd.waitForExit(), 0)
+    }
+
     func test_restart_restoresComputedsAndBindings() throws {
         let sandbox = try Sandbox()
         let arguments = ["--socket", sandbox.socket, "--state-dir", sandbox.state]
