@@ -171,11 +171,14 @@ enum WriteCommandsRunner {
             do {
                 try restoreOnce(fields, connection, partBytes: Int(lineLimit) / 2, deadline: context.deadline)
             } catch {
-                // One transaction over the daemon's bounds (in cluster mode, etcd's): --split is
-                // the way that needs no setting changed.
+                // One transaction over the daemon's bounds on a whole restore (in cluster mode,
+                // etcd's): --split is the way that needs no setting changed. Not for one value or
+                // expression over its limit, which no split makes smaller.
                 let items = (fields["keys"]?.arrayValue?.count ?? 0) + (fields["bindings"]?.arrayValue?.count ?? 0)
-                guard case .server(let failure) = error, failure.code == .tooLarge, !parsed.has("--replace"), items > 1 else { throw error }
-                throw ClientError.server(ObsError(.tooLarge, failure.message + "; obsctl restore --split restores it in as many transactions as it needs"))
+                guard case .server(let failure) = error, failure.code == .tooLarge, !parsed.has("--replace"), items > 1,
+                      ["etcd", "max_restore_bytes"].contains(failure.details["limit"]?.stringValue) else { throw error }
+                throw ClientError.server(ObsError(.tooLarge, failure.message + "; obsctl restore --split restores it in as many transactions as it needs",
+                                                  details: failure.details))
             }
             return 0
         }

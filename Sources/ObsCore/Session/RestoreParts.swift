@@ -18,7 +18,8 @@ struct RestoreParts {
     mutating func add(keys: [JSONValue], bindings: [JSONValue], size: Int, held: inout Int, limit: Int) throws(ObsError) {
         guard held + size <= limit else {
             drop(from: &held)
-            throw ObsError(.tooLarge, "restore: the parts sent add up to more than \(limit) bytes (max_restore_bytes, every connection's together); this connection's were dropped and nothing was restored")
+            throw ObsError(.tooLarge, "restore: the parts sent add up to more than \(limit) bytes (max_restore_bytes, every connection's together); this connection's were dropped and nothing was restored",
+                           details: ["limit": "max_restore_bytes"])
         }
         held += size
         bytes += size

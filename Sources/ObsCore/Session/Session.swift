@@ -71,7 +71,7 @@ public final class Session {
                 }
             }
         } catch {
-            let error = ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes")
+            let error = ObsError(.tooLarge, "request line longer than \(framer.maxLineBytes) bytes", details: ["limit": "max_line_bytes"])
             store.requestCounters.count(error)
             lines.send(LineEncoding.error(id: .null, error))
             wantsClose = true

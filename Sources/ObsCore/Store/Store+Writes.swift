@@ -21,13 +21,15 @@ extension Store {
         value.encode(into: &scratch)
         let count = scratch.count
         if count > configuration.maxValueBytes {
-            throw ObsError(.tooLarge, "value of \(count) bytes is over the limit of \(configuration.maxValueBytes)")
+            throw ObsError(.tooLarge, "value of \(count) bytes is over the limit of \(configuration.maxValueBytes)",
+                           details: ["limit": "max_value_bytes"])
         }
     }
 
     func compile(_ source: String, allowValue: Bool = false) throws(ObsError) -> Expression {
         if source.utf8.count > configuration.maxExpressionBytes {
-            throw ObsError(.tooLarge, "expression of \(source.utf8.count) bytes is over the limit of \(configuration.maxExpressionBytes)")
+            throw ObsError(.tooLarge, "expression of \(source.utf8.count) bytes is over the limit of \(configuration.maxExpressionBytes)",
+                           details: ["limit": "max_expression_bytes"])
         }
         return try Expression.compile(source, allowValue: allowValue)
     }

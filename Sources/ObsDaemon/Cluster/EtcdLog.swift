@@ -871,7 +871,8 @@ final class EtcdLog: SharedLog {
     private func refusal(_ error: EtcdError) -> ObsError? {
         guard case .requestTooLarge(let message) = error else { return nil }
         return ObsError(.tooLarge, "etcd refused the transaction as too large (\(message)): one obsd transaction is one etcd "
-                        + "transaction, bounded by etcd's --max-request-bytes (1.5 MiB by default) and --max-txn-ops (128)")
+                        + "transaction, bounded by etcd's --max-request-bytes (1.5 MiB by default) and --max-txn-ops (128)",
+                        details: ["limit": "etcd"])
     }
 
     /// An etcd failure as a client sees it; logged once per outage.

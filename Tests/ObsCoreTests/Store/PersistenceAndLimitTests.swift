@@ -121,7 +121,9 @@ final class PersistenceAndLimitTests: XCTestCase {
         configuration.maxValueBytes = 10
         let client = Harness(configuration: configuration).connect()
         XCTAssertEqual(client.request(#"{"op":"set","key":"a","value":"12345678"}"#)["ok"], true)
-        XCTAssertEqual(errorCode(client.request(#"{"op":"set","key":"a","value":"123456789"}"#)), "too_large")
+        let refused = client.request(#"{"op":"set","key":"a","value":"123456789"}"#)
+        XCTAssertEqual(errorCode(refused), "too_large")
+        XCTAssertEqual(refused["error"]?["limit"]?.stringValue, "max_value_bytes", "the bound it passed, in the details")
     }
 
     func test_limit_expressionLength() {
@@ -129,7 +131,7 @@ final class PersistenceAndLimitTests: XCTestCase {
         configuration.maxExpressionBytes = 5
         let client = Harness(configuration: configuration).connect()
         XCTAssertEqual(client.request(#"{"op":"define","key":"a","expr":"1 + 2"}"#)["ok"], true)
-        XCTAssertEqual(errorCode(client.request(#"{"op":"define","key":"a","expr":"1 + 23"}"#)), "too_large")
+        XCTAssertEqual(client.request(#"{"op":"define","key":"a","expr":"1 + 23"}"#)["error"]?["limit"]?.stringValue, "max_expression_bytes")
         XCTAssertEqual(errorCode(client.request(#"{"op":"eval","expr":"1 + 23"}"#)), "too_large")
         XCTAssertEqual(errorCode(client.request(#"{"op":"bind","from":"x","to":"y","map":"value + 1"}"#)), "too_large")
     }

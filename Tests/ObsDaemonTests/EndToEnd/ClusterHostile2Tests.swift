@@ -220,6 +220,7 @@ final class ClusterHostile2Tests: XCTestCase {
         let whole = try obsctl(hosts.socket(0), ["restore"], input: dump)
         XCTAssertNotEqual(whole.status, 0)
         XCTAssertTrue(whole.error.contains("too_large"), whole.error)
+        XCTAssertTrue(whole.error.hasSuffix("; obsctl restore --split restores it in as many transactions as it needs\n"), whole.error)
         XCTAssertEqual((try hosts.request(0, #"{"op":"get","key":"v0"}"#)["error"] as? [String: Any])?["code"] as? String, "not_found")
 
         let split = try obsctl(hosts.socket(0), ["restore", "--split"], input: dump)

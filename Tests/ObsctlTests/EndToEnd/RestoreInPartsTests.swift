@@ -104,6 +104,19 @@ final class RestoreInPartsTests: XCTestCase {
         XCTAssertEqual(try content(obsctl(target, ["dump"]).stdout), try content(dump))
     }
 
+    /// One value of the dump over the daemon's max_value_bytes: refused `too_large`, with no
+    /// pointer to --split, which cannot make that value smaller.
+    func test_aValueOverItsLimit_isRefused_withoutPointingToSplit() throws {
+        let target = try daemon("max_value_bytes = 100\n")
+        let big = String(repeating: "x", count: 200)
+        let dump = #"{"keys":[{"key":"a","kind":"value","value":1},{"key":"b","kind":"value","value":"\#(big)"}],"bindings":[]}"#
+        let restored = try obsctl(target, ["restore"], stdin: dump)
+        XCTAssertEqual(restored.status, 1)
+        XCTAssertTrue(restored.stderr.hasPrefix("obsctl: too_large: value of 202 bytes is over the limit of 100"), restored.stderr)
+        XCTAssertFalse(restored.stderr.contains("--split"), restored.stderr)
+        XCTAssertEqual(try rev(target), 0)
+    }
+
     /// What obsctl reads of a dump is bounded by the JSON, not by the whitespace around its
     /// tokens: a pretty-printed dump larger than the bound whose JSON is within it is restored.
     func test_aPrettyPrintedDump_isBoundedByItsJSON_notItsWhitespace() throws {
