@@ -125,6 +125,8 @@ final class EtcdLog: SharedLog {
     /// Why the last watch ended, until one is set up again (`watchEnded`).
     private var watchEndedBecause: String?
     private var probeUnderWay = false
+    /// A probe was asked for while one was under way: sent once that one is answered (`probe`).
+    private var probeAgain = false
     private var watchLive = false
     /// Since when this host has been behind the revision etcd's answers report, and when its
     /// watch last brought news: a watch on a member that hangs (stopped, its disk stalled) while
@@ -762,13 +764,20 @@ final class EtcdLog: SharedLog {
             for decided in proposals { decided(.failed(refused)) }
         case (.keepAlive(let renewed), .failure(.leaseNotFound)) where renewed == lease:
             renewLease()
+        case (.keepAlive, .failure(.leaseNotFound)):
+            // A lease already replaced: nothing of this host's is put with it any more.
+            break
         case (.keepAlive, .failure(let error)):
             _ = failure(error)
         case (.probe, .failure(let error)):
             probeUnderWay = false
-            _ = failure(error)
+            // Asked again meanwhile (a watch set up again since it was sent): a failure from
+            // before that would show an outage that may have ended. The new probe tells.
+            if probeAgain { probe() } else { _ = failure(error) }
         case (.probe, .success):
+            // etcd answers: whatever a probe asked for meanwhile would tell no more.
             probeUnderWay = false
+            probeAgain = false
         case (.leaseCheck(let decided, let checked), .success(.leaseKeepAlive(let renewal))):
             if checked != lease {
                 decided(.retry(rev: store.rev, because: Self.leaseRenewed))
@@ -1038,9 +1047,14 @@ final class EtcdLog: SharedLog {
     /// `etcd_timeout`: after a watch ended, for a host that writes nothing (an outage is then
     /// `unavailable` within that time, not at its lease's next renewal, a third of `ephemeral_ttl`
     /// later); and when a watch is set up again after a failure (etcd's answer ends the
-    /// outage). One at a time.
+    /// outage). One at a time: one asked for while another is under way is sent when that one is
+    /// answered.
     private func probe() {
-        guard !probeUnderWay else { return }
+        guard !probeUnderWay else {
+            probeAgain = true
+            return
+        }
+        probeAgain = false
         probeUnderWay = true
         let read = RangeRequest(key: records.bindingsEpoch, countOnly: true)
         pending[client.submit(.range(read), timeout: .milliseconds(Int64(timeout * 1000)))] = .probe
