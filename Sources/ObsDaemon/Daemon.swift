@@ -65,12 +65,15 @@ public final class Daemon {
         // Cluster mode: etcd holds the state; no database here.
         // Test hooks, read by debug builds only: every watch of etcd asks for fragments, which
         // etcd 3.4 sends slowly (the tests that need a slow history use it); a smaller bound on
-        // what a watch keeps that the host has not taken yet; the watch's messages applied that
-        // many milliseconds late.
+        // what a watch keeps that the host has not taken yet; the watch's messages, etcd's answers
+        // to proposals and its answers to the read after a compaction taken that many
+        // milliseconds late.
         #if DEBUG
         let clusterHooks = EtcdLog.TestHooks(alwaysFragments: environment["OBSD_TEST_WATCH_FRAGMENTS"] == "1",
                                              watchBacklogBytes: environment["OBSD_TEST_WATCH_BACKLOG_BYTES"].flatMap(Int.init),
-                                             holdWatch: (environment["OBSD_TEST_HOLD_WATCH_MS"].flatMap(Double.init) ?? 0) / 1000)
+                                             holdWatch: (environment["OBSD_TEST_HOLD_WATCH_MS"].flatMap(Double.init) ?? 0) / 1000,
+                                             holdAnswers: ((environment["OBSD_TEST_HOLD_PROPOSAL_ANSWERS_MS"].flatMap(Double.init) ?? 0) / 1000,
+                                                           (environment["OBSD_TEST_HOLD_RESYNC_ANSWERS_MS"].flatMap(Double.init) ?? 0) / 1000))
         #else
         let clusterHooks = EtcdLog.TestHooks()
         #endif

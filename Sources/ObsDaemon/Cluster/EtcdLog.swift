@@ -103,6 +103,10 @@ final class EtcdLog: SharedLog {
     /// first (a test hook: TestHooks.holdWatch; 0 in production, where none wait).
     private let holdWatch: Double
     private var heldWatch: [(due: Double, id: EtcdRequestID, update: WatchUpdate)] = []
+    /// The same for etcd's answers to proposals and to the reads after a compaction
+    /// (TestHooks.holdAnswers).
+    private let holdAnswers: (proposals: Double, resyncs: Double)
+    private var heldAnswers: [(due: Double, request: Pending, result: Result<EtcdResponse, EtcdError>)] = []
     /// Set when a watch failed on a message over the client's bound (`maxResponseBytes`): the
     /// watches set up from then on ask etcd for fragments (WatchRequest.fragment), until one is
     /// set up after this host applied this revision, etcd's newest when it failed. A watch that
@@ -180,6 +184,10 @@ final class EtcdLog: SharedLog {
         /// much later: the tests of writes applied from etcd's answer (`applyOwnPut`) need the
         /// watch's copy to come after the answer.
         var holdWatch: Double = 0
+        /// Seconds each answer to a proposal, and to a read of the prefix after a compaction, waits
+        /// before it is taken: the tests of an answer that comes after this host renewed its
+        /// lease, or after it found etcd's history gone, need it to come that late.
+        var holdAnswers: (proposals: Double, resyncs: Double) = (0, 0)
     }
 
     static func start(_ settings: ClusterSettings, history: Int, log: Logger,
@@ -198,7 +206,7 @@ final class EtcdLog: SharedLog {
         // This incarnation's name in its ephemeral keys' owners: random, so a restarted host is new.
         let records = ClusterRecords(prefix: Array(settings.prefix.utf8), host: String(UInt64.random(in: 1...UInt64.max), radix: 16))
         let etcdLog = EtcdLog(client: client, records: records, settings: settings, log: log, alwaysFragments: hooks.alwaysFragments,
-                              holdWatch: hooks.holdWatch)
+                              holdWatch: hooks.holdWatch, holdAnswers: hooks.holdAnswers)
         let state: StoredState
         do {
             let (range, revision) = try etcdLog.startingRead(history: history)
@@ -320,13 +328,14 @@ final class EtcdLog: SharedLog {
     }
 
     private init(client: EtcdClient, records: ClusterRecords, settings: ClusterSettings, log: Logger, alwaysFragments: Bool,
-                 holdWatch: Double) {
+                 holdWatch: Double, holdAnswers: (proposals: Double, resyncs: Double)) {
         self.client = client
         self.records = records
         modRevisions = RecordRevisions(prefix: records.prefix)
         self.log = log
         self.alwaysFragments = alwaysFragments
         self.holdWatch = holdWatch
+        self.holdAnswers = holdAnswers
         timeout = settings.timeout
         leaseTTL = settings.ephemeralTTL
     }
@@ -588,6 +597,15 @@ final class EtcdLog: SharedLog {
                 apply(update, now: now)
             case .response(let id, let result):
                 guard let request = pending.removeValue(forKey: id) else { continue }
+                switch request {
+                case .proposal where holdAnswers.proposals > 0:
+                    heldAnswers.append((now + holdAnswers.proposals, request, result))
+                    continue
+                case .resync where holdAnswers.resyncs > 0:
+                    heldAnswers.append((now + holdAnswers.resyncs, request, result))
+                    continue
+                default: break
+                }
                 answered(request, result, now: now)
             }
         }
@@ -926,6 +944,10 @@ final class EtcdLog: SharedLog {
         while let first = heldWatch.first, first.due <= now {
             heldWatch.removeFirst()
             if first.id == watch { apply(first.update, now: now) }
+        }
+        while let first = heldAnswers.first, first.due <= now {
+            heldAnswers.removeFirst()
+            answered(first.request, first.result, now: now)
         }
     }
 
@@ -1319,6 +1341,7 @@ final class EtcdLog: SharedLog {
         consider(watchStalledAt)
         for entry in waiting { consider(entry.deadline) }
         consider(heldWatch.first?.due)
+        consider(heldAnswers.first?.due)
         return next
     }
 

@@ -125,6 +125,55 @@ final class ClusterHostile2Tests: XCTestCase {
                       || hosts.logs.contains("etcd at \(other.endpoints[0]) answered for cluster"), hosts.logs)
     }
 
+    /// A host whose watch found etcd's history compacted reads the prefix again; before it takes
+    /// the read's answer (held 5 s here), the etcd cluster it reads from goes away and its
+    /// endpoints lead it to another cluster's member: diverged. The answer, from the first
+    /// cluster, must then change nothing: a diverged host serves what it applied, and takes
+    /// nothing more, however it comes.
+    func test_theReadAfterACompaction_answeredOnceTheHostDiverged_changesNothing() throws {
+        let meant = try startEtcdCluster()
+        defer { meant.shutDown() }
+        let other = try startEtcdCluster()
+        defer { other.shutDown() }
+        let hosts = try ClusterHosts(meant, count: 2, extra: ["--etcd-endpoints", "\(meant.endpoints[0]),\(other.endpoints[0])"],
+                                     environment: ["OBSD_TEST_HOLD_RESYNC_ANSWERS_MS": "5000"])
+        XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["ok"] as? Bool, true)
+        XCTAssertTrue(waitFor("host 2 to apply a") { (try? hosts.request(1, #"{"op":"get","key":"a"}"#)["value"] as? Int) == 1 })
+        let watcher = try watch(hosts, 1, ["a", "b"])
+        let slow = try XCTUnwrap(hosts.hosts[1])
+        slow.signal(SIGSTOP)
+        // Enough to fill every buffer between etcd and the stopped host, so that etcd has to
+        // replay its watch from its history, which the compaction then takes away.
+        let value = String(repeating: "x", count: 16_384)
+        let writer = try hosts.client(0)
+        for index in 0..<1200 {
+            writer.send(#"{"op":"set","key":"big.\#(index % 50)","value":"\#(value)\#(index)"}"# + "\n")
+            if index % 100 == 99 { for _ in 0..<100 { _ = writer.readLine() } }
+        }
+        _ = try hosts.request(0, #"{"op":"set","key":"a","value":2}"#)
+        let last = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"b","value":3}"#)["rev"] as? Int)
+        try meant.etcdctl(["compaction", "\(last)"])
+        slow.signal(SIGCONT)
+        XCTAssertTrue(waitFor("the host to find etcd's history compacted") { slow.log.contains("etcd compacted its history to revision") },
+                      slow.log)
+        // The read is answered by the first cluster within milliseconds, and held.
+        Thread.sleep(forTimeInterval: 0.5)
+        for index in meant.members.indices { meant.kill(index) }
+        var state = ""
+        XCTAssertTrue(waitFor("the host to find the other cluster", timeout: 4) {
+            state = ((try? hosts.request(1, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            return state == "diverged"
+        }, "state \(state)\n\(slow.log)")
+        // Past the read's hold: its answer has been taken.
+        Thread.sleep(forTimeInterval: 5)
+        XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"a"}"#)["value"] as? Int, 1, slow.log)
+        XCTAssertEqual((try hosts.request(1, #"{"op":"get","key":"b"}"#)["error"] as? [String: Any])?["code"] as? String, "not_found")
+        XCTAssertEqual(((try hosts.request(1, #"{"op":"stats"}"#))["cluster"] as? [String: Any])?["state"] as? String, "diverged")
+        // Its watcher got no snapshot either.
+        var readable = pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&readable, 1, 0), 0, "the watcher got: \(watcher.readLine() ?? "")")
+    }
+
     /// A compaction at the newest revision while every host is caught up (an operator's routine
     /// `etcdctl compaction`): the watches go on with the next change, no `compacted`, nothing lost.
     func test_compactionAtTheNewestRevision_underCaughtUpHosts_isInvisible() throws {

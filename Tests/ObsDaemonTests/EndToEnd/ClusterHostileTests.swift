@@ -143,6 +143,37 @@ final class ClusterHostileTests: XCTestCase {
         withExtendedLifetime((theirs, mine)) {}
     }
 
+    /// A write put with the host's lease, refused "lease not found" (the lease revoked), whose
+    /// answer comes after the host found the lease gone by itself and took a new one (its answers
+    /// held 4 s here; the lease's renewal comes every 2 s): the write runs again with the new
+    /// lease. It must not take a third: the keys put with the second meanwhile would be left
+    /// to run out with their connections still open.
+    func test_aLeaseNotFoundAnswer_afterTheHostTookANewLease_runsTheWriteWithIt_andTakesNoThird() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1, timeout: "10s", ephemeralTTL: "6s",
+                                     environment: ["OBSD_TEST_HOLD_PROPOSAL_ANSWERS_MS": "4000"])
+        let log = hosts.hosts[0]!.log
+        let lease = try XCTUnwrap(log.firstMatch(of: /lease (\d+)/).flatMap { Int64($0.1) }, log)
+        try hosts.etcd.etcdctl(["lease", "revoke", String(lease, radix: 16)])
+        let first = try hosts.client(0)
+        first.send(#"{"op":"set","key":"first","value":1,"ephemeral":true}"# + "\n")
+        XCTAssertTrue(waitFor("the host to take a new lease", timeout: 10) { hosts.hosts[0]!.log.contains("cluster: new lease") },
+                      hosts.logs)
+        // The race this is about: the first write not answered yet (its refusal held).
+        var readable = pollfd(fd: first.fd, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&readable, 1, 0), 0, "the first write was answered before the host took a new lease by itself")
+        // Put with the second lease while the first write's answer is still held.
+        let second = try hosts.client(0)
+        second.send(#"{"op":"set","key":"second","value":2,"ephemeral":true}"# + "\n")
+        XCTAssertEqual(json(first.readLine())["ok"] as? Bool, true, hosts.logs)
+        XCTAssertEqual(json(second.readLine())["ok"] as? Bool, true, hosts.logs)
+        // Past the lease's TTL twice: both keys are there while their connections are.
+        Thread.sleep(forTimeInterval: 12)
+        XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"first"}"#)["value"] as? Int, 1, hosts.logs)
+        XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"second"}"#)["value"] as? Int, 2, hosts.logs)
+        XCTAssertEqual(hosts.hosts[0]!.log.components(separatedBy: "cluster: new lease").count - 1, 1, hosts.logs)
+        withExtendedLifetime((first, second)) {}
+    }
+
     /// A host a second behind (its watch's messages held that long) increments a key another host
     /// just deleted: etcd refuses the increment (the key is gone), and the answer does not say at
     /// which revision it went. The host runs it again once it applied the delete, not at each of
