@@ -365,6 +365,29 @@ final class SharedLogTests: XCTestCase {
         }
     }
 
+    /// The back-off after `internal` is not started again by an `unavailable` in between: three
+    /// `internal`s, two `unavailable`s, then `internal` again. Tried at 1 s, then after pauses of
+    /// 1, 2 (twice internal), 4, 4, 4 (the third internal and the two unavailable keep the count),
+    /// 8, 16, 32 s: at 1, 2, 4, 8, 12, 16, 24, 40 and 72 s, nine times in 100 s. (Started again,
+    /// it would be tried twelve times.)
+    func test_theBackOffAfterInternalFailures_isKeptAcrossUnavailable() {
+        let cluster = SimulatedCluster(hosts: 1)
+        let store = cluster.stores[0]
+        clients(cluster)[0].request(#"{"op":"set","key":"t","value":1,"ttl_ms":500}"#)
+        let before = cluster.proposalsDecided
+        for _ in 0..<100 {
+            switch cluster.proposalsDecided - before {
+            case 0..<3: cluster.refusal = ObsError(.internal, "etcdserver: something new")
+            case 3..<5: cluster.refusal = ObsError(.unavailable, "no quorum")
+            default: cluster.refusal = ObsError(.internal, "etcdserver: something new")
+            }
+            cluster.clock.advance(1)
+            store.tick()
+        }
+        XCTAssertEqual(cluster.proposalsDecided - before, 9)
+        XCTAssertEqual(store.value(forKey: "t"), 1)
+    }
+
     /// A proposal the log could not take for a reason that has passed (`.retry`: this host's
     /// lease renewed) runs again; when that took the write's whole time, the client is told why,
     /// not that it lost races it did not run.
