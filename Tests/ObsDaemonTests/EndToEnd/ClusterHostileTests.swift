@@ -212,6 +212,29 @@ final class ClusterHostileTests: XCTestCase {
         XCTAssertLessThanOrEqual(sent, 3, "transactions etcd took while the slow host's incr was under way")
     }
 
+    /// The same on a host four seconds behind, with two seconds to decide a write: it applies a
+    /// revision after the one it proposed from, but not the delete, in time. The write fails
+    /// saying that, not that the host has not applied a revision it has.
+    func test_aWriteThatLostToADeleteNotAppliedInTime_failsSayingSo() throws {
+        let hosts = try ClusterHosts(try SharedEtcd.get(), count: 1)
+        let slow = try ClusterHosts(hosts.etcd, count: 1, timeout: "2s", environment: ["OBSD_TEST_HOLD_WATCH_MS": "4000"],
+                                    prefix: hosts.prefix)
+        _ = try hosts.request(0, #"{"op":"set","key":"x","value":5}"#)
+        waitFor("the slow host to apply x") { (try? slow.request(0, #"{"op":"get","key":"x"}"#)["value"] as? Int) == 5 }
+        // Applied by the slow host a second after its incr is proposed; the delete three seconds after.
+        _ = try hosts.request(0, #"{"op":"set","key":"y","value":1}"#)
+        Thread.sleep(forTimeInterval: 3)
+        XCTAssertEqual(try hosts.request(0, #"{"op":"delete","key":"x"}"#)["deleted"] as? Bool, true)
+        let answer = try slow.request(0, #"{"op":"incr","key":"x"}"#)
+        let error = answer["error"] as? [String: Any] ?? [:]
+        XCTAssertEqual(error["code"] as? String, "unavailable", "\(answer)")
+        XCTAssertEqual(error["message"] as? String, "etcd no longer holds a key this write depends on, but this host has not applied "
+                       + "its delete within 2.0 s (its watch of etcd is behind or cut)", "\(answer)\n\(slow.logs)")
+        // Nothing of it was committed: the key stays deleted everywhere.
+        waitFor("the slow host to apply the delete") { (try? slow.request(0, #"{"op":"get","key":"x"}"#)["ok"] as? Bool) == false }
+        XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"x"}"#)["ok"] as? Bool, false)
+    }
+
     /// How many transactions etcd's members answered (their metrics), refused compares included.
     private func etcdTransactions(_ etcd: EtcdCluster) throws -> Int {
         var total = 0
