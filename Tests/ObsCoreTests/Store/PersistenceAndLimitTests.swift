@@ -67,16 +67,19 @@ final class PersistenceAndLimitTests: XCTestCase {
         XCTAssertNotNil(client.request(#"{"op":"describe","key":"t"}"#)["ttl_ms"])
     }
 
-    /// Random binds (one-way and two-way, with and without a map) and unbinds over four keys: after
-    /// each, a store loaded from what the storage holds has the same bindings as the live one. A
-    /// binding's record is named by its `to`, so rebinding a key as the `from` of a two-way binding
-    /// must remove the record it had as a `to` (else the old binding came back at the restart).
+    /// Random binds (one-way and two-way, with and without a map), unbinds and restores of two
+    /// bindings over four keys: after each, a store loaded from what the storage holds has the
+    /// same bindings as the live one. A binding's record is named by its `to`, so rebinding a key
+    /// as the `from` of a two-way binding must remove the record it had as a `to` (else the old
+    /// binding came back at the restart).
     func test_bindingsAfterAnyBindsAndUnbinds_loadAsTheyWere() {
         func bindings(_ client: Client) -> [String] {
             (client.request(#"{"op":"dump"}"#)["bindings"]?.arrayValue ?? []).map(\.encoded).sorted()
         }
         let names = ["p", "q", "r", "s"]
         var random = SplitMix64(seed: 20261204)
+        var restored = 0
+        defer { XCTAssertGreaterThan(restored, 10, "restores of two bindings that were taken") }
         for trial in 0..<40 {
             let storage = MemoryStorage()
             let live = Harness(storage: storage).connect()
@@ -85,12 +88,17 @@ final class PersistenceAndLimitTests: XCTestCase {
                 let from = names.randomElement(using: &random)!
                 let to = names.filter { $0 != from }.randomElement(using: &random)!
                 let request: String
-                switch Int.random(in: 0..<6, using: &random) {
+                switch Int.random(in: 0..<7, using: &random) {
                 case 0: request = #"{"op":"unbind","to":"\#(to)"}"#
+                case 6:
+                    // Two bindings in one transaction, which may share keys (the later displaces).
+                    let other = names.filter { $0 != to }.randomElement(using: &random)!
+                    request = #"{"op":"restore","keys":[],"bindings":[{"from":"\#(from)","to":"\#(to)","two_way":true},"#
+                        + #"{"from":"\#(to)","to":"\#(other)","two_way":\#(Bool.random(using: &random))}]}"#
                 case 1, 2: request = #"{"op":"bind","from":"\#(from)","to":"\#(to)","map":"value"}"#
                 default: request = #"{"op":"bind","from":"\#(from)","to":"\#(to)","two_way":true}"#
                 }
-                live.send(request)
+                if live.request(request)["ok"] == true, request.contains("restore") { restored += 1 }
                 steps.append(request)
                 let loaded = Harness(storage: storage).connect()
                 XCTAssertEqual(bindings(loaded), bindings(live), "trial \(trial): \(steps)")
