@@ -142,6 +142,11 @@ public final class Daemon {
             notifier.send("EXTEND_TIMEOUT_USEC=\(UInt64(3 * EtcdLog.reportInterval * 1_000_000))\nSTATUS=\(status)")
         }
         log.info("restored revision \(store.rev)")
+        for (binding, by) in store.displacedAtLoad {
+            log.warn("the stored binding \(Self.describe(binding)) is not loaded: the binding \(Self.describe(by)), stored after it, binds "
+                     + "the same key (a record an earlier version kept when a binding's key became a two-way binding's from, "
+                     + "or one written by something else); bind again what should hold")
+        }
         if let definitions = settings.definitions,
            let waiting = Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) {
             // An answer that waits for the loop (etcd past etcd_timeout, a commit to disk): it
@@ -149,6 +154,11 @@ public final class Daemon {
             definitionsWaiting.append(waiting)
         }
         return store
+    }
+
+    /// A binding as obsctl writes it: `FROM -> TO`, `<->` both ways, with its map.
+    static func describe(_ binding: StoredBinding) -> String {
+        "\(binding.from) \(binding.twoWay ? "<->" : "->") \(binding.to)" + (binding.map.map { " (map \($0))" } ?? "")
     }
 
     /// Start-up, step 3: the socket systemd passed, or one bound under the security rules.

@@ -45,7 +45,9 @@ extension Store {
         // no binding is left half installed.
         for stored in state.bindings {
             for target in stored.twoWay ? [stored.to, stored.from] : [stored.to] {
-                if let old = bindings[target] { uninstall(old) }
+                guard let old = bindings[target] else { continue }
+                uninstall(old)
+                displacedAtLoad.append((old.stored, stored))
             }
             let map = stored.map.flatMap { try? Expression.compile($0, allowValue: true) }
             let unmap = stored.unmap.flatMap { try? Expression.compile($0, allowValue: true) }

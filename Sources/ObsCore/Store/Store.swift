@@ -27,6 +27,9 @@ public final class Store {
     /// Bindings by target; a two-way binding is listed under both of its keys.
     var bindings: [String: KeyBinding] = [:]
     var bindingCount = 0
+    /// Stored bindings the state loaded at start held but a later one over the same key displaced
+    /// (`load`): records an earlier version left, or damage. For the daemon to report.
+    public internal(set) var displacedAtLoad: [(binding: StoredBinding, by: StoredBinding)] = []
     /// The requests its sessions answered, for `stats`.
     @exclusivity(unchecked) var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:

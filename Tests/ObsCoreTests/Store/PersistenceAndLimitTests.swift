@@ -113,7 +113,10 @@ final class PersistenceAndLimitTests: XCTestCase {
         let state = StoredState(rev: 5, bindings: [
             StoredBinding(from: "q", to: "p", twoWay: true),
             StoredBinding(from: "p", to: "q", map: "value * 2", twoWay: true, unmap: "value / 2")])
-        let client = Harness(storage: MemoryStorage(state)).connect()
+        let harness = Harness(storage: MemoryStorage(state))
+        XCTAssertEqual(harness.store.displacedAtLoad.map(\.binding), [state.bindings[0]], "reported")
+        XCTAssertEqual(harness.store.displacedAtLoad.map(\.by), [state.bindings[1]])
+        let client = harness.connect()
         XCTAssertEqual((client.request(#"{"op":"dump"}"#)["bindings"]?.arrayValue ?? []).map(\.encoded),
                        [#"{"from":"p","map":"value * 2","to":"q","two_way":true,"unmap":"value / 2"}"#])
         XCTAssertEqual(client.request(#"{"op":"stats"}"#)["bindings"], 1)

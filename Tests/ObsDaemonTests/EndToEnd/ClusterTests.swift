@@ -583,6 +583,9 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(bindings(try hosts.request(1, #"{"op":"dump"}"#)), expected, hosts.logs)
         XCTAssertEqual(bindings(try late.request(0, #"{"op":"dump"}"#)), expected, late.logs)
         XCTAssertEqual(try late.request(0, #"{"op":"stats"}"#)["bindings"] as? Int, 3)
+        // The host that read both records says which it did not load.
+        XCTAssertTrue(late.logs.contains("the stored binding x <-> y is not loaded: the binding z -> x, stored after it, binds the same key"),
+                      late.logs)
     }
 
     func test_garbageUnderThePrefix_isSkippedAndReported() throws {
