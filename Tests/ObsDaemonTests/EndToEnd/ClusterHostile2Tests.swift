@@ -20,6 +20,17 @@ final class ClusterHostile2Tests: XCTestCase {
         return (state, read)
     }
 
+    /// Waits until host `index` shows `diverged` in its stats; fails the test, with the state it
+    /// showed last, if it does not within `timeout` seconds.
+    private func waitUntilDiverged(_ hosts: ClusterHosts, _ index: Int, _ what: String, timeout: Double,
+                                   file: StaticString = #filePath, line: UInt = #line) {
+        var state = ""
+        XCTAssertTrue(waitFor(what, timeout: timeout) {
+            state = ((try? hosts.request(index, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
+            return state == "diverged"
+        }, "state \(state)\n\(hosts.logs)", file: file, line: line)
+    }
+
     /// etcd's data lost and the cluster made again (or restored from an old snapshot) on the same
     /// endpoints, under a running host: etcd's revisions are now lower than the ones the host
     /// applied. The host must not acknowledge a write it then does not serve: a client that
@@ -111,11 +122,7 @@ final class ClusterHostile2Tests: XCTestCase {
         XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["ok"] as? Bool, true)
         for index in meant.members.indices { meant.kill(index) }
 
-        var state = ""
-        XCTAssertTrue(waitFor("the host to find its watch on another cluster", timeout: 15) {
-            state = ((try? hosts.request(0, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
-            return state == "diverged"
-        }, "state \(state)\n\(hosts.logs)")
+        waitUntilDiverged(hosts, 0, "the host to find its watch on another cluster", timeout: 15)
         let read = try hosts.request(0, #"{"op":"get","key":"only-in-the-other"}"#)
         XCTAssertEqual((read["error"] as? [String: Any])?["code"] as? String, "not_found", "the other cluster's record was applied: \(read)")
         XCTAssertEqual(try hosts.request(0, #"{"op":"get","key":"a"}"#)["value"] as? Int, 1, "reads go on")
@@ -126,7 +133,7 @@ final class ClusterHostile2Tests: XCTestCase {
     }
 
     /// A host whose watch found etcd's history compacted reads the prefix again; before it takes
-    /// the read's answer (held 5 s here), the etcd cluster it reads from goes away and its
+    /// the read's answer (held 8 s here), the etcd cluster it reads from goes away and its
     /// endpoints lead it to another cluster's member: diverged. The answer, from the first
     /// cluster, must then change nothing: a diverged host serves what it applied, and takes
     /// nothing more, however it comes.
@@ -136,7 +143,7 @@ final class ClusterHostile2Tests: XCTestCase {
         let other = try startEtcdCluster()
         defer { other.shutDown() }
         let hosts = try ClusterHosts(meant, count: 2, extra: ["--etcd-endpoints", "\(meant.endpoints[0]),\(other.endpoints[0])"],
-                                     environment: ["OBSD_TEST_HOLD_RESYNC_ANSWERS_MS": "5000"])
+                                     environment: ["OBSD_TEST_HOLD_RESYNC_ANSWERS_MS": "8000"])
         XCTAssertEqual(try hosts.request(0, #"{"op":"set","key":"a","value":1}"#)["ok"] as? Bool, true)
         XCTAssertTrue(waitFor("host 2 to apply a") { (try? hosts.request(1, #"{"op":"get","key":"a"}"#)["value"] as? Int) == 1 })
         let watcher = try watch(hosts, 1, ["a", "b"])
@@ -159,13 +166,9 @@ final class ClusterHostile2Tests: XCTestCase {
         // The read is answered by the first cluster within milliseconds, and held.
         Thread.sleep(forTimeInterval: 0.5)
         for index in meant.members.indices { meant.kill(index) }
-        var state = ""
-        XCTAssertTrue(waitFor("the host to find the other cluster", timeout: 4) {
-            state = ((try? hosts.request(1, #"{"op":"stats"}"#))?["cluster"] as? [String: Any])?["state"] as? String ?? ""
-            return state == "diverged"
-        }, "state \(state)\n\(slow.log)")
+        waitUntilDiverged(hosts, 1, "the host to find the other cluster", timeout: 7)
         // Past the read's hold: its answer has been taken.
-        Thread.sleep(forTimeInterval: 5)
+        Thread.sleep(forTimeInterval: 8)
         XCTAssertEqual(try hosts.request(1, #"{"op":"get","key":"a"}"#)["value"] as? Int, 1, slow.log)
         XCTAssertEqual((try hosts.request(1, #"{"op":"get","key":"b"}"#)["error"] as? [String: Any])?["code"] as? String, "not_found")
         XCTAssertEqual(((try hosts.request(1, #"{"op":"stats"}"#))["cluster"] as? [String: Any])?["state"] as? String, "diverged")
