@@ -142,11 +142,7 @@ public final class Daemon {
             notifier.send("EXTEND_TIMEOUT_USEC=\(UInt64(3 * EtcdLog.reportInterval * 1_000_000))\nSTATUS=\(status)")
         }
         log.info("restored revision \(store.rev)")
-        for (binding, by) in store.displacedAtLoad {
-            log.warn("the stored binding \(Self.describe(binding)) is not loaded: the binding \(Self.describe(by)), stored after it, binds "
-                     + "the same key (a record an earlier version kept when a binding's key became a two-way binding's from, "
-                     + "or one written by something else); bind again what should hold")
-        }
+        for displaced in store.displacedAtLoad { log.warn(Self.describe(displaced)) }
         if let definitions = settings.definitions,
            let waiting = Definitions.apply(definitions, to: store, log: log, settle: cluster?.settle) {
             // An answer that waits for the loop (etcd past etcd_timeout, a commit to disk): it
@@ -159,6 +155,18 @@ public final class Daemon {
     /// A binding as obsctl writes it: `FROM -> TO`, `<->` both ways, with its map.
     static func describe(_ binding: StoredBinding) -> String {
         "\(binding.from) \(binding.twoWay ? "<->" : "->") \(binding.to)" + (binding.map.map { " (map \($0))" } ?? "")
+    }
+
+    /// What the log (and `--check`) says of a stored binding that was not loaded.
+    static func describe(_ displaced: DisplacedBinding) -> String {
+        let (binding, by) = (describe(displaced.binding), describe(displaced.by))
+        if displaced.undecidable {
+            return "the stored bindings \(binding) and \(by) bind the same two keys both ways (an earlier version kept the record of "
+                + "the first when the binding was turned round); \(by) is loaded, but the records cannot tell which was made last: "
+                + "unbind \(displaced.by.to) and bind again the one that should hold"
+        }
+        return "the stored binding \(binding) is not loaded: \(by), made after it, binds the same key (an earlier version kept its "
+            + "record when the key became a two-way binding's from, or something else than obsd wrote one of them)"
     }
 
     /// Start-up, step 3: the socket systemd passed, or one bound under the security rules.

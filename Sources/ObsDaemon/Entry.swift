@@ -95,9 +95,7 @@ public enum Obsd {
                 logged += "; a torn last frame of \(files.torn) bytes (a crash in the middle of its write, never acknowledged) is dropped at the next start"
             }
             print("database: ok (\(path), revision \(store.rev)\(logged))")
-            for (binding, by) in store.displacedAtLoad {
-                print("  the stored binding \(Daemon.describe(binding)) is not loaded: \(Daemon.describe(by)), stored after it, binds the same key")
-            }
+            for displaced in store.displacedAtLoad { print("  " + Daemon.describe(displaced)) }
             return 0
         } catch {
             guard case .array(let problems)? = error.details["problems"] else {

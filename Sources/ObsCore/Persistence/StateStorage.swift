@@ -65,6 +65,9 @@ public struct StoredState: Sendable, Equatable {
     /// left). nil when unknown: a new storage, one that keeps no runs, or one whose last run did not
     /// stop cleanly (then this may name an earlier run, whose revision the state has moved past).
     public var run: UInt64?
+    /// `bindings` are in the order they were written (a shared log's records by revision), rather
+    /// than by name as a storage that keeps rows by name loads them (`Store.load`).
+    public var bindingsInWriteOrder = false
 
     public init(rev: UInt64 = 0, keys: [StoredKey] = [], definitions: [StoredDefinition] = [], bindings: [StoredBinding] = []) {
         self.rev = rev

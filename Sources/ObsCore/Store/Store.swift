@@ -27,9 +27,13 @@ public final class Store {
     /// Bindings by target; a two-way binding is listed under both of its keys.
     var bindings: [String: KeyBinding] = [:]
     var bindingCount = 0
-    /// Stored bindings the state loaded at start held but a later one over the same key displaced
+    /// Stored bindings the state loaded at start held but another one over the same key displaced
     /// (`load`): records an earlier version left, or damage. For the daemon to report.
-    public internal(set) var displacedAtLoad: [(binding: StoredBinding, by: StoredBinding)] = []
+    public internal(set) var displacedAtLoad: [DisplacedBinding] = []
+    /// The names of the binding records `load` displaced and no binding holds now: deleted from
+    /// the storage by the next local commit (`storedTransaction`), so that they are not met again
+    /// at every start.
+    var staleBindingRecords: Set<String> = []
     /// The requests its sessions answered, for `stats`.
     @exclusivity(unchecked) var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:
@@ -490,6 +494,12 @@ public final class Store {
             } else if bindings[target] == nil || transaction.bindingsBefore[target]??.to == target {
                 stored.deletedBindings.append(target)
             }
+        }
+        if !staleBindingRecords.isEmpty, sharedLog == nil {
+            for name in staleBindingRecords.sorted() where bindings[name]?.to != name && !bindingTargets.contains(name) {
+                stored.deletedBindings.append(name)
+            }
+            staleBindingRecords.removeAll()
         }
         return stored
     }

@@ -1263,6 +1263,7 @@ final class EtcdLog: SharedLog {
             if UInt64(kv.modRevision) > seen { self.skip(kv.key, at: UInt64(kv.modRevision), why) }
         }
         var state = StoredState(rev: UInt64(revision))
+        state.bindingsInWriteOrder = true
         etcdRevision = max(etcdRevision, range.header.revision)
         // A name with both a value and a definition record (a plain `set` that committed after a
         // `define` its host had not seen): the later one is what every running host holds, the
@@ -1293,7 +1294,9 @@ final class EtcdLog: SharedLog {
         // Bindings in the order they were written: records of two bindings over one key (put by
         // something else than obsd, or left by an older version) are resolved as a running host
         // resolved them when its watch brought them, the later displacing the earlier
-        // (`Store.load`, `Store.applyChanges`); one revision's in the range's order.
+        // (`Store.load`, `Store.applyChanges`). Records of one revision (one transaction of
+        // something else than obsd) go in the range's order, by key, where a running host took
+        // them in the order the transaction put them: the same only across revisions.
         state.bindings = bindings.enumerated().sorted { ($0.element.revision, $0.offset) < ($1.element.revision, $1.offset) }
             .map(\.element.binding)
         // In the range's order (by record key), as etcd keeps them.
