@@ -129,7 +129,7 @@ final class EtcdLog: SharedLog {
     /// Why the last watch ended, until one is set up again (`watchEnded`).
     private var watchEndedBecause: String?
     private var probeUnderWay = false
-    /// A probe was asked for while one was under way: sent once that one is answered (`probe`).
+    /// A watch was set up again while a probe was under way: another is sent if that one fails (`probe`).
     private var probeAgain = false
     private var watchLive = false
     /// Since when this host has been behind the revision etcd's answers report, and when its
@@ -1015,7 +1015,7 @@ final class EtcdLog: SharedLog {
                          + "the watch had ended: \(ended)")
                 watchEndedBecause = nil
             }
-            if lastFailure != nil { probe() }
+            if lastFailure != nil { probe(again: true) }
             if revision < Int64(store.rev) {
                 pending[client.submit(.range(RangeRequest(key: records.bindingsEpoch, countOnly: true)))] = .historyCheck(seen: store.rev)
             }
@@ -1069,11 +1069,13 @@ final class EtcdLog: SharedLog {
     /// `etcd_timeout`: after a watch ended, for a host that writes nothing (an outage is then
     /// `unavailable` within that time, not at its lease's next renewal, a third of `ephemeral_ttl`
     /// later); and when a watch is set up again after a failure (etcd's answer ends the
-    /// outage). One at a time: one asked for while another is under way is sent when that one is
-    /// answered.
-    private func probe() {
+    /// outage). One at a time. `again`: when one is under way, send another once it failed (a watch
+    /// set up since it was sent: its failure may be from before the outage ended). Not after a
+    /// watch that ended: watches that keep failing faster than a probe's timeout would put off
+    /// saying the outage for as long.
+    private func probe(again: Bool = false) {
         guard !probeUnderWay else {
-            probeAgain = true
+            if again { probeAgain = true }
             return
         }
         probeAgain = false
