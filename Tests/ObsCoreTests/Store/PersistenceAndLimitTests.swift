@@ -73,10 +73,6 @@ final class PersistenceAndLimitTests: XCTestCase {
     /// as the `from` of a two-way binding must remove the record it had as a `to` (else the old
     /// binding came back at the restart).
     func test_bindingsAfterAnyBindsAndUnbinds_loadAsTheyWere() {
-        func bindings(_ client: Client) -> [String] {
-            (client.request(#"{"op":"dump"}"#)["bindings"]?.arrayValue ?? []).map(\.encoded).sorted()
-        }
-        let names = ["p", "q", "r", "s"]
         var random = SplitMix64(seed: 20261204)
         var restored = 0
         defer { XCTAssertGreaterThan(restored, 10, "restores of two bindings that were taken") }
@@ -85,23 +81,11 @@ final class PersistenceAndLimitTests: XCTestCase {
             let live = Harness(storage: storage).connect()
             var steps: [String] = []
             for _ in 0..<10 {
-                let from = names.randomElement(using: &random)!
-                let to = names.filter { $0 != from }.randomElement(using: &random)!
-                let request: String
-                switch Int.random(in: 0..<7, using: &random) {
-                case 0: request = #"{"op":"unbind","to":"\#(to)"}"#
-                case 6:
-                    // Two bindings in one transaction, which may share keys (the later displaces).
-                    let other = names.filter { $0 != to }.randomElement(using: &random)!
-                    request = #"{"op":"restore","keys":[],"bindings":[{"from":"\#(from)","to":"\#(to)","two_way":true},"#
-                        + #"{"from":"\#(to)","to":"\#(other)","two_way":\#(Bool.random(using: &random))}]}"#
-                case 1, 2: request = #"{"op":"bind","from":"\#(from)","to":"\#(to)","map":"value"}"#
-                default: request = #"{"op":"bind","from":"\#(from)","to":"\#(to)","two_way":true}"#
-                }
+                let request = randomBindingRequest(over: ["p", "q", "r", "s"], using: &random)
                 if live.request(request)["ok"] == true, request.contains("restore") { restored += 1 }
                 steps.append(request)
                 let loaded = Harness(storage: storage).connect()
-                XCTAssertEqual(bindings(loaded), bindings(live), "trial \(trial): \(steps)")
+                XCTAssertEqual(dumpedBindings(loaded), dumpedBindings(live), "trial \(trial): \(steps)")
             }
         }
     }

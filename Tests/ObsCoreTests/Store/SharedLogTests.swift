@@ -1,4 +1,5 @@
 import XCTest
+import TestSupport
 @testable import ObsCore
 
 /// Cluster mode's guarantees, with a shared log in memory (SimulatedCluster) behind three stores:
@@ -362,6 +363,29 @@ final class SharedLogTests: XCTestCase {
                 store.tick()
             }
             XCTAssertNil(store.value(forKey: "t"), "\(refusal.code): the expiry, given up")
+        }
+    }
+
+    /// Random binds, unbinds and restores of two bindings, on either of two hosts: after each,
+    /// both hosts hold the same bindings, and so does a store loaded from the binding records the
+    /// log's transactions leave (what a host that reads the prefix installs).
+    func test_bindingsMadeOnEitherHost_areTheSameOnBoth_andInTheRecordsTheLogLeaves() throws {
+        var random = SplitMix64(seed: 1204)
+        for trial in 0..<20 {
+            let cluster = SimulatedCluster(hosts: 2)
+            let hosts = clients(cluster)
+            var steps: [String] = []
+            for _ in 0..<10 {
+                let request = randomBindingRequest(over: ["p", "q", "r", "s"], using: &random)
+                let host = Int.random(in: 0..<2, using: &random)
+                hosts[host].request(request)
+                steps.append("\(host): \(request)")
+                let records = MemoryStorage()
+                for transaction in cluster.log { try records.commit(transaction) }
+                let read = Harness(storage: records).connect()
+                XCTAssertEqual(dumpedBindings(hosts[1]), dumpedBindings(hosts[0]), "trial \(trial): \(steps)")
+                XCTAssertEqual(dumpedBindings(read), dumpedBindings(hosts[0]), "trial \(trial): \(steps)")
+            }
         }
     }
 
