@@ -160,13 +160,18 @@ public final class Daemon {
     /// What the log (and `--check`) says of a stored binding that was not loaded.
     static func describe(_ displaced: DisplacedBinding) -> String {
         let (binding, by) = (describe(displaced.binding), describe(displaced.by))
-        if displaced.undecidable {
-            return "the stored bindings \(binding) and \(by) bind the same two keys both ways (an earlier version kept the record of "
-                + "the first when the binding was turned round); \(by) is loaded, but the records cannot tell which was made last: "
-                + "unbind \(displaced.by.to) and bind again the one that should hold"
+        switch displaced.why {
+        case .later:
+            return "the stored binding \(binding) is not loaded: \(by), written after it, binds the same key (something else "
+                + "than obsd wrote one of them, or an earlier version left it); its record stays"
+        case .leftOver:
+            return "the stored binding \(binding) is not loaded: an earlier version left its record when \(displaced.binding.to) "
+                + "became the from of \(by); the next change deletes it"
+        case .undecidable:
+            return "the stored binding \(binding) is not loaded: \(by) binds the same key, and the records cannot tell which of "
+                + "the two was made last (an earlier version left one when a two-way binding was turned round); check the "
+                + "bindings, and bind again the one that should hold"
         }
-        return "the stored binding \(binding) is not loaded: \(by), made after it, binds the same key (an earlier version kept its "
-            + "record when the key became a two-way binding's from, or something else than obsd wrote one of them)"
     }
 
     /// Start-up, step 3: the socket systemd passed, or one bound under the security rules.

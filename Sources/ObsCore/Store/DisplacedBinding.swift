@@ -1,28 +1,93 @@
-/// A stored binding that `Store.load` did not install: another stored binding over one of its keys
-/// displaced it. A binding is recorded under its `to` (a two-way binding has one record, under its
-/// `to`), so two records over one key are damage, or records an earlier version left: it kept a
-/// key's record when the key became the `from` of a two-way binding.
+/// A stored binding that `Store.load` did not install. A binding is recorded under its `to` (a
+/// two-way binding has one record, under its `to`), so two records over one key are damage, or
+/// records an earlier version left: it kept a key's record when the key became the `from` of a
+/// two-way binding.
 public struct DisplacedBinding: Sendable, Equatable {
-    public let binding: StoredBinding
-    public let by: StoredBinding
-
-    /// Both bind the same two keys both ways (a two-way binding turned round by an earlier
-    /// version, which kept the first one's record): records kept by name cannot tell which of
-    /// the two was made last.
-    public var undecidable: Bool {
-        binding.twoWay && by.twoWay && Set([binding.from, binding.to]) == Set([by.from, by.to])
+    public enum Why: Sendable, Equatable {
+        /// `by`, written after it (a shared log's records, by revision), binds one of its keys.
+        case later
+        /// An earlier version left its record when its `to` became the `from` of the two-way
+        /// binding `by`, which is loaded; the next local commit deletes the record.
+        case leftOver
+        /// `by`, loaded after it, binds one of its keys, and the records cannot tell which of the
+        /// two was made last (a two-way binding turned round by an earlier version, or damage).
+        case undecidable
     }
 
-    /// The order `Store.load` installs a state's bindings in, each displacing the ones over its
-    /// keys, so that the later of two displaces the earlier: the order they were written in, when
-    /// the state has it (a shared log's records, by revision). A storage that keeps rows by name
-    /// has no such order; there, of a record named K and a two-way binding whose `from` is K, the
-    /// two-way binding is the later: the earlier version deleted a binding's record whenever the
-    /// binding went, except when its key became such a `from`. Those records go first.
-    static func loadOrder(_ state: StoredState) -> [StoredBinding] {
-        guard !state.bindingsInWriteOrder else { return state.bindings }
-        let twoWayFroms = Set(state.bindings.lazy.filter(\.twoWay).map(\.from))
-        guard state.bindings.contains(where: { twoWayFroms.contains($0.to) }) else { return state.bindings }
-        return state.bindings.filter { twoWayFroms.contains($0.to) } + state.bindings.filter { !twoWayFroms.contains($0.to) }
+    public let binding: StoredBinding
+    public let by: StoredBinding
+    public let why: Why
+
+    public init(binding: StoredBinding, by: StoredBinding, why: Why) {
+        self.binding = binding
+        self.by = by
+        self.why = why
+    }
+
+    /// How `Store.load` installs a state's bindings: `order` is installed in turn, each displacing
+    /// the ones already over its keys (`later` in a state whose records are in the order they were
+    /// written, `undecidable` otherwise); `leftOver` are records not installed at all.
+    ///
+    /// A storage that keeps rows by name has no write order. There the records an earlier version
+    /// left are found by what that version did: it kept a key's record only when the key became
+    /// the `from` of a two-way binding, and any later change of that key's binding replaced or
+    /// deleted the record. So a record named K is left over exactly when a live two-way record has
+    /// `from` K, and a record is live when it is not left over: decided from the ends of each
+    /// chain of two-way bindings. A cycle of them (a two-way binding turned round: `p <-> q`
+    /// recorded under q, `q <-> p` under p) cannot be decided; its records are installed in name
+    /// order, each displacing the last, and reported `undecidable`.
+    static func plan(_ state: StoredState) -> (order: [StoredBinding], leftOver: [DisplacedBinding]) {
+        guard !state.bindingsInWriteOrder else { return (state.bindings, []) }
+        var twoWayFrom: [String: [StoredBinding]] = [:]
+        for binding in state.bindings where binding.twoWay { twoWayFrom[binding.from, default: []].append(binding) }
+        guard state.bindings.contains(where: { twoWayFrom[$0.to] != nil }) else { return (state.bindings, []) }
+
+        enum Liveness { case live, leftOver(by: StoredBinding), undecided }
+        var decided: [String: Liveness] = [:]
+        var visiting: Set<String> = []
+        // Iterative depth-first: a chain may be as long as the state has bindings.
+        func liveness(of root: StoredBinding) -> Liveness {
+            var stack: [StoredBinding] = [root]
+            while let top = stack.last {
+                if decided[top.to] != nil {
+                    stack.removeLast()
+                    continue
+                }
+                let over = twoWayFrom[top.to] ?? []
+                if let pending = over.first(where: { decided[$0.to] == nil }) {
+                    if visiting.contains(pending.to) {
+                        // A cycle: every record on it is undecided.
+                        for binding in stack { decided[binding.to] = .undecided }
+                        stack.removeAll()
+                        break
+                    }
+                    visiting.insert(top.to)
+                    stack.append(pending)
+                    continue
+                }
+                visiting.remove(top.to)
+                stack.removeLast()
+                var result = Liveness.live
+                for binding in over {
+                    switch decided[binding.to]! {
+                    case .live: result = .leftOver(by: binding)
+                    case .undecided: if case .live = result { result = .undecided }
+                    case .leftOver: break
+                    }
+                    if case .leftOver = result { break }
+                }
+                decided[top.to] = result
+            }
+            return decided[root.to] ?? .undecided
+        }
+        var live: [StoredBinding] = [], undecided: [StoredBinding] = [], leftOver: [DisplacedBinding] = []
+        for binding in state.bindings {
+            switch liveness(of: binding) {
+            case .live: live.append(binding)
+            case .undecided: undecided.append(binding)
+            case .leftOver(let by): leftOver.append(DisplacedBinding(binding: binding, by: by, why: .leftOver))
+            }
+        }
+        return (live + undecided, leftOver)
     }
 }

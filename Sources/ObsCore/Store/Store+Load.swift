@@ -39,22 +39,22 @@ extension Store {
             setExpression(node, expression)
             engine.invalidate(node)
         }
-        // In order, as a transaction that puts them applies them (`applyChanges`): a binding
-        // displaces those its keys are bound by already, so that none is left half installed.
-        // Records of two bindings over one key are damage, or were left by an earlier version;
-        // the later one wins (`DisplacedBinding.loadOrder`).
-        for stored in DisplacedBinding.loadOrder(state) {
+        // Records of two bindings over one key are damage, or were left by an earlier version
+        // (`DisplacedBinding.plan`). The others in order, as a transaction that puts them applies
+        // them (`applyChanges`): a binding displaces those its keys are bound by already, so that
+        // none is left half installed.
+        let plan = DisplacedBinding.plan(state)
+        displacedAtLoad = plan.leftOver
+        staleBindingRecords = Set(plan.leftOver.map(\.binding.to))
+        for stored in plan.order {
             for target in stored.twoWay ? [stored.to, stored.from] : [stored.to] {
                 guard let old = bindings[target] else { continue }
                 uninstall(old)
-                displacedAtLoad.append(DisplacedBinding(binding: old.stored, by: stored))
+                displacedAtLoad.append(DisplacedBinding(binding: old.stored, by: stored, why: state.bindingsInWriteOrder ? .later : .undecidable))
             }
             let map = stored.map.flatMap { try? Expression.compile($0, allowValue: true) }
             let unmap = stored.unmap.flatMap { try? Expression.compile($0, allowValue: true) }
             install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)
-        }
-        for displaced in displacedAtLoad where bindings[displaced.binding.to]?.to != displaced.binding.to {
-            staleBindingRecords.insert(displaced.binding.to)
         }
         for name in evaluationOrder(state.definitions) {
             if let node = view(name)?.node, node.isComputed { engine.refresh(node) }

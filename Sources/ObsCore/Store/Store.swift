@@ -30,10 +30,15 @@ public final class Store {
     /// Stored bindings the state loaded at start held but another one over the same key displaced
     /// (`load`): records an earlier version left, or damage. For the daemon to report.
     public internal(set) var displacedAtLoad: [DisplacedBinding] = []
-    /// The names of the binding records `load` displaced and no binding holds now: deleted from
-    /// the storage by the next local commit (`storedTransaction`), so that they are not met again
-    /// at every start.
-    var staleBindingRecords: Set<String> = []
+    /// The names of the binding records an earlier version left (`DisplacedBinding.Why.leftOver`):
+    /// deleted from the storage by the next local commit (`storedTransaction`), so that they are
+    /// not met again at every start. Until then every write takes the general path (the hot one
+    /// commits without a `StoredTransaction`): `answersHotRequests` is false meanwhile.
+    var staleBindingRecords: Set<String> = [] {
+        didSet {
+            if staleBindingRecords.isEmpty != oldValue.isEmpty { answersHotRequests = staleBindingRecords.isEmpty }
+        }
+    }
     /// The requests its sessions answered, for `stats`.
     @exclusivity(unchecked) var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:
@@ -377,6 +382,10 @@ public final class Store {
                 let stored = storedTransaction(newRev, transaction, bindingTargets, includeEphemeral: false)
                 do {
                     try storage.commit(stored)
+                    if !staleBindingRecords.isEmpty {
+                        staleBindingRecords.subtract(stored.deletedBindings)
+                        staleBindingRecords.subtract(stored.putBindings.map(\.to))
+                    }
                 } catch {
                     engine.enter()
                     rollback(transaction)
@@ -496,10 +505,10 @@ public final class Store {
             }
         }
         if !staleBindingRecords.isEmpty, sharedLog == nil {
-            for name in staleBindingRecords.sorted() where bindings[name]?.to != name && !bindingTargets.contains(name) {
+            for name in staleBindingRecords.sorted()
+            where bindings[name]?.to != name && !stored.deletedBindings.contains(name) && !stored.putBindings.contains(where: { $0.to == name }) {
                 stored.deletedBindings.append(name)
             }
-            staleBindingRecords.removeAll()
         }
         return stored
     }

@@ -584,7 +584,7 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(bindings(try late.request(0, #"{"op":"dump"}"#)), expected, late.logs)
         XCTAssertEqual(try late.request(0, #"{"op":"stats"}"#)["bindings"] as? Int, 3)
         // The host that read both records says which it did not load.
-        XCTAssertTrue(late.logs.contains("the stored binding x <-> y is not loaded: z -> x, made after it, binds the same key"),
+        XCTAssertTrue(late.logs.contains("the stored binding x <-> y is not loaded: z -> x, written after it, binds the same key"),
                       late.logs)
     }
 
