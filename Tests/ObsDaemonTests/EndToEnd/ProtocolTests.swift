@@ -1,6 +1,7 @@
 // Requests over the real socket: framing, limits, many clients, slow clients, durability.
 import Foundation
 import Glibc
+import ObsCore
 import TestSupport
 import XCTest
 
@@ -287,6 +288,49 @@ final class DurabilityTests: XCTestCase {
         XCTAssertEqual(json(client.readLine())["value"] as? Int, 4, "q follows p unchanged (the replaced binding doubled it)")
         obsd.signal(SIGTERM)
         XCTAssertEqual(obsd.waitForExit(), 0)
+    }
+
+    /// A database as an earlier version left it after `bind x z --map 'value + 1'` and `bind z a
+    /// --two-way`: z's record kept beside a's. `obsd --check` and the start say the binding x -> z
+    /// is not loaded and why; z <-> a is; the next change deletes the record, and the next start
+    /// finds nothing left over.
+    func test_aBindingRecordAnEarlierVersionLeft_isReported_notLoaded_andDeletedByTheNextChange() throws {
+        let sandbox = try Sandbox()
+        let arguments = ["--socket", sandbox.socket, "--state-dir", sandbox.state]
+        func run(_ body: (Client) throws -> Void) throws -> String {
+            let obsd = try ObsdProcess(sandbox, arguments: arguments)
+            XCTAssertTrue(obsd.waitUntilListening(), obsd.log)
+            try body(try Client(sandbox.socket))
+            obsd.signal(SIGTERM)
+            XCTAssertEqual(obsd.waitForExit(), 0)
+            return obsd.log
+        }
+        func check() throws -> String {
+            let check = try ObsdProcess(sandbox, arguments: ["--state-dir", sandbox.state, "--check"])
+            XCTAssertEqual(check.waitForExit(), 0, check.output)
+            return check.output
+        }
+        _ = try run { client in XCTAssertEqual(client.request(#"{"op":"set","key":"x","value":1}"#)?["ok"] as? Bool, true) }
+        // The rows the earlier version wrote, with their checksums, as obsd's storage writes them.
+        let database = try SQLiteStorage(path: sandbox.state + "/obsd.db")
+        var rows = StoredTransaction(rev: try database.load().rev + 1)
+        rows.putBindings = [StoredBinding(from: "x", to: "z", map: "value + 1"), StoredBinding(from: "z", to: "a", twoWay: true)]
+        try database.commit(rows)
+        database.close()
+
+        let said = "the stored binding x -> z (map value + 1) is not loaded: an earlier version left its record when z became the "
+            + "from of z <-> a; the next change deletes it"
+        XCTAssertTrue(try check().contains(said))
+        let log = try run { client in
+            client.send(#"{"op":"dump"}"# + "\n")
+            let bindings = json(client.readLine())["bindings"] as? [[String: Any]] ?? []
+            XCTAssertEqual(bindings.map { "\($0["from"] ?? "") \($0["to"] ?? "") \($0["two_way"] ?? "")" }, ["z a 1"])
+            XCTAssertEqual(client.request(#"{"op":"set","key":"x","value":2}"#)?["ok"] as? Bool, true)
+            XCTAssertEqual(client.request(#"{"op":"get","key":"z"}"#)?["ok"] as? Bool, false, "x -> z is not installed")
+        }
+        XCTAssertTrue(log.contains(said), log)
+        XCTAssertFalse(try check().contains("is not loaded"))
+        XCTAssertFalse(try run { _ in }.contains("is not loaded"))
     }
 
     func test_restart_restoresComputedsAndBindings() throws {
