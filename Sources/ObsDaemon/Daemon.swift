@@ -163,7 +163,7 @@ public final class Daemon {
         switch displaced.why {
         case .later:
             return "the stored binding \(binding) is not loaded: \(by), written after it, binds the same key (something else "
-                + "than obsd wrote one of them, or an earlier version left it); its record stays"
+                + "than obsd wrote one of them, or an earlier version left it); its record is deleted"
         case .leftOver:
             return "the stored binding \(binding) is not loaded: an earlier version left its record when \(displaced.binding.to) "
                 + "became the from of \(by); the next change deletes it"

@@ -46,6 +46,11 @@ extension Store {
         let plan = DisplacedBinding.plan(state)
         displacedAtLoad = plan.leftOver
         staleBindingRecords = Set(plan.leftOver.map(\.binding.to))
+        defer {
+            for displaced in displacedAtLoad where displaced.why == .later && bindings[displaced.binding.to]?.to != displaced.binding.to {
+                unloadedBindingRecords.insert(displaced.binding.to)
+            }
+        }
         for stored in plan.order {
             for target in stored.twoWay ? [stored.to, stored.from] : [stored.to] {
                 guard let old = bindings[target] else { continue }

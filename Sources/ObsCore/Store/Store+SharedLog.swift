@@ -209,14 +209,35 @@ extension Store {
             node.createdRev = key.createdRev
             node.version = key.version
         }
+        var displaced: [String] = []
         for stored in transaction.putBindings {
             for target in stored.twoWay ? [stored.to, stored.from] : [stored.to] {
-                if let old = bindings[target] { uninstall(old) }
+                guard let old = bindings[target] else { continue }
+                uninstall(old)
+                displaced.append(old.to)
             }
             let map = stored.map.flatMap { try? compile($0, allowValue: true) }
             let unmap = stored.unmap.flatMap { try? compile($0, allowValue: true) }
             install(KeyBinding(from: stored.from, to: stored.to, map: map, unmap: unmap, twoWay: stored.twoWay), initialWrite: false)
         }
+        // Records this transaction replaced or deleted are no one's to delete; one whose binding a
+        // later record displaced, and that the transaction left, is (a record put by something
+        // else than obsd, or by a version that kept records when their key became a two-way
+        // binding's `from`).
+        for name in transaction.deletedBindings { unloadedBindingRecords.remove(name) }
+        for stored in transaction.putBindings { unloadedBindingRecords.remove(stored.to) }
+        for name in displaced
+        where bindings[name]?.to != name && !transaction.deletedBindings.contains(name) && !transaction.putBindings.contains(where: { $0.to == name }) {
+            unloadedBindingRecords.insert(name)
+        }
+    }
+
+    /// Cluster mode: the binding records the log holds whose binding is not installed, each once:
+    /// the log deletes them, compared on their revision.
+    public func takeUnloadedBindingRecords() -> [String] {
+        guard !unloadedBindingRecords.isEmpty else { return [] }
+        defer { unloadedBindingRecords.removeAll() }
+        return unloadedBindingRecords.sorted()
     }
 
     /// Runs again, as a write of this host's, the bindings that the transaction at `rev` set off

@@ -39,6 +39,9 @@ public final class Store {
             if staleBindingRecords.isEmpty != oldValue.isEmpty { answersHotRequests = staleBindingRecords.isEmpty }
         }
     }
+    /// Cluster mode: the binding records the log holds whose binding is not installed (a record
+    /// written after it binds one of its keys): for the log to delete (`takeUnloadedBindingRecords`).
+    var unloadedBindingRecords: Set<String> = []
     /// The requests its sessions answered, for `stats`.
     @exclusivity(unchecked) var requestCounters = RequestCounters()
     /// The open transaction. (Read for every key a transaction records, by the store's one thread:

@@ -364,6 +364,7 @@ final class EtcdLog: SharedLog {
     func attach(_ store: Store, report: (String) -> Void = { _ in }) throws(DaemonError) {
         self.store = store
         store.sharedLog = self
+        removeUnloadedBindingRecords()
         startWatch()
         if let target = catchUp {
             catchUp = nil
@@ -1162,6 +1163,7 @@ final class EtcdLog: SharedLog {
         // Deletes of ephemeral keys that no obsd transaction made: their host's lease ran out.
         if !reasonGiven, leaseExpired { transaction.reason = "ephemeral" }
         store.apply(transaction, bindingsUnseen: bindingsUnseen && rev > repairedUpTo)
+        removeUnloadedBindingRecords()
         for (channel, payload) in publishes {
             let delivered = store.deliverPublished(channel: channel, payload: payload)
             if publishesUnderWay > 0 { published[rev] = delivered }
@@ -1238,8 +1240,23 @@ final class EtcdLog: SharedLog {
         ephemeralKeys.removeAll()
         foreignOwners.removeAll()
         store.applySnapshot(state(of: range, at: revision, seen: store.rev))
+        removeUnloadedBindingRecords()
         resyncedAt = UInt64(revision)
         startWatch()
+    }
+
+    /// Binding records whose binding a record written after them displaced (put by something
+    /// else than obsd, or left by an earlier version): every host resolves them alike, by
+    /// revision, but each host that reads the prefix would meet them again. Each is removed,
+    /// compared on its revision (every host asks; the first wins; a record put again since is
+    /// kept).
+    private func removeUnloadedBindingRecords() {
+        for name in store.takeUnloadedBindingRecords() {
+            let key = records.key(.binding, name)
+            guard let revision = modRevisions[key] else { continue }
+            let remove = Txn(compares: [Compare(key: key, .equal, .modRevision(revision))], success: [.deleteRange(DeleteRangeRequest(key: key))])
+            pending[client.submit(.txn(remove))] = .cleanup
+        }
     }
 
     /// A value put without compares (a plain `set`) can commit after another host's `define` of

@@ -555,7 +555,8 @@ final class ClusterTests: XCTestCase {
     /// turned round, a chain's middle key bound both ways): its old record goes, so a host that
     /// reads the prefix has the bindings the running hosts have. And a binding record put by
     /// something else over a key of a two-way binding recorded under the other key: every host,
-    /// running or new, holds the later of the two, as the running hosts applied them.
+    /// running or new, holds the later of the two, as the running hosts applied them, and the
+    /// earlier record is deleted, by the running hosts or by a host that meets it at its start.
     func test_bindingsRecordedUnderOtherKeys_areTheSameOnRunningHostsAndOnAHostThatReadsThePrefix() throws {
         let hosts = try ClusterHosts(try SharedEtcd.get(), count: 2)
         for request in [#"{"op":"bind","from":"p","to":"q","map":"value * 2","unmap":"value / 2","two_way":true}"#,
@@ -565,27 +566,38 @@ final class ClusterTests: XCTestCase {
                         #"{"op":"bind","from":"x","to":"y","two_way":true}"#] {
             XCTAssertEqual(try hosts.request(0, request)["ok"] as? Bool, true, request)
         }
+        func records() throws -> [String] {
+            try hosts.etcd.etcdctl(["get", hosts.prefix + "b/", "--prefix", "--keys-only"])
+                .split(separator: "\n").filter { !$0.isEmpty }.map { String($0.dropFirst(hosts.prefix.count)) }.sorted()
+        }
+        XCTAssertEqual(try records(), ["b/c", "b/p", "b/y"], "no record left of p <-> q nor of a -> b")
         try hosts.etcd.etcdctl(["put", hosts.prefix + "b/x", #"{"from":"z","to":"x"}"#])
-        let marker = try XCTUnwrap(try hosts.request(0, #"{"op":"set","key":"marker","value":1}"#)["rev"] as? Int)
-        waitFor("host 2 at the marker") { (try? hosts.request(1, #"{"op":"get","key":"marker"}"#)["rev"] as? Int) == marker }
-        let records = try hosts.etcd.etcdctl(["get", hosts.prefix + "b/", "--prefix", "--keys-only"])
-            .split(separator: "\n").filter { !$0.isEmpty }.map { String($0.dropFirst(hosts.prefix.count)) }
-        // b/y stays: the running hosts dropped x <-> y when b/x came, and so does a host that reads it.
-        XCTAssertEqual(records.sorted(), ["b/c", "b/p", "b/x", "b/y"])
-        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix, settings: "history = 1\n")
+        // The running hosts drop x <-> y, and delete its record.
+        XCTAssertTrue(waitFor("b/y deleted") { (try? records()) == ["b/c", "b/p", "b/x"] }, "\((try? records()) ?? [])\n\(hosts.logs)")
         func bindings(_ dump: [String: Any]) -> [String] {
             (dump["bindings"] as? [[String: Any]] ?? []).map {
                 "\($0["from"] ?? "")->\($0["to"] ?? "")\($0["two_way"] as? Bool == true ? " two-way" : "")\(($0["map"] as? String).map { " " + $0 } ?? "")"
             }.sorted()
         }
-        let expected = ["b->c two-way", "q->p two-way", "z->x"]
+        var expected = ["b->c two-way", "q->p two-way", "z->x"]
         XCTAssertEqual(bindings(try hosts.request(0, #"{"op":"dump"}"#)), expected, hosts.logs)
         XCTAssertEqual(bindings(try hosts.request(1, #"{"op":"dump"}"#)), expected, hosts.logs)
+
+        // With no host running, a record over x again; then another write, so that a host that
+        // starts with `history = 1` reads both records in the state it starts from.
+        hosts.kill(0)
+        hosts.kill(1)
+        try hosts.etcd.etcdctl(["put", hosts.prefix + "b/k", #"{"from":"x","to":"k","two_way":true}"#])
+        try hosts.etcd.etcdctl(["put", hosts.prefix + "k/after", #"{"value":1}"#])
+        let late = try ClusterHosts(hosts.etcd, count: 1, prefix: hosts.prefix, settings: "history = 1\n")
+        expected = ["b->c two-way", "q->p two-way", "x->k two-way"]
         XCTAssertEqual(bindings(try late.request(0, #"{"op":"dump"}"#)), expected, late.logs)
         XCTAssertEqual(try late.request(0, #"{"op":"stats"}"#)["bindings"] as? Int, 3)
-        // The host that read both records says which it did not load.
-        XCTAssertTrue(late.logs.contains("the stored binding x <-> y is not loaded: z -> x, written after it, binds the same key"),
+        // It says which it did not load, and deletes its record.
+        XCTAssertTrue(late.logs.contains("the stored binding z -> x is not loaded: x <-> k, written after it, binds the same key"),
                       late.logs)
+        XCTAssertTrue(waitFor("b/x deleted") { (try? records()) == ["b/c", "b/k", "b/p"] }, "\((try? records()) ?? [])\n\(late.logs)")
+        XCTAssertEqual(bindings(try late.request(0, #"{"op":"dump"}"#)), expected, late.logs)
     }
 
     func test_garbageUnderThePrefix_isSkippedAndReported() throws {
